@@ -9,7 +9,7 @@ from __future__ import annotations
 
 
 def format_lsn(lsn: int) -> str:
-    return f"{lsn >> 32:X}/{lsn & 0xFFFFFFFF:08X}"
+    return f"{lsn >> 32:X}/{lsn & 0xFFFFFFFF:X}"
 
 
 class WALError(Exception):

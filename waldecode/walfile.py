@@ -1,0 +1,209 @@
+"""WAL segment files: names, discovery, and loading their bytes.
+
+Owns src/include/access/xlog_internal.h's file naming (``XLogFileName``,
+``XLogFromFileName``) and the ways segments reach us: a ``pg_wal`` directory, an
+archive directory, a list of files, ``.partial`` segments, and archived segments
+compressed whole (``.gz``, ``.lz4``, ``.zst``).  Hands the reader a
+``SegmentSet``: the segment size, and one file per (timeline, segment number).
+The reader never opens files itself; it asks ``SegmentSet.load``.
+"""
+
+from __future__ import annotations
+
+import gzip
+import os
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from .errors import MissingSegmentError, SegmentFileError, format_lsn
+from .xlogpage import MAJOR_BY_XLOG_PAGE_MAGIC, SizeOfXLogLongPHD, XLP_LONG_HEADER, parse_long_header
+
+SEGMENT_NAME_RE = re.compile(r"^([0-9A-F]{8})([0-9A-F]{8})([0-9A-F]{8})(\.partial)?(\.gz|\.lz4|\.zst)?$")
+
+# src/include/access/xlog_internal.h: WalSegMinSize, WalSegMaxSize
+WalSegMinSize = 1024 * 1024
+WalSegMaxSize = 1024 * 1024 * 1024
+
+
+def segments_per_xlogid(seg_size: int) -> int:
+    return 0x100000000 // seg_size
+
+
+def segment_name(tli: int, segno: int, seg_size: int) -> str:
+    """XLogFileName."""
+    per = segments_per_xlogid(seg_size)
+    return f"{tli:08X}{segno // per:08X}{segno % per:08X}"
+
+
+def parse_segment_name(name: str, seg_size: int) -> tuple[int, int]:
+    """XLogFromFileName: (timeline, segment number) of a segment file name."""
+    m = SEGMENT_NAME_RE.match(name)
+    if not m:
+        raise SegmentFileError(f"not a WAL segment file name: {name!r}", path=name)
+    tli, log, seg = int(m.group(1), 16), int(m.group(2), 16), int(m.group(3), 16)
+    per = segments_per_xlogid(seg_size)
+    if seg >= per:
+        raise SegmentFileError(f"segment number {seg:08X} in the name {name} is impossible for "
+                               f"{seg_size}-byte segments", path=name)
+    return tli, log * per + seg
+
+
+def _decompress(path: Path, data: bytes, limit: int) -> bytes:
+    suffix = path.suffix
+    try:
+        if suffix == ".gz":
+            return gzip.decompress(data)
+        if suffix == ".zst":
+            import zstandard
+
+            return zstandard.ZstdDecompressor().decompress(data, max_output_size=limit)
+        if suffix == ".lz4":
+            import lz4.frame
+
+            return lz4.frame.decompress(data)
+    except Exception as e:  # each library raises its own error classes
+        raise SegmentFileError(f"could not decompress {suffix} file: {e}", path=str(path)) from None
+    return data
+
+
+def read_segment_file(path: Path, max_size: int = WalSegMaxSize) -> bytes:
+    try:
+        data = path.read_bytes()
+    except OSError as e:
+        raise SegmentFileError(f"could not read file: {e.strerror}", path=str(path)) from None
+    return _decompress(path, data, max_size)
+
+
+@dataclass
+class SegmentFile:
+    path: Path
+    tli: int
+    segno: int
+    partial: bool
+    compressed: bool
+
+
+@dataclass
+class SegmentSet:
+    """The segments given to one reader, all of one cluster and one segment size."""
+
+    seg_size: int
+    page_size: int
+    magic: int
+    sysid: int
+    files: dict = field(default_factory=dict)  # segno -> SegmentFile, for the chosen timeline
+    tli: int = 1
+    timelines: tuple = ()
+
+    @property
+    def major(self) -> int:
+        return MAJOR_BY_XLOG_PAGE_MAGIC[self.magic]
+
+    @property
+    def first_segno(self) -> int:
+        return min(self.files)
+
+    @property
+    def last_segno(self) -> int:
+        return max(self.files)
+
+    def name(self, segno: int) -> str:
+        return segment_name(self.tli, segno, self.seg_size)
+
+    def load(self, segno: int) -> tuple[bytes, str]:
+        """The bytes of a segment and the path to name in messages."""
+        f = self.files.get(segno)
+        if f is None:
+            raise MissingSegmentError(
+                f"missing WAL segment {self.name(segno)} (LSN {format_lsn(segno * self.seg_size)}); "
+                f"the input has {self.name(self.first_segno)} to {self.name(self.last_segno)}",
+                lsn=segno * self.seg_size)
+        data = read_segment_file(f.path, self.seg_size)
+        if len(data) > self.seg_size:
+            raise SegmentFileError(f"file has {len(data)} bytes, more than the segment size {self.seg_size}",
+                                   path=str(f.path), lsn=segno * self.seg_size)
+        return data, str(f.path)
+
+    def check_contiguous(self, first: int, last: int) -> None:
+        for segno in range(first, last + 1):
+            if segno not in self.files:
+                raise MissingSegmentError(
+                    f"missing WAL segment {self.name(segno)} (LSN {format_lsn(segno * self.seg_size)}) "
+                    f"between {self.name(first)} and {self.name(last)}", lsn=segno * self.seg_size)
+
+
+def _candidates(paths) -> list[Path]:
+    out = []
+    for p in paths:
+        p = Path(p)
+        if p.is_dir():
+            if (p / "pg_wal").is_dir():
+                p = p / "pg_wal"
+            out.extend(sorted(c for c in p.iterdir() if SEGMENT_NAME_RE.match(c.name) and c.is_file()))
+        elif p.exists():
+            if not SEGMENT_NAME_RE.match(p.name):
+                raise SegmentFileError("file name is not a WAL segment name (24 hex digits, optionally "
+                                       ".partial, .gz, .lz4 or .zst)", path=str(p))
+            out.append(p)
+        else:
+            raise SegmentFileError("no such file or directory", path=str(p))
+    return out
+
+
+def _read_identity(path: Path):
+    data = read_segment_file(path)
+    hdr = parse_long_header(data)
+    if hdr is None:
+        raise SegmentFileError(f"file is too short for a WAL segment ({len(data)} bytes)", path=str(path))
+    if hdr.xlp_magic not in MAJOR_BY_XLOG_PAGE_MAGIC:
+        if not any(data[:SizeOfXLogLongPHD]):
+            return None  # a zero-filled (pre-allocated, never written) segment
+        raise SegmentFileError(
+            f"invalid magic number {hdr.xlp_magic:04X}: not a WAL segment of PostgreSQL 13 to 18", path=str(path))
+    if not hdr.xlp_info & XLP_LONG_HEADER:
+        raise SegmentFileError("first page has no long header: not the start of a WAL segment", path=str(path))
+    seg = hdr.xlp_seg_size
+    if seg < WalSegMinSize or seg > WalSegMaxSize or seg & (seg - 1):
+        raise SegmentFileError(f"invalid segment size {seg} in the page header", path=str(path))
+    return hdr
+
+
+def discover(paths, timeline: int | None = None) -> SegmentSet:
+    """Find the segments among ``paths`` (directories or files) and check they belong together."""
+    cands = _candidates(paths)
+    if not cands:
+        raise SegmentFileError("no WAL segment files found", path=", ".join(str(p) for p in paths))
+    ident = None
+    for c in cands:
+        ident = _read_identity(c)
+        if ident is not None:
+            first = c
+            break
+    if ident is None:
+        raise SegmentFileError("every segment file is zero-filled: there is no WAL to read",
+                               path=", ".join(str(p) for p in paths))
+    seg_size = ident.xlp_seg_size
+    by_tli: dict[int, dict[int, SegmentFile]] = {}
+    for c in cands:
+        m = SEGMENT_NAME_RE.match(c.name)
+        tli, segno = parse_segment_name(c.name, seg_size)
+        f = SegmentFile(c, tli, segno, bool(m.group(4)), bool(m.group(5)))
+        slot = by_tli.setdefault(tli, {})
+        old = slot.get(segno)
+        # A complete segment beats a .partial one; plain beats compressed (same content, cheaper)
+        if old is None or (old.partial, old.compressed) > (f.partial, f.compressed):
+            slot[segno] = f
+    tlis = tuple(sorted(by_tli))
+    if timeline is None:
+        if len(tlis) > 1:
+            raise SegmentFileError(
+                "segments of several timelines (" + ", ".join(str(t) for t in tlis) + ") given: choose one "
+                "with --timeline", path=str(first.parent))
+        timeline = tlis[0]
+    if timeline not in by_tli:
+        raise SegmentFileError(f"no segment of timeline {timeline} among the input", path=str(first.parent))
+    return SegmentSet(seg_size=seg_size, page_size=ident.xlp_xlog_blcksz, magic=ident.xlp_magic,
+                      sysid=ident.xlp_sysid, files=by_tli[timeline], tli=timeline, timelines=tlis)
+
+

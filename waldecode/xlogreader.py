@@ -1,0 +1,127 @@
+"""Reads WAL segments into decoded records, in LSN order.
+
+Owns the walk over segments: where to start (a given LSN, which need not be a
+record start, or the first record of the first segment), crossing from one
+segment into the next, an end LSN with pg_waldump's meaning (records that end
+past it are not returned), and the report of why reading stopped.  Pages and
+records are framed by the active implementation (``waldecode._impl``); files
+come from a ``walfile.SegmentSet``.  Hands ``DecodedRecord``s to the resource
+managers and the decoder.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from . import _impl
+from .errors import MissingSegmentError, WALError, format_lsn
+from .walfile import SegmentSet, discover
+from .xlogpage import FrameState, ReadStop, SizeOfXLogLongPHD, SizeOfXLogShortPHD
+from .xlogrecord import DecodedRecord
+
+
+def parse_lsn(text: str) -> int:
+    """'X/X' as PostgreSQL prints an LSN."""
+    try:
+        hi, lo = text.strip().split("/")
+        hi_v, lo_v = int(hi, 16), int(lo, 16)
+    except ValueError:
+        raise ValueError(f"invalid LSN {text!r}: expected X/X in hexadecimal, as 0/16B3748") from None
+    if hi_v > 0xFFFFFFFF or lo_v > 0xFFFFFFFF:
+        raise ValueError(f"invalid LSN {text!r}: each half must fit in 32 bits")
+    return hi_v << 32 | lo_v
+
+
+class XLogReader:
+    """Iterate the records of a WAL range.
+
+    ``XLogReader(paths, start_lsn=None, end_lsn=None)``; after iteration
+    ``stop`` says where and why reading ended (a ``ReadStop``), and ``major``
+    the PostgreSQL major version that wrote the WAL.  Errors in the input that
+    make reading impossible (missing segments, foreign files) raise ``WALError``
+    subclasses; damaged or ended WAL stops reading with a ``ReadStop``, as
+    PostgreSQL's own reader does.
+    """
+
+    def __init__(self, paths=None, start_lsn: int | None = None, end_lsn: int | None = None,
+                 timeline: int | None = None, verify_crc: bool = True, segments: SegmentSet | None = None):
+        self.segments = segments if segments is not None else discover(paths, timeline)
+        self.start_lsn = start_lsn
+        self.end_lsn = end_lsn
+        self.verify_crc = verify_crc
+        self.stop: ReadStop | None = None
+        self.first_lsn: int | None = None  # LSN of the first record returned
+        self.last_end_lsn: int | None = None  # EndRecPtr of the last record returned
+
+    @property
+    def major(self) -> int:
+        return self.segments.major
+
+    @property
+    def seg_size(self) -> int:
+        return self.segments.seg_size
+
+    def __iter__(self) -> Iterator[DecodedRecord]:
+        segs = self.segments
+        seg_size = segs.seg_size
+        start = self.start_lsn
+        if start is None:
+            start = segs.first_segno * seg_size
+        first_segno = start // seg_size
+        if first_segno not in segs.files:
+            raise MissingSegmentError(
+                f"the start LSN {format_lsn(start)} lies in segment {segs.name(first_segno)}, which is not "
+                f"among the input ({segs.name(segs.first_segno)} to {segs.name(segs.last_segno)})", lsn=start)
+        if self.end_lsn is not None and self.end_lsn <= start:
+            raise WALError(f"the end LSN {format_lsn(self.end_lsn)} is not after the start LSN {format_lsn(start)}")
+        last_segno = segs.last_segno
+        if self.end_lsn is not None:
+            last_segno = min(last_segno, (self.end_lsn - 1) // seg_size)
+        segs.check_contiguous(first_segno, last_segno)
+        # XLogFindNextRecord: begin at the page holding ``start`` and skip records before it
+        page_start = start - start % segs.page_size
+        st = FrameState(segs.page_size, seg_size, segs.magic, segs.sysid, page_start, 0, self.end_lsn or 0)
+        decode = _impl.decode_record
+        frame = _impl.frame_segment
+        major = segs.major
+        verify = self.verify_crc
+        segno = first_segno
+        while True:
+            if self.end_lsn is not None and segno * seg_size >= self.end_lsn:
+                self.stop = ReadStop(segno * seg_size, "limit", "end of requested range")
+                return
+            if segno > segs.last_segno:
+                self.stop = self._ran_out(st, segno)
+                return
+            buf, path = segs.load(segno)
+            records, stop = frame(buf, segno * seg_size, st, verify, path)
+            for lsn, raw_end, rec in records:
+                if lsn < start:
+                    continue
+                end = raw_end + 7 & ~7
+                if rec[17] == 0 and rec[16] & 0xF0 == 0x40:  # XLOG_SWITCH "extends" to the segment end
+                    end = (lsn // seg_size + 1) * seg_size
+                r = decode(rec, lsn, end, major)
+                if self.first_lsn is None:
+                    self.first_lsn = lsn
+                self.last_end_lsn = end
+                yield r
+            if stop is not None:
+                self.stop = stop
+                return
+            segno += 1
+
+    def _ran_out(self, st: FrameState, segno: int) -> ReadStop:
+        lsn = segno * self.seg_size
+        if st.partial is not None:
+            return ReadStop(st.partial_lsn, "end",
+                            f"record at {format_lsn(st.partial_lsn)} continues into segment "
+                            f"{self.segments.name(segno)}, which is not among the input")
+        return ReadStop(lsn, "end", f"end of the input after segment {self.segments.name(segno - 1)}")
+
+
+def read_records(paths, start_lsn=None, end_lsn=None, **kw) -> Iterator[DecodedRecord]:
+    return iter(XLogReader(paths, start_lsn, end_lsn, **kw))
+
+
+__all__ = ["XLogReader", "read_records", "parse_lsn", "ReadStop", "SizeOfXLogLongPHD", "SizeOfXLogShortPHD"]
