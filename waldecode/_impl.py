@@ -30,3 +30,4 @@ else:
 IMPL = "cython" if impl.__name__.endswith("_native") else "python"
 frame_segment = impl.frame_segment
 decode_record = impl.decode_record
+pglz_decompress = impl.pglz_decompress

@@ -1,0 +1,393 @@
+# cython: language_level=3, boundscheck=False, wraparound=False, cdivision=True, initializedcheck=False
+"""Cython hot path: the same API as waldecode/_pyframe.py, compiled.
+
+``frame_segment`` and ``decode_record`` run their common case in C over the
+segment buffer.  Whenever a check fails, they hand the same input to the
+pure-Python reference (``waldecode._pyframe``), which builds the ReadStop or
+raises the error: both implementations therefore report bad input with the very
+same messages, and the rare path stays in one place.
+"""
+
+from crc32c import crc32c
+
+from waldecode import _pyframe
+from waldecode.xlogpage import ReadStop
+from waldecode.xlogrecord import BlockRef, DecodedRecord
+
+cdef extern from *:
+    """
+    #include <stdint.h>
+    #include <string.h>
+    static inline uint16_t wd_u16(const unsigned char *p) { uint16_t v; memcpy(&v, p, 2); return v; }
+    static inline uint32_t wd_u32(const unsigned char *p) { uint32_t v; memcpy(&v, p, 4); return v; }
+    static inline uint64_t wd_u64(const unsigned char *p) { uint64_t v; memcpy(&v, p, 8); return v; }
+    """
+    unsigned short wd_u16(const unsigned char *p) nogil
+    unsigned int wd_u32(const unsigned char *p) nogil
+    unsigned long long wd_u64(const unsigned char *p) nogil
+
+# xlog_internal.h / xlogrecord.h (named as in PostgreSQL; see waldecode/xlogpage.py, xlogrecord.py)
+DEF XLP_FIRST_IS_CONTRECORD = 0x0001
+DEF XLP_LONG_HEADER = 0x0002
+DEF XLP_FIRST_IS_OVERWRITE_CONTRECORD = 0x0008
+DEF XLP_ALL_FLAGS = 0x000F
+DEF SizeOfXLogShortPHD = 24
+DEF SizeOfXLogLongPHD = 40
+DEF MaxAllocSize = 0x3FFFFFFF
+DEF BLCKSZ = 8192
+
+
+cdef inline bint _rmid_valid(unsigned int rmid, unsigned int magic):
+    return rmid <= 21 or (rmid >= 128 and magic >= 0xD110)
+
+
+cdef inline bint _page_ok(const unsigned char *p, Py_ssize_t page_off, unsigned long long seg_lsn, st,
+                          unsigned int magic, unsigned int page_size, unsigned long long seg_size,
+                          unsigned long long sysid, unsigned int latest_tli):
+    cdef unsigned int info = wd_u16(p + 2)
+    if wd_u16(p) != magic or info & ~XLP_ALL_FLAGS:
+        return False
+    if info & XLP_LONG_HEADER:
+        if (sysid and wd_u64(p + 24) != sysid) or wd_u32(p + 32) != seg_size or wd_u32(p + 36) != page_size:
+            return False
+    elif page_off == 0:
+        return False
+    if wd_u64(p + 8) != seg_lsn + <unsigned long long>page_off:
+        return False
+    if wd_u32(p + 4) < latest_tli:
+        return False
+    return True
+
+
+cdef object _check_record_fast(bytes rec, unsigned long long lsn, st, bint verify_crc, path):
+    cdef const unsigned char *r = rec
+    cdef unsigned int tot_len = wd_u32(r)
+    cdef unsigned long long prev = wd_u64(r + 8)
+    cdef unsigned int rmid = r[17]
+    cdef bint ok = _rmid_valid(rmid, st.magic)
+    if ok:
+        if st.rand_access:
+            ok = prev < lsn
+        else:
+            ok = prev == <unsigned long long>st.prev_lsn
+    if ok and verify_crc:
+        mv = memoryview(rec)
+        ok = crc32c(mv[:20], crc32c(mv[24:tot_len])) == wd_u32(r + 20)
+    if ok:
+        return None
+    return _pyframe._check_record(rec, lsn, st, verify_crc, path)
+
+
+def frame_segment(buf, unsigned long long seg_lsn, st, bint verify_crc=True, path=None):
+    cdef const unsigned char[:] view = buf
+    cdef const unsigned char *b = &view[0] if view.shape[0] else NULL
+    cdef Py_ssize_t buflen = view.shape[0]
+    cdef unsigned int page_size = st.page_size
+    cdef unsigned long long seg_size = st.seg_size
+    cdef unsigned int magic = st.magic
+    cdef unsigned long long sysid = st.sysid
+    cdef unsigned long long end_limit = st.end_lsn
+    cdef Py_ssize_t pos = <Py_ssize_t>(st.next_lsn - seg_lsn)
+    cdef Py_ssize_t cur_page = -1, page_off, hdr = 0, avail, take, need, skip
+    cdef unsigned int info = 0, rem_len = 0, tot_len
+    cdef unsigned long long lsn, raw_end, prev
+    cdef bint fresh = st.partial is None and st.rand_access
+    cdef list records = []
+    cdef bytes rec
+    while True:
+        if <unsigned long long>pos >= seg_size:
+            st.next_lsn = seg_lsn + seg_size
+            return records, None
+        page_off = pos - pos % page_size
+        if page_off != cur_page:
+            if page_off + page_size > buflen:
+                st.next_lsn = seg_lsn + pos
+                return records, ReadStop(seg_lsn + pos, "end",
+                                         f"end of available data: file holds {buflen} of {seg_size} bytes", path)
+            if cur_page < 0 and page_off != 0:
+                if not _page_ok(b, 0, seg_lsn, st, magic, page_size, seg_size, sysid, st.latest_tli):
+                    checked = _pyframe._check_page(buf, 0, seg_lsn, st, path)
+                    if isinstance(checked, ReadStop):
+                        return records, checked
+            if not _page_ok(b + page_off, page_off, seg_lsn, st, magic, page_size, seg_size, sysid, st.latest_tli):
+                # The slow path names the failure exactly as the reference does
+                st.next_lsn = seg_lsn + pos
+                records2, stop = _pyframe.frame_segment(buf, seg_lsn, st, verify_crc, path)
+                return records + records2, stop
+            info = wd_u16(b + page_off + 2)
+            rem_len = wd_u32(b + page_off + 16)
+            hdr = SizeOfXLogLongPHD if info & XLP_LONG_HEADER else SizeOfXLogShortPHD
+            st.latest_tli = wd_u32(b + page_off + 4)
+            cur_page = page_off
+            if st.partial is not None:
+                partial = st.partial
+                need = st.partial_total - len(partial)
+                if (info & XLP_FIRST_IS_OVERWRITE_CONTRECORD or not info & XLP_FIRST_IS_CONTRECORD
+                        or rem_len == 0 or rem_len != need):
+                    st.next_lsn = seg_lsn + pos
+                    records2, stop = _pyframe.frame_segment(buf, seg_lsn, st, verify_crc, path)
+                    return records + records2, stop
+                take = min(<Py_ssize_t>rem_len, page_size - hdr)
+                partial += view[page_off + hdr:page_off + hdr + take]
+                if take < rem_len:
+                    pos = page_off + page_size
+                    continue
+                lsn = st.partial_lsn
+                raw_end = seg_lsn + page_off + hdr + rem_len
+                st.partial = None
+                if end_limit and raw_end > end_limit:
+                    st.next_lsn = lsn
+                    return records, ReadStop(lsn, "limit", "end of requested range", path)
+                rec = bytes(partial)
+                bad = _check_record_fast(rec, lsn, st, verify_crc, path)
+                if bad is not None:
+                    st.next_lsn = lsn
+                    return records, bad
+                records.append((lsn, raw_end, rec))
+                st.prev_lsn = lsn
+                st.rand_access = False
+                pos = page_off + hdr + ((rem_len + 7) & ~7)
+                if rec[17] == 0 and rec[16] & 0xF0 == 0x40:
+                    st.next_lsn = seg_lsn + seg_size
+                    st.switch_seen = True
+                    return records, None
+                continue
+            if pos == page_off:
+                if info & XLP_FIRST_IS_CONTRECORD:
+                    if not fresh:
+                        st.next_lsn = seg_lsn + pos
+                        records2, stop = _pyframe.frame_segment(buf, seg_lsn, st, verify_crc, path)
+                        return records + records2, stop
+                    skip = (rem_len + 7) & ~7
+                    if hdr + skip >= page_size:
+                        pos = page_off + page_size
+                        continue
+                    pos = page_off + hdr + skip
+                else:
+                    pos = page_off + hdr
+            elif pos < page_off + hdr:
+                pos = page_off + hdr
+            fresh = False
+        lsn = seg_lsn + pos
+        if end_limit and lsn >= end_limit:
+            st.next_lsn = lsn
+            return records, ReadStop(lsn, "limit", "end of requested range", path)
+        tot_len = wd_u32(b + pos)
+        if tot_len < 24 or tot_len > MaxAllocSize:
+            st.next_lsn = lsn
+            records2, stop = _pyframe.frame_segment(buf, seg_lsn, st, verify_crc, path)
+            return records + records2, stop
+        avail = page_off + page_size - pos
+        if tot_len <= avail:
+            if end_limit and lsn + tot_len > end_limit:
+                st.next_lsn = lsn
+                return records, ReadStop(lsn, "limit", "end of requested range", path)
+            rec = bytes(view[pos:pos + tot_len])
+            bad = _check_record_fast(rec, lsn, st, verify_crc, path)
+            if bad is not None:
+                st.next_lsn = lsn
+                return records, bad
+            records.append((lsn, lsn + tot_len, rec))
+            st.prev_lsn = lsn
+            st.rand_access = False
+            pos += (tot_len + 7) & ~7
+            if b[pos - ((tot_len + 7) & ~7) + 17] == 0 and b[pos - ((tot_len + 7) & ~7) + 16] & 0xF0 == 0x40:
+                st.next_lsn = seg_lsn + seg_size
+                st.switch_seen = True
+                return records, None
+            continue
+        if avail >= 24:
+            prev = wd_u64(b + pos + 8)
+            if not _rmid_valid(b[pos + 17], magic) or (
+                    (prev >= lsn) if st.rand_access else (prev != <unsigned long long>st.prev_lsn)):
+                st.next_lsn = lsn
+                records2, stop = _pyframe.frame_segment(buf, seg_lsn, st, verify_crc, path)
+                return records + records2, stop
+        st.partial = bytearray(view[pos:page_off + page_size])
+        st.partial_lsn = lsn
+        st.partial_total = tot_len
+        pos = page_off + page_size
+
+
+def decode_record(bytes rec, unsigned long long lsn, unsigned long long end_lsn, int major):
+    cdef const unsigned char *r = rec
+    cdef Py_ssize_t n = len(rec)
+    cdef unsigned int tot_len = wd_u32(r)
+    cdef unsigned int compressed_mask = 0x1C if major >= 15 else 0x02
+    cdef Py_ssize_t pos = 24, remaining, datatotal = 0, main_len = 0
+    cdef int block_id, max_block_id = -1, nblocks = 0
+    cdef unsigned int fork_flags, data_len, bimg_len, hole_offset, bimg_info, hole_length
+    cdef unsigned int spc = 0, db = 0, relnum = 0, blkno
+    cdef bint has_rel = False, has_image
+    cdef unsigned int origin = 0, toplevel = 0
+    # per block: id, fork_flags, data_len, bimg_len, hole_offset, bimg_info, hole_length, spc, db, rel, blkno
+    cdef unsigned int heads[33][11]
+    if tot_len != n or n < 24:
+        return _pyframe.decode_record(rec, lsn, end_lsn, major)
+    remaining = tot_len - 24
+    while remaining > datatotal:
+        block_id = r[pos]
+        pos += 1
+        remaining -= 1
+        if block_id == 255:
+            if remaining < 1:
+                return _pyframe.decode_record(rec, lsn, end_lsn, major)
+            main_len = r[pos]
+            pos += 1
+            remaining -= 1
+            datatotal += main_len
+            break
+        if block_id == 254:
+            if remaining < 4:
+                return _pyframe.decode_record(rec, lsn, end_lsn, major)
+            main_len = wd_u32(r + pos)
+            pos += 4
+            remaining -= 4
+            datatotal += main_len
+            break
+        if block_id == 253:
+            if remaining < 2:
+                return _pyframe.decode_record(rec, lsn, end_lsn, major)
+            origin = wd_u16(r + pos)
+            pos += 2
+            remaining -= 2
+            continue
+        if block_id == 252 and major >= 14:
+            if remaining < 4:
+                return _pyframe.decode_record(rec, lsn, end_lsn, major)
+            toplevel = wd_u32(r + pos)
+            pos += 4
+            remaining -= 4
+            continue
+        if block_id > 32 or block_id <= max_block_id or remaining < 3:
+            return _pyframe.decode_record(rec, lsn, end_lsn, major)
+        max_block_id = block_id
+        fork_flags = r[pos]
+        data_len = wd_u16(r + pos + 1)
+        pos += 3
+        remaining -= 3
+        if (fork_flags & 0x20 and data_len == 0) or (not fork_flags & 0x20 and data_len != 0):
+            return _pyframe.decode_record(rec, lsn, end_lsn, major)
+        datatotal += data_len
+        bimg_len = hole_offset = bimg_info = hole_length = 0
+        if fork_flags & 0x10:
+            if remaining < 5:
+                return _pyframe.decode_record(rec, lsn, end_lsn, major)
+            bimg_len = wd_u16(r + pos)
+            hole_offset = wd_u16(r + pos + 2)
+            bimg_info = r[pos + 4]
+            pos += 5
+            remaining -= 5
+            if bimg_info & compressed_mask:
+                if bimg_info & 0x01:
+                    if remaining < 2:
+                        return _pyframe.decode_record(rec, lsn, end_lsn, major)
+                    hole_length = wd_u16(r + pos)
+                    pos += 2
+                    remaining -= 2
+            else:
+                hole_length = BLCKSZ - bimg_len
+            datatotal += bimg_len
+            if bimg_info & 0x01:
+                if hole_offset == 0 or hole_length == 0 or bimg_len == BLCKSZ:
+                    return _pyframe.decode_record(rec, lsn, end_lsn, major)
+            elif hole_offset != 0 or hole_length != 0:
+                return _pyframe.decode_record(rec, lsn, end_lsn, major)
+            if bimg_info & compressed_mask and bimg_len == BLCKSZ:
+                return _pyframe.decode_record(rec, lsn, end_lsn, major)
+        if not fork_flags & 0x80:
+            if remaining < 16:
+                return _pyframe.decode_record(rec, lsn, end_lsn, major)
+            spc = wd_u32(r + pos)
+            db = wd_u32(r + pos + 4)
+            relnum = wd_u32(r + pos + 8)
+            blkno = wd_u32(r + pos + 12)
+            has_rel = True
+            pos += 16
+            remaining -= 16
+        else:
+            if not has_rel or remaining < 4:
+                return _pyframe.decode_record(rec, lsn, end_lsn, major)
+            blkno = wd_u32(r + pos)
+            pos += 4
+            remaining -= 4
+        heads[nblocks][0] = block_id
+        heads[nblocks][1] = fork_flags
+        heads[nblocks][2] = data_len
+        heads[nblocks][3] = bimg_len
+        heads[nblocks][4] = hole_offset
+        heads[nblocks][5] = bimg_info
+        heads[nblocks][6] = hole_length
+        heads[nblocks][7] = spc
+        heads[nblocks][8] = db
+        heads[nblocks][9] = relnum
+        heads[nblocks][10] = blkno
+        nblocks += 1
+    if remaining != datatotal:
+        return _pyframe.decode_record(rec, lsn, end_lsn, major)
+    cdef list blocks = []
+    cdef int i
+    for i in range(nblocks):
+        image = None
+        has_image = heads[i][1] & 0x10
+        if has_image:
+            image = rec[pos:pos + heads[i][3]]
+            pos += heads[i][3]
+        data = rec[pos:pos + heads[i][2]]
+        pos += heads[i][2]
+        blocks.append(BlockRef(heads[i][0], heads[i][1] & 0x0F, heads[i][1] & 0xF0, heads[i][7], heads[i][8],
+                               heads[i][9], heads[i][10], has_image, heads[i][5], heads[i][4], heads[i][6],
+                               heads[i][3], image, data))
+    return DecodedRecord(lsn, end_lsn, tot_len, wd_u32(r + 4), wd_u64(r + 8), r[16], r[17], wd_u32(r + 20),
+                         tuple(blocks), rec[pos:pos + main_len], origin, toplevel)
+
+
+def pglz_decompress(src, Py_ssize_t rawsize, bint check_complete=True):
+    """pg_lzcompress.c pglz_decompress; errors are re-raised by the reference implementation."""
+    cdef const unsigned char[:] sv = src
+    cdef Py_ssize_t srclen = sv.shape[0], sp = 0, dp = 0, length, off, k
+    cdef unsigned char ctrl
+    cdef int bit
+    out = bytearray(rawsize)
+    cdef unsigned char[:] ov = out
+    if rawsize == 0 or srclen == 0:
+        if check_complete and (rawsize != 0 or srclen != 0):
+            from waldecode.pglz import pglz_decompress as ref
+            return ref(src, rawsize, check_complete)
+        return bytes(out)
+    while sp < srclen and dp < rawsize:
+        ctrl = sv[sp]
+        sp += 1
+        for bit in range(8):
+            if sp >= srclen or dp >= rawsize:
+                break
+            if ctrl & 1:
+                if sp + 1 >= srclen:
+                    from waldecode.pglz import pglz_decompress as ref
+                    return ref(src, rawsize, check_complete)
+                length = (sv[sp] & 0x0F) + 3
+                off = ((sv[sp] & 0xF0) << 4) | sv[sp + 1]
+                sp += 2
+                if length == 18:
+                    if sp >= srclen:
+                        from waldecode.pglz import pglz_decompress as ref
+                        return ref(src, rawsize, check_complete)
+                    length += sv[sp]
+                    sp += 1
+                if off == 0 or off > dp:
+                    from waldecode.pglz import pglz_decompress as ref
+                    return ref(src, rawsize, check_complete)
+                if length > rawsize - dp:
+                    length = rawsize - dp
+                for k in range(length):
+                    ov[dp] = ov[dp - off]
+                    dp += 1
+            else:
+                ov[dp] = sv[sp]
+                dp += 1
+                sp += 1
+            ctrl >>= 1
+    if check_complete and (dp != rawsize or sp != srclen):
+        from waldecode.pglz import pglz_decompress as ref
+        return ref(src, rawsize, check_complete)
+    return bytes(out[:dp])
