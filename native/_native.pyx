@@ -147,6 +147,9 @@ def frame_segment(buf, unsigned long long seg_lsn, st, bint verify_crc=True, pat
                 st.prev_lsn = lsn
                 st.rand_access = False
                 pos = page_off + hdr + ((rem_len + 7) & ~7)
+                if st.stop_after_partial:
+                    st.next_lsn = seg_lsn + pos
+                    return records, None
                 if rec[17] == 0 and rec[16] & 0xF0 == 0x40:
                     st.next_lsn = seg_lsn + seg_size
                     st.switch_seen = True

@@ -201,6 +201,9 @@ def frame_segment(buf, seg_lsn: int, st, verify_crc: bool = True, path=None):
                 st.prev_lsn = lsn
                 st.rand_access = False
                 pos = page_off + hdr + ((rem_len + 7) & ~7)
+                if st.stop_after_partial:
+                    st.next_lsn = seg_lsn + pos
+                    return records, None
                 if rec[17] == RM_XLOG_ID and rec[16] & 0xF0 == XLOG_SWITCH:
                     st.next_lsn = seg_lsn + seg_size
                     st.switch_seen = True

@@ -83,7 +83,7 @@ class FrameState:
         "page_size", "seg_size", "magic", "sysid", "latest_tli",
         "next_lsn", "prev_lsn", "rand_access",
         "partial", "partial_lsn", "partial_total",
-        "end_lsn", "switch_seen",
+        "end_lsn", "switch_seen", "stop_after_partial",
     )
 
     def __init__(self, page_size: int, seg_size: int, magic: int, sysid: int, next_lsn: int,
@@ -102,3 +102,5 @@ class FrameState:
         self.partial_total = 0
         self.end_lsn = end_lsn  # 0: no limit; else stop before a record that ends past it
         self.switch_seen = False
+        # Frame only the record carried in from the previous segment, then return
+        self.stop_after_partial = False

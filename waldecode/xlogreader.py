@@ -98,9 +98,7 @@ class XLogReader:
             for lsn, raw_end, rec in records:
                 if lsn < start:
                     continue
-                end = raw_end + 7 & ~7
-                if rec[17] == 0 and rec[16] & 0xF0 == 0x40:  # XLOG_SWITCH "extends" to the segment end
-                    end = (lsn // seg_size + 1) * seg_size
+                end = _end_lsn(rec, lsn, raw_end, seg_size)
                 r = decode(rec, lsn, end, major)
                 if self.first_lsn is None:
                     self.first_lsn = lsn
@@ -118,6 +116,45 @@ class XLogReader:
                             f"record at {format_lsn(st.partial_lsn)} continues into segment "
                             f"{self.segments.name(segno)}, which is not among the input")
         return ReadStop(lsn, "end", f"end of the input after segment {self.segments.name(segno - 1)}")
+
+
+def read_segment(segments: SegmentSet, segno: int, verify_crc: bool = True,
+                 next_head: bytes | None = None) -> tuple[list[DecodedRecord], ReadStop | None]:
+    """The records that start in one segment, read on their own (a task of its own for Spark).
+
+    The segment is framed from its first record start, skipping the tail of a record
+    begun in the previous segment.  A record that crosses into the next segment is
+    completed from ``next_head`` (the next segment's bytes, or only its first pages);
+    when it is not given, the next segment is loaded from ``segments`` if present.
+    The first record's prev-link can only be checked to point backwards.
+    """
+    seg_size = segments.seg_size
+    major = segments.major
+    st = FrameState(segments.page_size, seg_size, segments.magic, segments.sysid, segno * seg_size)
+    buf, path = segments.load(segno)
+    raw, stop = _impl.frame_segment(buf, segno * seg_size, st, verify_crc, path)
+    if stop is None and st.partial is not None:
+        if next_head is None and segno + 1 in segments.files:
+            next_head, next_path = segments.load(segno + 1)
+        else:
+            next_path = segments.name(segno + 1)
+        if next_head is None:
+            stop = ReadStop(st.partial_lsn, "end", f"record at {format_lsn(st.partial_lsn)} continues into "
+                            f"segment {segments.name(segno + 1)}, which is not among the input")
+        else:
+            st.stop_after_partial = True
+            more, stop = _impl.frame_segment(next_head, (segno + 1) * seg_size, st, verify_crc, next_path)
+            raw.extend(more)
+    records = [_impl.decode_record(rec, lsn, _end_lsn(rec, lsn, raw_end, seg_size), major)
+               for lsn, raw_end, rec in raw]
+    return records, stop
+
+
+def _end_lsn(rec: bytes, lsn: int, raw_end: int, seg_size: int) -> int:
+    """PostgreSQL's EndRecPtr: the aligned end, or the segment end after XLOG_SWITCH."""
+    if rec[17] == 0 and rec[16] & 0xF0 == 0x40:
+        return (lsn // seg_size + 1) * seg_size
+    return raw_end + 7 & ~7
 
 
 def read_records(paths, start_lsn=None, end_lsn=None, **kw) -> Iterator[DecodedRecord]:
