@@ -28,7 +28,7 @@ def _read(fx):
 def test_records_equal_pg_waldump(fx, impl):
     reader, records = _read(fx)
     assert reader.major == fx.major
-    got = [(r.lsn, r.xl_prev, rmgr.rmgr_name(r.xl_rmid), r.xl_xid, r.rec_len, r.xl_tot_len) for r in records]
+    got = [(r.lsn, r.xl_prev, rmgr.rmgr_name(r.xl_rmid, fx.major), r.xl_xid, r.rec_len, r.xl_tot_len) for r in records]
     expected = fx.waldump_records()
     assert len(got) == len(expected), f"{fx.name}: {len(got)} records read, pg_waldump printed {len(expected)}"
     for i, (g, e) in enumerate(zip(got, expected)):
@@ -44,7 +44,7 @@ def test_stats_counts_equal_pg_waldump(fx, impl):
         name = rmgr.identify(r.xl_rmid, r.xl_info, fx.major)
         if name is None:
             name = f"UNKNOWN ({r.xl_info & 0xF0:x})"
-        counts[f"{rmgr.rmgr_name(r.xl_rmid)}/{name}"] += 1
+        counts[f"{rmgr.rmgr_name(r.xl_rmid, fx.major)}/{name}"] += 1
     assert dict(counts) == fx.waldump_stats_counts()
 
 

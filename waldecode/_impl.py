@@ -31,3 +31,29 @@ IMPL = "cython" if impl.__name__.endswith("_native") else "python"
 frame_segment = impl.frame_segment
 decode_record = impl.decode_record
 pglz_decompress = impl.pglz_decompress
+
+
+def use(name: str) -> None:
+    """Switch the active implementation ('python' or 'cython') for this process: tests and benchmarks."""
+    global impl, IMPL, frame_segment, decode_record, pglz_decompress
+    if name == "python":
+        from . import _pyframe as chosen
+    elif name == "cython":
+        from . import _native as chosen  # type: ignore[attr-defined]
+    else:
+        raise ValueError(f"unknown implementation {name!r}")
+    impl = chosen
+    IMPL = name
+    frame_segment = chosen.frame_segment
+    decode_record = chosen.decode_record
+    pglz_decompress = chosen.pglz_decompress
+
+
+def available() -> list[str]:
+    """The implementations that can be loaded here."""
+    names = ["python"]
+    try:
+        from . import _native  # noqa: F401
+    except ImportError:
+        return names
+    return names + ["cython"]

@@ -8,7 +8,7 @@ space, removed before compression) back as zeros.
 from __future__ import annotations
 
 from .errors import DecompressionError
-from ._impl import pglz_decompress
+from . import _impl
 from .xlogrecord import (
     BKPIMAGE_APPLY,
     BKPIMAGE_APPLY_V13,
@@ -47,7 +47,7 @@ def restore_block_image(block: BlockRef, major: int, lsn: int | None = None) -> 
     img = block.image
     try:
         if method == "pglz":
-            img = pglz_decompress(img, size)
+            img = _impl.pglz_decompress(img, size)
         elif method == "lz4":
             import lz4.block
 

@@ -1,0 +1,411 @@
+"""Decode dispatch: WAL records into reorder-buffer changes, transactions into output.
+
+Owns src/backend/replication/logical/decode.c's part: per record, register the
+(sub)transaction, feed the snapshot builder, turn heap/heap2 records into changes,
+logical messages into messages, and xact records into commit, abort and two-phase
+events, each filtered by database and origin as PostgreSQL does.  Dispatch is by
+table: every resource manager names the record types it decodes and the ones it
+knowingly ignores; anything else is an error naming the rmgr and info.
+
+Takes ``DecodedRecord``s (from any reader), hands committed transactions to
+``replay.Replayer`` and through it to an output plugin.
+"""
+
+from __future__ import annotations
+
+import struct
+
+from .catalog import Catalog
+from .errors import format_lsn
+from .replay import DecodeError, Replayer, SizeOfHeapHeader
+from .reorderbuffer import (
+    REORDER_BUFFER_CHANGE_DELETE,
+    REORDER_BUFFER_CHANGE_INSERT,
+    REORDER_BUFFER_CHANGE_INTERNAL_SPEC_ABORT,
+    REORDER_BUFFER_CHANGE_INTERNAL_SPEC_CONFIRM,
+    REORDER_BUFFER_CHANGE_INTERNAL_SPEC_INSERT,
+    REORDER_BUFFER_CHANGE_MESSAGE,
+    REORDER_BUFFER_CHANGE_TRUNCATE,
+    REORDER_BUFFER_CHANGE_UPDATE,
+    DEFAULT_MEMORY_BUDGET,
+    DEFAULT_SPILL_THRESHOLD,
+    Change,
+    ReorderBuffer,
+)
+from .rmgr import (
+    RM_HEAP2_ID,
+    RM_HEAP_ID,
+    RM_LOGICALMSG_ID,
+    RM_STANDBY_ID,
+    RM_XACT_ID,
+    RM_XLOG_ID,
+)
+from .rmgr import heap as rm_heap
+from .rmgr import xact as rm_xact
+from .rmgr import standby as rm_standby
+from .snapbuild import SNAPBUILD_CONSISTENT, SNAPBUILD_FULL_SNAPSHOT, SnapBuilder
+from .xlogrecord import DecodedRecord
+
+# heapam_xlog.h flag bits used here
+XLH_INSERT_LAST_IN_MULTI = 1 << 1
+XLH_INSERT_IS_SPECULATIVE = 1 << 2
+XLH_INSERT_CONTAINS_NEW_TUPLE = 1 << 3
+XLH_UPDATE_CONTAINS_OLD_TUPLE = 1 << 2
+XLH_UPDATE_CONTAINS_OLD_KEY = 1 << 3
+XLH_UPDATE_CONTAINS_NEW_TUPLE = 1 << 4
+XLH_UPDATE_CONTAINS_OLD = XLH_UPDATE_CONTAINS_OLD_TUPLE | XLH_UPDATE_CONTAINS_OLD_KEY
+XLH_DELETE_CONTAINS_OLD_TUPLE = 1 << 1
+XLH_DELETE_CONTAINS_OLD_KEY = 1 << 2
+XLH_DELETE_IS_SUPER = 1 << 3
+XLH_DELETE_CONTAINS_OLD = XLH_DELETE_CONTAINS_OLD_TUPLE | XLH_DELETE_CONTAINS_OLD_KEY
+SizeOfHeapUpdate = 14
+SizeOfHeapDelete = 8
+SizeOfHeapMultiInsert = 4
+SizeOfMultiInsertTuple = 7
+xl_multi_insert_tuple = struct.Struct("<HHHB")  # datalen, t_infomask2, t_infomask, t_hoff
+_xl_heap_header = struct.Struct("<HHB")
+_u32 = struct.Struct("<I")
+
+XLOG_HEAP_OPMASK = 0x70
+XLOG_XACT_OPMASK = 0x70
+
+# Record types each rmgr knowingly ignores (decode.c lists them per switch)
+_HEAP_IGNORED = {rm_heap.XLOG_HEAP_LOCK}
+_HEAP2_IGNORED = {rm_heap.XLOG_HEAP2_REWRITE, 0x10, 0x20, 0x30, rm_heap.XLOG_HEAP2_VISIBLE,
+                  rm_heap.XLOG_HEAP2_LOCK_UPDATED, rm_heap.XLOG_HEAP2_NEW_CID}
+
+
+class LogicalDecoder:
+    """LogicalDecodingProcessRecord for one database, as a slot created at the first record read."""
+
+    def __init__(self, catalog: Catalog, plugin, *, two_phase: bool = False, spill_dir: str | None = None,
+                 spill_threshold: int = DEFAULT_SPILL_THRESHOLD, memory_budget: int = DEFAULT_MEMORY_BUDGET,
+                 segment_size: int = 16 * 1024 * 1024, include_rewrites: bool = False,
+                 start_decoding_at: int = 0, major: int | None = None):
+        self.catalog = catalog
+        self.database = catalog.database_oid
+        self.plugin = plugin
+        self.two_phase = two_phase
+        self.major = major or catalog.major
+        self.rb = ReorderBuffer(spill_dir, spill_threshold, memory_budget, segment_size)
+        self.snapbuild = SnapBuilder(start_decoding_at)
+        self.replayer = Replayer(catalog, plugin, include_rewrites)
+        self.crashed: list = []  # transactions dropped by ReorderBufferAbortOld
+        self._dispatch = {
+            RM_XLOG_ID: self._xlog,
+            RM_XACT_ID: self._xact,
+            RM_STANDBY_ID: self._standby,
+            RM_HEAP2_ID: self._heap2,
+            RM_HEAP_ID: self._heap,
+            RM_LOGICALMSG_ID: self._logicalmsg,
+        }
+
+    # -- per record ----------------------------------------------------------------------------
+
+    def process(self, rec: DecodedRecord) -> None:
+        if rec.toplevel_xid:
+            self.rb.assign_child(rec.toplevel_xid, rec.xl_xid, rec.lsn)
+        handler = self._dispatch.get(rec.xl_rmid)
+        if handler is None:
+            self.rb.process_xid(rec.xl_xid, rec.lsn)
+        else:
+            handler(rec)
+
+    def _filter_origin(self, origin: int) -> bool:
+        return self.plugin.filter_by_origin(origin)
+
+    def _xlog(self, rec: DecodedRecord) -> None:
+        # Checkpoints, switches, FPIs, parameter changes...: nothing for decoding offline
+        # (no serialized snapshots, and the catalog comes from the snapshot file).
+        self.rb.process_xid(rec.xl_xid, rec.lsn)
+
+    def _standby(self, rec: DecodedRecord) -> None:
+        self.rb.process_xid(rec.xl_xid, rec.lsn)
+        info = rec.xl_info & 0xF0
+        if info == rm_standby.XLOG_RUNNING_XACTS:
+            _xcnt, _subxcnt, _overflow, nextXid, oldestRunningXid, _latest = \
+                rm_standby.xl_running_xacts.unpack_from(rec.main_data, 0)
+            self.snapbuild.process_running_xacts(rec.lsn, rec.end_lsn, nextXid, oldestRunningXid)
+            self.crashed.extend(self.rb.abort_old(oldestRunningXid))
+        elif info not in (rm_standby.XLOG_STANDBY_LOCK, rm_standby.XLOG_INVALIDATIONS):
+            raise DecodeError(f"unexpected RM_STANDBY_ID record type: {info}", lsn=rec.lsn)
+
+    def _heap(self, rec: DecodedRecord) -> None:
+        xid = rec.xl_xid
+        rb = self.rb
+        rb.process_xid(xid, rec.lsn)
+        if self.snapbuild.state < SNAPBUILD_FULL_SNAPSHOT:
+            return
+        info = rec.xl_info & XLOG_HEAP_OPMASK
+        if info == rm_heap.XLOG_HEAP_INSERT:
+            if self._process_change(xid, rec.lsn):
+                self._decode_insert(rec)
+        elif info in (rm_heap.XLOG_HEAP_UPDATE, rm_heap.XLOG_HEAP_HOT_UPDATE):
+            if self._process_change(xid, rec.lsn):
+                self._decode_update(rec)
+        elif info == rm_heap.XLOG_HEAP_DELETE:
+            if self._process_change(xid, rec.lsn):
+                self._decode_delete(rec)
+        elif info == rm_heap.XLOG_HEAP_TRUNCATE:
+            if self._process_change(xid, rec.lsn):
+                self._decode_truncate(rec)
+        elif info == rm_heap.XLOG_HEAP_INPLACE:
+            if xid:
+                self._process_change(xid, rec.lsn)
+        elif info == rm_heap.XLOG_HEAP_CONFIRM:
+            if self._process_change(xid, rec.lsn):
+                self._decode_spec_confirm(rec)
+        elif info not in _HEAP_IGNORED:
+            raise DecodeError(f"unexpected RM_HEAP_ID record type: {info}", lsn=rec.lsn)
+
+    def _heap2(self, rec: DecodedRecord) -> None:
+        xid = rec.xl_xid
+        self.rb.process_xid(xid, rec.lsn)
+        if self.snapbuild.state < SNAPBUILD_FULL_SNAPSHOT:
+            return
+        info = rec.xl_info & XLOG_HEAP_OPMASK
+        if info == rm_heap.XLOG_HEAP2_MULTI_INSERT:
+            if self._process_change(xid, rec.lsn):
+                self._decode_multi_insert(rec)
+        elif info not in _HEAP2_IGNORED:
+            raise DecodeError(f"unexpected RM_HEAP2_ID record type: {info}", lsn=rec.lsn)
+
+    def _process_change(self, xid: int, lsn: int) -> bool:
+        """SnapBuildProcessChange: may the change be collected? Sets the base snapshot."""
+        if not self.snapbuild.process_change(xid):
+            return False
+        self.rb.set_base_snapshot(xid, lsn)
+        return True
+
+    def _block0(self, rec: DecodedRecord):
+        b = rec.blocks[0] if rec.blocks and rec.blocks[0].block_id == 0 else rec.block(0)
+        if b is None:
+            raise DecodeError(f"heap record at {format_lsn(rec.lsn)} has no block 0", lsn=rec.lsn)
+        return b
+
+    def _queue(self, rec: DecodedRecord, action: int, blk, newtuple, oldtuple, clear_toast: bool = True,
+               lsn: int | None = None) -> None:
+        self.rb.queue_change(rec.xl_xid, Change(rec.lsn if lsn is None else lsn, action, blk.spcOid, blk.relNumber,
+                                                rec.origin, clear_toast, newtuple, oldtuple, None))
+
+    def _decode_insert(self, rec: DecodedRecord) -> None:
+        flags = rec.main_data[2]
+        if not flags & XLH_INSERT_CONTAINS_NEW_TUPLE:
+            return
+        blk = self._block0(rec)
+        if blk.dbOid != self.database or self._filter_origin(rec.origin):
+            return
+        action = (REORDER_BUFFER_CHANGE_INTERNAL_SPEC_INSERT if flags & XLH_INSERT_IS_SPECULATIVE
+                  else REORDER_BUFFER_CHANGE_INSERT)
+        self._queue(rec, action, blk, bytes(blk.data), None)
+
+    def _decode_update(self, rec: DecodedRecord) -> None:
+        blk = self._block0(rec)
+        if blk.dbOid != self.database or self._filter_origin(rec.origin):
+            return
+        flags = rec.main_data[7]
+        newtuple = oldtuple = None
+        if flags & XLH_UPDATE_CONTAINS_NEW_TUPLE:
+            newtuple = bytes(blk.data)
+        if flags & XLH_UPDATE_CONTAINS_OLD:
+            oldtuple = bytes(rec.main_data[SizeOfHeapUpdate:])
+        self._queue(rec, REORDER_BUFFER_CHANGE_UPDATE, blk, newtuple, oldtuple)
+
+    def _decode_delete(self, rec: DecodedRecord) -> None:
+        blk = self._block0(rec)
+        if blk.dbOid != self.database or self._filter_origin(rec.origin):
+            return
+        flags = rec.main_data[7]
+        action = REORDER_BUFFER_CHANGE_INTERNAL_SPEC_ABORT if flags & XLH_DELETE_IS_SUPER else \
+            REORDER_BUFFER_CHANGE_DELETE
+        oldtuple = None
+        if flags & XLH_DELETE_CONTAINS_OLD:
+            oldtuple = bytes(rec.main_data[SizeOfHeapDelete:])
+        self._queue(rec, action, blk, None, oldtuple)
+
+    def _decode_truncate(self, rec: DecodedRecord) -> None:
+        dbId = _u32.unpack_from(rec.main_data, 0)[0]
+        if dbId != self.database or self._filter_origin(rec.origin):
+            return
+        self.rb.queue_change(rec.xl_xid, Change(rec.lsn, REORDER_BUFFER_CHANGE_TRUNCATE, 0, 0, rec.origin, True,
+                                                None, None, bytes(rec.main_data)))
+
+    def _decode_spec_confirm(self, rec: DecodedRecord) -> None:
+        blk = self._block0(rec)
+        if blk.dbOid != self.database or self._filter_origin(rec.origin):
+            return
+        self._queue(rec, REORDER_BUFFER_CHANGE_INTERNAL_SPEC_CONFIRM, blk, None, None)
+
+    def _decode_multi_insert(self, rec: DecodedRecord) -> None:
+        main = rec.main_data
+        flags, ntuples = main[0], struct.unpack_from("<H", main, 2)[0]
+        if not flags & XLH_INSERT_CONTAINS_NEW_TUPLE:
+            return
+        blk = self._block0(rec)
+        if blk.dbOid != self.database or self._filter_origin(rec.origin):
+            return
+        data = blk.data
+        pos = 0
+        last = flags & XLH_INSERT_LAST_IN_MULTI
+        for i in range(ntuples):
+            pos += pos & 1  # SHORTALIGN
+            if pos + SizeOfMultiInsertTuple > len(data):
+                raise DecodeError(f"multi-insert record at {format_lsn(rec.lsn)} is shorter than its "
+                                  f"{ntuples} tuples", lsn=rec.lsn)
+            datalen, infomask2, infomask, hoff = xl_multi_insert_tuple.unpack_from(data, pos)
+            pos += SizeOfMultiInsertTuple
+            tup = _xl_heap_header.pack(infomask2, infomask, hoff) + bytes(data[pos:pos + datalen])
+            pos += datalen
+            self._queue(rec, REORDER_BUFFER_CHANGE_INSERT, blk, tup, None,
+                        clear_toast=bool(last and i + 1 == ntuples))
+
+    def _logicalmsg(self, rec: DecodedRecord) -> None:
+        xid = rec.xl_xid
+        self.rb.process_xid(xid, rec.lsn)
+        sb = self.snapbuild
+        if sb.state < SNAPBUILD_FULL_SNAPSHOT:
+            return
+        main = rec.main_data
+        dbId, transactional = _u32.unpack_from(main, 0)[0], main[4]
+        if transactional and not self._process_change(xid, rec.lsn):
+            return
+        if not transactional and (sb.state != SNAPBUILD_CONSISTENT or sb.xact_needs_skip(rec.lsn)):
+            return
+        if dbId != self.database or self._filter_origin(rec.origin):
+            return
+        if transactional:
+            # Queued at the record's end LSN, as ReorderBufferQueueMessage is given buf->endptr
+            self.rb.queue_change(xid, Change(rec.end_lsn, REORDER_BUFFER_CHANGE_MESSAGE, 0, 0, rec.origin, False,
+                                             None, None, bytes(main)))
+        else:
+            from .replay import parse_message
+
+            _t, prefix, content = parse_message(main)
+            self.plugin.message(None, False, prefix, content)
+
+    # -- transactions --------------------------------------------------------------------------
+
+    def _xact(self, rec: DecodedRecord) -> None:
+        rb = self.rb
+        rb.process_xid(rec.xl_xid, rec.lsn)
+        info = rec.xl_info & XLOG_XACT_OPMASK
+        major = self.major
+        if info == rm_xact.XLOG_XACT_ASSIGNMENT:
+            # 13 learns subtransactions from here; 14+ from XLR_BLOCK_ID_TOPLEVEL_XID as well
+            xtop, nsubxacts = rm_xact.xl_xact_assignment.unpack_from(rec.main_data, 0)
+            for sub in struct.unpack_from(f"<{nsubxacts}I", rec.main_data, 8):
+                rb.assign_child(xtop, sub, rec.lsn)
+            return
+        if self.snapbuild.state < SNAPBUILD_FULL_SNAPSHOT:
+            return
+        if info in (rm_xact.XLOG_XACT_COMMIT, rm_xact.XLOG_XACT_COMMIT_PREPARED):
+            parsed = rm_xact.parse_commit_or_abort(rec.xl_info, rec.main_data, major, True)
+            xid = parsed.twophase_xid or rec.xl_xid
+            two_phase = info == rm_xact.XLOG_XACT_COMMIT_PREPARED and self._decode_prepared(parsed.twophase_gid)
+            self._decode_commit(rec, parsed, xid, two_phase)
+        elif info in (rm_xact.XLOG_XACT_ABORT, rm_xact.XLOG_XACT_ABORT_PREPARED):
+            parsed = rm_xact.parse_commit_or_abort(rec.xl_info, rec.main_data, major, False)
+            xid = parsed.twophase_xid or rec.xl_xid
+            two_phase = info == rm_xact.XLOG_XACT_ABORT_PREPARED and self._decode_prepared(parsed.twophase_gid)
+            self._decode_abort(rec, parsed, xid, two_phase)
+        elif info == rm_xact.XLOG_XACT_PREPARE:
+            parsed, _initfileinval = rm_xact.parse_prepare(rec.main_data, major)
+            if not self._decode_prepared(parsed.twophase_gid):
+                rb.process_xid(parsed.twophase_xid, rec.lsn)
+                return
+            self._decode_prepare(rec, parsed)
+        elif info == rm_xact.XLOG_XACT_INVALIDATIONS:
+            return  # the catalog comes from the snapshot file; invalidations change nothing here
+        else:
+            raise DecodeError(f"unexpected RM_XACT_ID record type: {info}", lsn=rec.lsn)
+
+    def _decode_prepared(self, gid: str) -> bool:
+        """not FilterPrepare(): is this transaction decoded at PREPARE time?"""
+        return self.two_phase and not self.plugin.filter_prepare(gid)
+
+    def _needs_skip(self, lsn: int, dbId: int, origin: int) -> bool:
+        """DecodeTXNNeedsSkip."""
+        return (self.snapbuild.xact_needs_skip(lsn) or (dbId != 0 and dbId != self.database)
+                or self._filter_origin(origin))
+
+    @staticmethod
+    def _commit_time(parsed) -> int:
+        return parsed.origin_timestamp if parsed.xinfo & rm_xact.XACT_XINFO_HAS_ORIGIN else parsed.xact_time
+
+    def _decode_commit(self, rec: DecodedRecord, parsed, xid: int, two_phase: bool) -> None:
+        rb = self.rb
+        self.snapbuild.commit_txn(rec.lsn, xid)
+        if self._needs_skip(rec.lsn, parsed.dbId, rec.origin):
+            for sub in parsed.subxacts:
+                rb.forget(sub)
+            rb.forget(xid)
+            return
+        for sub in parsed.subxacts:
+            rb.commit_child(xid, sub, rec.lsn, rec.end_lsn)
+        commit_time = self._commit_time(parsed)
+        if two_phase:
+            txn = rb.txn_by_xid(xid, False)
+            if txn is None:
+                return
+            self.plugin.commit_prepared(xid, txn.gid or parsed.twophase_gid, commit_time)
+            rb.cleanup(txn)
+            return
+        txn = rb.txn_by_xid(xid, False)
+        if txn is None:
+            return
+        txn.final_lsn = rec.lsn
+        txn.end_lsn = rec.end_lsn
+        if not txn.has_base_snapshot:
+            rb.cleanup(txn)
+            return
+        try:
+            self.replayer.replay(xid, rb.iter_changes(txn), lambda: self.plugin.commit(xid, commit_time))
+        finally:
+            rb.cleanup(txn)
+
+    def _decode_abort(self, rec: DecodedRecord, parsed, xid: int, two_phase: bool) -> None:
+        rb = self.rb
+        for sub in parsed.subxacts:
+            rb.abort(sub)
+        if two_phase and not self._needs_skip(rec.lsn, parsed.dbId, rec.origin):
+            txn = rb.txn_by_xid(xid, False)
+            if txn is not None:
+                self.plugin.rollback_prepared(xid, txn.gid or parsed.twophase_gid, self._commit_time(parsed))
+                rb.cleanup(txn)
+            return
+        rb.abort(xid)
+
+    def _decode_prepare(self, rec: DecodedRecord, parsed) -> None:
+        rb = self.rb
+        xid = parsed.twophase_xid
+        if self._needs_skip(rec.lsn, parsed.dbId, rec.origin):
+            return  # ReorderBufferSkipPrepare: decoded at COMMIT PREPARED instead
+        for sub in parsed.subxacts:
+            rb.commit_child(xid, sub, rec.lsn, rec.end_lsn)
+        txn = rb.txn_by_xid(xid, False)
+        if txn is None:
+            return
+        txn.prepared = True
+        txn.gid = parsed.twophase_gid
+        txn.final_lsn = rec.lsn
+        txn.end_lsn = rec.end_lsn
+        prepare_time = parsed.origin_timestamp if parsed.origin_lsn else parsed.xact_time
+        if txn.has_base_snapshot:
+            self.replayer.replay(xid, rb.iter_changes(txn),
+                                 lambda: self.plugin.prepare(xid, txn.gid, prepare_time))
+        # The transaction stays known, without its changes, until COMMIT/ROLLBACK PREPARED
+        for sub in list(txn.subtxns):
+            rb.cleanup(sub)
+        rb._remove_spill_files(txn)
+        rb.size -= txn.size
+        txn.size = 0
+        txn.changes = []
+        txn.nentries = txn.nentries_mem = 0
+
+    # -- end -----------------------------------------------------------------------------------
+
+    def finish(self):
+        """The transactions left open at the end of the WAL read; spill files are removed."""
+        open_txns = self.rb.open_transactions()
+        self.rb.close()
+        return open_txns

@@ -1,0 +1,217 @@
+"""test_decoding, line for line as contrib/test_decoding/test_decoding.c prints it.
+
+Options as ``pg_recvlogical -o`` passes them (``include-xids`` on by default,
+``include-timestamp``, ``skip-empty-xacts``, ``only-local``, ``include-rewrites``,
+``force-binary``, ``stream-changes``); unknown options and unparsable values are
+rejected with the server's own wording.  Values go through the type output
+functions of ``waldecode.types`` with the catalog snapshot's settings.
+"""
+
+from __future__ import annotations
+
+from .. import types
+from ..catalog import Catalog, Relation
+from .quote import quote_identifier, quote_literal_cstr, quote_qualified_identifier
+
+UNCHANGED_TOAST = object()  # a TOASTed value the change did not carry (test_decoding: unchanged-toast-datum)
+
+class OutputPluginError(Exception):
+    """Bad plugin options (ERROR in the server)."""
+
+
+def parse_bool(value: str) -> bool | None:
+    """src/backend/utils/adt/bool.c parse_bool_with_len: prefixes of true/false/yes/no, on/off, 1/0."""
+    v = value.lower()
+    n = len(v)
+    if not v:
+        return None
+    c = v[0]
+    if c == "t" and "true".startswith(v):
+        return True
+    if c == "f" and "false".startswith(v):
+        return False
+    if c == "y" and "yes".startswith(v):
+        return True
+    if c == "n" and "no".startswith(v):
+        return False
+    if c == "o" and n >= 2:  # a lone 'o' is not unique enough
+        if "on".startswith(v):
+            return True
+        if "off".startswith(v):
+            return False
+    if v == "1":
+        return True
+    if v == "0":
+        return False
+    return None
+
+
+class TestDecoding:
+    """The plugin; ``write(text)`` receives each output row without its newline."""
+
+    BOOL_OPTIONS = ("include-xids", "include-timestamp", "force-binary", "skip-empty-xacts", "only-local",
+                    "include-rewrites", "stream-changes")
+
+    def __init__(self, catalog: Catalog, write, options: dict | None = None):
+        self.catalog = catalog
+        self.major = catalog.major
+        self.settings = catalog.settings
+        self.write = write
+        self.include_xids = True
+        self.include_timestamp = False
+        self.skip_empty_xacts = False
+        self.only_local = False
+        self.include_rewrites = False
+        for name, value in (options or {}).items():
+            if name not in self.BOOL_OPTIONS:
+                raise OutputPluginError(f'option "{name}" = "{value if value is not None else "(null)"}" is unknown')
+            if value is None:
+                flag = True
+            else:
+                flag = parse_bool(value)
+                if flag is None:
+                    raise OutputPluginError(f'could not parse value "{value}" for parameter "{name}"')
+            if name == "include-xids":
+                self.include_xids = flag
+            elif name == "include-timestamp":
+                self.include_timestamp = flag
+            elif name == "skip-empty-xacts":
+                self.skip_empty_xacts = flag
+            elif name == "only-local":
+                self.only_local = flag
+            elif name == "include-rewrites":
+                self.include_rewrites = flag
+        self._wrote_changes = False
+        self._type_cache: dict[int, str] = {}
+
+    # -- transaction lines ---------------------------------------------------------------------
+
+    def _timestamp(self, ts: int) -> str:
+        return types.timestamptz_to_str(ts, self.settings)
+
+    def _begin_line(self, xid: int) -> None:
+        self.write(f"BEGIN {xid}" if self.include_xids else "BEGIN")
+
+    def begin(self, xid: int) -> None:
+        self._wrote_changes = False
+        if not self.skip_empty_xacts:
+            self._begin_line(xid)
+
+    def commit(self, xid: int, commit_time: int) -> None:
+        if self.skip_empty_xacts and not self._wrote_changes:
+            return
+        line = f"COMMIT {xid}" if self.include_xids else "COMMIT"
+        if self.include_timestamp:
+            line += f" (at {self._timestamp(commit_time)})"
+        self.write(line)
+
+    def _mark_change(self, xid: int) -> None:
+        if self.skip_empty_xacts and not self._wrote_changes:
+            self._begin_line(xid)
+        self._wrote_changes = True
+
+    # two-phase (slots created with two_phase)
+    def begin_prepare(self, xid: int) -> None:
+        self.begin(xid)
+
+    def prepare(self, xid: int, gid: str, prepare_time: int) -> None:
+        if self.skip_empty_xacts and not self._wrote_changes:
+            return
+        line = "PREPARE TRANSACTION " + quote_literal_cstr(gid)
+        if self.include_xids:
+            line += f", txid {xid}"
+        if self.include_timestamp:
+            line += f" (at {self._timestamp(prepare_time)})"
+        self.write(line)
+
+    def _finish_prepared(self, word: str, xid: int, gid: str, ts: int) -> None:
+        line = f"{word} PREPARED " + quote_literal_cstr(gid)
+        if self.include_xids:
+            line += f", txid {xid}"
+        if self.include_timestamp:
+            line += f" (at {self._timestamp(ts)})"
+        self.write(line)
+
+    def commit_prepared(self, xid: int, gid: str, commit_time: int) -> None:
+        self._finish_prepared("COMMIT", xid, gid, commit_time)
+
+    def rollback_prepared(self, xid: int, gid: str, abort_time: int) -> None:
+        self._finish_prepared("ROLLBACK", xid, gid, abort_time)
+
+    @staticmethod
+    def filter_prepare(gid: str) -> bool:
+        """pg_decode_filter_prepare: GIDs containing _nodecode are decoded at COMMIT PREPARED instead."""
+        return "_nodecode" in gid
+
+    def filter_by_origin(self, origin: int) -> bool:
+        return self.only_local and origin != 0
+
+    # -- changes -------------------------------------------------------------------------------
+
+    def _relname(self, rel: Relation) -> str:
+        name = rel.relname
+        if rel.relrewrite:
+            target = self.catalog.relation(rel.relrewrite)
+            if target is not None:
+                name = target.relname
+        return quote_qualified_identifier(rel.nspname, name, self.major)
+
+    def _tuple(self, rel: Relation, values, skip_nulls: bool) -> str:
+        out = []
+        major = self.major
+        for att, value in zip(rel.attributes, values):
+            if att.attisdropped:
+                continue
+            if value is None and skip_nulls:
+                continue
+            if value is None:
+                text = "null"
+            elif value is UNCHANGED_TOAST:
+                text = "unchanged-toast-datum"
+            elif isinstance(value, types.MissingValue):
+                text = types.test_decoding_value(att.atttypid, value.text)
+            else:
+                text = types.test_decoding_value(
+                    att.atttypid, types.output_text(att.atttypid, value, self.catalog, self.settings))
+            out.append(f" {quote_identifier(att.attname, major)}[{att.type_name}]:{text}")
+        return "".join(out)
+
+    def change(self, xid: int, rel: Relation, action: str, newvals, oldvals) -> None:
+        """action: INSERT, UPDATE or DELETE; values are lists in attnum order (None for a missing tuple)."""
+        self._mark_change(xid)
+        parts = ["table ", self._relname(rel), ":"]
+        if action == "INSERT":
+            parts.append(" INSERT:")
+            parts.append(" (no-tuple-data)" if newvals is None else self._tuple(rel, newvals, False))
+        elif action == "UPDATE":
+            parts.append(" UPDATE:")
+            if oldvals is not None:
+                parts.append(" old-key:")
+                parts.append(self._tuple(rel, oldvals, True))
+                parts.append(" new-tuple:")
+            parts.append(" (no-tuple-data)" if newvals is None else self._tuple(rel, newvals, False))
+        else:
+            parts.append(" DELETE:")
+            parts.append(" (no-tuple-data)" if oldvals is None else self._tuple(rel, oldvals, True))
+        self.write("".join(parts))
+
+    def truncate(self, xid: int, relations: list, restart_seqs: bool, cascade: bool) -> None:
+        self._mark_change(xid)
+        names = ", ".join(quote_qualified_identifier(r.nspname, r.relname, self.major) for r in relations)
+        flags = ""
+        if restart_seqs or cascade:
+            if restart_seqs:
+                flags += " restart_seqs"
+            if cascade:
+                flags += " cascade"
+        else:
+            flags = " (no-flags)"
+        self.write(f"table {names}: TRUNCATE:{flags}")
+
+    def message(self, xid: int | None, transactional: bool, prefix: str, content: bytes) -> None:
+        # 13-16 print no BEGIN for a transaction holding only a message, even with skip-empty-xacts
+        if transactional and self.major >= 17:
+            self._mark_change(xid)
+        text = content.decode("utf-8", errors="surrogateescape")
+        self.write(f"message: transactional: {int(transactional)} prefix: {prefix}, sz: {len(content)} "
+                   f"content:{text}")

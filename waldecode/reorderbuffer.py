@@ -1,0 +1,361 @@
+"""Reorder buffer: changes collected per transaction, handed out at commit in LSN order.
+
+Owns what src/backend/replication/logical/reorderbuffer.c keeps per (sub)transaction:
+its changes, its subtransactions, whether it has a base snapshot; spilling to
+``.spill`` files when a transaction exceeds the change threshold (4096 by default,
+PostgreSQL's max_changes_in_memory) or the global memory budget is exceeded (the
+largest transaction is evicted first); and at commit a k-way merge of the
+transaction and its subtransactions by LSN, reading spilled changes back in order.
+It knows nothing of WAL records: changes arrive as ``Change`` tuples from the
+decoder, and leave the same way for the output stage.
+
+Spill files are named as PostgreSQL names them, one per (sub)transaction and WAL
+segment of the changes: ``xid-<xid>-lsn-<HI>-<LO>.spill``, where HI-LO is the start
+LSN of the segment.  Each holds batches ``[u32 length][u32 count][lz4 frame]``.
+"""
+
+from __future__ import annotations
+
+import heapq
+import os
+import struct
+import tempfile
+from collections.abc import Iterator
+from typing import NamedTuple
+
+import lz4.frame
+
+# src/include/replication/reorderbuffer.h: ReorderBufferChangeType (the ones that are queued here)
+REORDER_BUFFER_CHANGE_INSERT = 0
+REORDER_BUFFER_CHANGE_UPDATE = 1
+REORDER_BUFFER_CHANGE_DELETE = 2
+REORDER_BUFFER_CHANGE_MESSAGE = 3
+REORDER_BUFFER_CHANGE_INTERNAL_SPEC_INSERT = 7
+REORDER_BUFFER_CHANGE_INTERNAL_SPEC_CONFIRM = 8
+REORDER_BUFFER_CHANGE_INTERNAL_SPEC_ABORT = 9
+REORDER_BUFFER_CHANGE_TRUNCATE = 10
+
+DEFAULT_SPILL_THRESHOLD = 4096  # max_changes_in_memory
+DEFAULT_MEMORY_BUDGET = 64 * 1024 * 1024  # logical_decoding_work_mem's default
+CHANGE_OVERHEAD = 120  # bytes counted per change besides its tuple data (object headers)
+
+
+class Change(NamedTuple):
+    """One queued change.  Tuples are kept as WAL carries them (xl_heap_header + body)."""
+
+    lsn: int
+    action: int
+    spcOid: int
+    relNumber: int
+    origin: int
+    clear_toast_afterwards: bool
+    newtuple: bytes | None
+    oldtuple: bytes | None
+    extra: bytes | None  # TRUNCATE: xl_heap_truncate; MESSAGE: xl_logical_message (main data)
+
+    @property
+    def size(self) -> int:
+        return (CHANGE_OVERHEAD + (len(self.newtuple) if self.newtuple else 0)
+                + (len(self.oldtuple) if self.oldtuple else 0) + (len(self.extra) if self.extra else 0))
+
+
+_ChangeHeader = struct.Struct("<QBIIHBiii")  # lsn, action, spc, rel, origin, clear_toast, 3 lengths (-1: None)
+_BatchHeader = struct.Struct("<II")
+
+
+def _serialize(changes) -> bytes:
+    out = bytearray()
+    pack = _ChangeHeader.pack
+    for c in changes:
+        n, o, e = c.newtuple, c.oldtuple, c.extra
+        out += pack(c.lsn, c.action, c.spcOid, c.relNumber, c.origin, c.clear_toast_afterwards,
+                    -1 if n is None else len(n), -1 if o is None else len(o), -1 if e is None else len(e))
+        if n:
+            out += n
+        if o:
+            out += o
+        if e:
+            out += e
+    return bytes(out)
+
+
+def _deserialize(buf: bytes, count: int) -> list[Change]:
+    out = []
+    pos = 0
+    unpack = _ChangeHeader.unpack_from
+    hsize = _ChangeHeader.size
+    for _ in range(count):
+        lsn, action, spc, rel, origin, clear, ln, lo, le = unpack(buf, pos)
+        pos += hsize
+        parts = []
+        for length in (ln, lo, le):
+            if length < 0:
+                parts.append(None)
+            else:
+                parts.append(buf[pos:pos + length])
+                pos += length
+        out.append(Change(lsn, action, spc, rel, origin, bool(clear), parts[0], parts[1], parts[2]))
+    return out
+
+
+class SpillError(Exception):
+    """A spill file cannot be written or read back."""
+
+
+class TXN:
+    """ReorderBufferTXN: one (sub)transaction."""
+
+    __slots__ = ("xid", "first_lsn", "final_lsn", "end_lsn", "toptxn", "subtxns", "changes", "nentries",
+                 "nentries_mem", "size", "spill_files", "has_base_snapshot", "is_known_as_subxact",
+                 "prepared", "gid", "xact_time", "origin", "has_catalog_changes")
+
+    def __init__(self, xid: int, first_lsn: int):
+        self.xid = xid
+        self.first_lsn = first_lsn
+        self.final_lsn = 0
+        self.end_lsn = 0
+        self.toptxn: TXN | None = None
+        self.subtxns: list[TXN] = []
+        self.changes: list[Change] = []
+        self.nentries = 0  # all changes, spilled ones included
+        self.nentries_mem = 0
+        self.size = 0  # bytes of the changes in memory
+        self.spill_files: dict[int, str] = {}  # segment number -> path, in the order first written
+        self.has_base_snapshot = False
+        self.is_known_as_subxact = False
+        self.prepared = False
+        self.gid = ""
+        self.xact_time = 0
+        self.origin = 0
+        self.has_catalog_changes = False
+
+    @property
+    def total_changes(self) -> int:
+        return self.nentries + sum(s.nentries for s in self.subtxns)
+
+
+class OpenTransaction(NamedTuple):
+    """A transaction with neither commit nor abort by the end of the WAL read."""
+
+    xid: int
+    first_lsn: int
+    nchanges: int
+    subxids: tuple
+    prepared: bool
+    gid: str
+
+
+class ReorderBuffer:
+    def __init__(self, spill_dir: str | None = None, spill_threshold: int = DEFAULT_SPILL_THRESHOLD,
+                 memory_budget: int = DEFAULT_MEMORY_BUDGET, segment_size: int = 16 * 1024 * 1024):
+        if spill_threshold < 1:
+            raise ValueError("the spill threshold must be at least 1 change")
+        self.spill_threshold = spill_threshold
+        self.memory_budget = memory_budget
+        self.segment_size = segment_size
+        self._spill_dir = spill_dir
+        self._own_spill_dir: tempfile.TemporaryDirectory | None = None
+        self.by_xid: dict[int, TXN] = {}
+        self.toplevel: dict[int, TXN] = {}  # insertion order = order of first LSN
+        self.size = 0
+        self.spilled_txns = 0  # statistics: how many times a transaction was spilled
+        self.spilled_bytes = 0
+
+    # -- spill directory ----------------------------------------------------------------------
+
+    @property
+    def spill_dir(self) -> str:
+        if self._spill_dir is None:
+            self._own_spill_dir = tempfile.TemporaryDirectory(prefix="waldecode-spill-")
+            self._spill_dir = self._own_spill_dir.name
+        return self._spill_dir
+
+    def close(self) -> None:
+        """Remove every spill file still present (transactions never finished) and our own directory."""
+        for txn in list(self.by_xid.values()):
+            self._remove_spill_files(txn)
+        if self._own_spill_dir is not None:
+            self._own_spill_dir.cleanup()
+            self._own_spill_dir = None
+            self._spill_dir = None
+
+    # -- transactions -------------------------------------------------------------------------
+
+    def txn_by_xid(self, xid: int, create: bool, lsn: int = 0) -> TXN | None:
+        txn = self.by_xid.get(xid)
+        if txn is None and create:
+            txn = TXN(xid, lsn)
+            self.by_xid[xid] = txn
+            self.toplevel[xid] = txn
+        return txn
+
+    def process_xid(self, xid: int, lsn: int) -> None:
+        """ReorderBufferProcessXid: make sure the transaction is known, from its first record on."""
+        if xid:
+            self.txn_by_xid(xid, True, lsn)
+
+    def assign_child(self, xid: int, subxid: int, lsn: int) -> None:
+        """ReorderBufferAssignChild."""
+        if not subxid or subxid == xid:
+            return
+        top = self.txn_by_xid(xid, True, lsn)
+        sub = self.txn_by_xid(subxid, True, lsn)
+        if sub.is_known_as_subxact:
+            if sub.toptxn is not top:
+                raise ValueError(f"subtransaction {subxid} is already a child of {sub.toptxn.xid}, not {xid}")
+            return
+        sub.is_known_as_subxact = True
+        sub.toptxn = top
+        self.toplevel.pop(subxid, None)
+        top.subtxns.append(sub)
+        # A subtransaction's base snapshot counts for its top-level transaction
+        if sub.has_base_snapshot:
+            top.has_base_snapshot = True
+
+    def set_base_snapshot(self, xid: int, lsn: int) -> None:
+        txn = self.txn_by_xid(xid, True, lsn)
+        txn.has_base_snapshot = True
+        if txn.toptxn is not None:
+            txn.toptxn.has_base_snapshot = True
+
+    def queue_change(self, xid: int, change: Change) -> None:
+        txn = self.txn_by_xid(xid, True, change.lsn)
+        txn.changes.append(change)
+        txn.nentries += 1
+        txn.nentries_mem += 1
+        size = change.size
+        txn.size += size
+        self.size += size
+        if txn.nentries_mem >= self.spill_threshold:
+            self.spill(txn)
+        while self.size > self.memory_budget:
+            victim = max((t for t in self.by_xid.values() if t.nentries_mem), key=lambda t: t.size, default=None)
+            if victim is None:
+                break
+            self.spill(victim)
+
+    # -- spilling -----------------------------------------------------------------------------
+
+    def _spill_path(self, xid: int, segno: int) -> str:
+        lsn = segno * self.segment_size
+        return os.path.join(self.spill_dir, f"xid-{xid}-lsn-{lsn >> 32:X}-{lsn & 0xFFFFFFFF:X}.spill")
+
+    def spill(self, txn: TXN) -> None:
+        """ReorderBufferSerializeTXN: write the in-memory changes out, one file per WAL segment."""
+        if not txn.changes:
+            return
+        groups: dict[int, list[Change]] = {}
+        for c in txn.changes:
+            groups.setdefault(c.lsn // self.segment_size, []).append(c)
+        for segno, changes in groups.items():
+            path = txn.spill_files.get(segno)
+            if path is None:
+                path = self._spill_path(txn.xid, segno)
+                txn.spill_files[segno] = path
+            payload = lz4.frame.compress(_serialize(changes), compression_level=0)
+            try:
+                with open(path, "ab") as f:
+                    f.write(_BatchHeader.pack(len(payload), len(changes)))
+                    f.write(payload)
+            except OSError as e:
+                raise SpillError(f"could not write spill file {path}: {e.strerror}") from None
+            self.spilled_bytes += len(payload)
+        self.size -= txn.size
+        txn.size = 0
+        txn.changes = []
+        txn.nentries_mem = 0
+        self.spilled_txns += 1
+
+    def _read_spilled(self, txn: TXN) -> Iterator[Change]:
+        for segno in sorted(txn.spill_files):
+            path = txn.spill_files[segno]
+            try:
+                with open(path, "rb") as f:
+                    while True:
+                        head = f.read(_BatchHeader.size)
+                        if not head:
+                            break
+                        if len(head) != _BatchHeader.size:
+                            raise SpillError(f"spill file {path} is truncated")
+                        length, count = _BatchHeader.unpack(head)
+                        payload = f.read(length)
+                        if len(payload) != length:
+                            raise SpillError(f"spill file {path} is truncated")
+                        yield from _deserialize(lz4.frame.decompress(payload), count)
+            except OSError as e:
+                raise SpillError(f"could not read spill file {path}: {e.strerror}") from None
+
+    def _remove_spill_files(self, txn: TXN) -> None:
+        for path in txn.spill_files.values():
+            try:
+                os.unlink(path)
+            except FileNotFoundError:
+                pass
+        txn.spill_files = {}
+
+    # -- finishing ----------------------------------------------------------------------------
+
+    def _txn_changes(self, txn: TXN) -> Iterator[Change]:
+        if txn.spill_files:
+            yield from self._read_spilled(txn)
+        yield from list(txn.changes)
+
+    def iter_changes(self, txn: TXN) -> Iterator[Change]:
+        """All changes of a transaction and its subtransactions, in LSN order (ReorderBufferIterTXN)."""
+        parts = [txn] + [s for s in txn.subtxns if s.nentries]
+        if len(parts) == 1 or sum(1 for p in parts if p.nentries) <= 1:
+            for p in parts:
+                if p.nentries:
+                    yield from self._txn_changes(p)
+            return
+        yield from heapq.merge(*(self._txn_changes(p) for p in parts if p.nentries), key=lambda c: c.lsn)
+
+    def commit_child(self, xid: int, subxid: int, commit_lsn: int, end_lsn: int) -> None:
+        """ReorderBufferCommitChild."""
+        sub = self.by_xid.get(subxid)
+        if sub is None:
+            return
+        sub.final_lsn = commit_lsn
+        sub.end_lsn = end_lsn
+        self.assign_child(xid, subxid, commit_lsn)
+
+    def cleanup(self, txn: TXN) -> None:
+        """ReorderBufferCleanupTXN: forget a transaction and its subtransactions, spill files included."""
+        for sub in txn.subtxns:
+            self.cleanup(sub)
+        txn.subtxns = []
+        self._remove_spill_files(txn)
+        self.size -= txn.size
+        txn.size = 0
+        txn.changes = []
+        self.by_xid.pop(txn.xid, None)
+        self.toplevel.pop(txn.xid, None)
+        if txn.toptxn is not None and txn in txn.toptxn.subtxns:
+            txn.toptxn.subtxns.remove(txn)
+
+    def abort(self, xid: int) -> None:
+        """ReorderBufferAbort: a (sub)transaction rolled back; its changes are dropped."""
+        txn = self.by_xid.get(xid)
+        if txn is not None:
+            self.cleanup(txn)
+
+    def forget(self, xid: int) -> None:
+        """ReorderBufferForget: a transaction committed but is not to be decoded."""
+        self.abort(xid)
+
+    def abort_old(self, oldest_running_xid: int) -> list[TXN]:
+        """ReorderBufferAbortOld: top-level transactions older than the oldest running one crashed."""
+        from .snapbuild import xid_precedes
+
+        dropped = []
+        for txn in list(self.toplevel.values()):
+            if xid_precedes(txn.xid, oldest_running_xid):
+                dropped.append(txn)
+                self.cleanup(txn)
+            else:
+                break
+        return dropped
+
+    def open_transactions(self) -> list[OpenTransaction]:
+        return [OpenTransaction(t.xid, t.first_lsn, t.total_changes, tuple(s.xid for s in t.subtxns), t.prepared,
+                                t.gid) for t in self.toplevel.values()]

@@ -1,0 +1,208 @@
+"""Replay of a committed transaction into an output plugin (ReorderBufferProcessTXN).
+
+Owns what happens between the reorder buffer and the output plugin: each change's
+relfilenode is mapped to a relation of the catalog snapshot and filtered as
+PostgreSQL filters it (catalogs, non-permanent relations, sequences, rewrite heaps);
+inserts into TOAST relations are collected as chunks and substituted into the next
+row of their table; speculative inserts wait for their confirmation; tuples are
+split into column values.  Hands the plugin relations and value lists, never WAL.
+"""
+
+from __future__ import annotations
+
+import struct
+
+from . import heaptuple, varlena
+from .catalog import (
+    RELKIND_FOREIGN_TABLE,
+    RELKIND_SEQUENCE,
+    RELPERSISTENCE_PERMANENT,
+    Catalog,
+    Relation,
+)
+from .errors import WALError, format_lsn
+from .output.test_decoding import UNCHANGED_TOAST
+from .reorderbuffer import (
+    REORDER_BUFFER_CHANGE_DELETE,
+    REORDER_BUFFER_CHANGE_INSERT,
+    REORDER_BUFFER_CHANGE_INTERNAL_SPEC_ABORT,
+    REORDER_BUFFER_CHANGE_INTERNAL_SPEC_CONFIRM,
+    REORDER_BUFFER_CHANGE_INTERNAL_SPEC_INSERT,
+    REORDER_BUFFER_CHANGE_MESSAGE,
+    REORDER_BUFFER_CHANGE_TRUNCATE,
+    REORDER_BUFFER_CHANGE_UPDATE,
+    Change,
+)
+
+# src/include/access/htup_details.h via heapam_xlog.h: xl_heap_header
+xl_heap_header = struct.Struct("<HHB")
+SizeOfHeapHeader = 5
+# heapam_xlog.h: xl_heap_truncate
+xl_heap_truncate = struct.Struct("<IIB3x")
+SizeOfHeapTruncate = 12
+XLH_TRUNCATE_CASCADE = 1 << 0
+XLH_TRUNCATE_RESTART_SEQS = 1 << 1
+# replication/message.h: xl_logical_message
+xl_logical_message = struct.Struct("<IB3xQQ")
+SizeOfLogicalMessage = 24
+
+_ACTION_NAMES = {REORDER_BUFFER_CHANGE_INSERT: "INSERT", REORDER_BUFFER_CHANGE_UPDATE: "UPDATE",
+                 REORDER_BUFFER_CHANGE_DELETE: "DELETE"}
+
+
+class DecodeError(WALError):
+    """The WAL cannot be decoded with this catalog (unknown relation, impossible TOAST sequence, ...)."""
+
+
+def relation_is_logically_logged(rel: Relation) -> bool:
+    """RelationIsLogicallyLogged (utils/rel.h), with wal_level=logical given."""
+    return (rel.relpersistence == RELPERSISTENCE_PERMANENT and rel.relkind != RELKIND_FOREIGN_TABLE
+            and not rel.is_catalog)
+
+
+class ToastChunks:
+    """ReorderBufferToastEnt: the chunks of one TOAST value, in chunk_seq order."""
+
+    __slots__ = ("chunks", "last_seq", "size")
+
+    def __init__(self):
+        self.chunks: list[bytes] = []
+        self.last_seq = -1
+        self.size = 0
+
+
+class Replayer:
+    def __init__(self, catalog: Catalog, plugin, include_rewrites: bool = False):
+        self.catalog = catalog
+        self.plugin = plugin
+        self.include_rewrites = include_rewrites
+
+    def tuple_values(self, rel: Relation, tup: bytes, lsn: int) -> list:
+        t_infomask2, t_infomask, t_hoff = xl_heap_header.unpack_from(tup, 0)
+        try:
+            return heaptuple.deform_tuple(memoryview(tup)[SizeOfHeapHeader:], t_infomask2, t_infomask, t_hoff,
+                                          rel.attributes)
+        except WALError as e:
+            raise DecodeError(f"cannot decode a row of {rel.nspname}.{rel.relname} (relation {rel.oid}): "
+                              f"{e.reason}", lsn=lsn) from None
+
+    def _append_chunk(self, toast_hash: dict, toast_rel: Relation, change: Change) -> None:
+        """ReorderBufferToastAppendChunk."""
+        vals = self.tuple_values(toast_rel, change.newtuple, change.lsn)
+        chunk_id = struct.unpack("<I", vals[0])[0]
+        chunk_seq = struct.unpack("<i", vals[1])[0]
+        ent = toast_hash.get(chunk_id)
+        if ent is None:
+            ent = toast_hash[chunk_id] = ToastChunks()
+            if chunk_seq != 0:
+                raise DecodeError(f"got sequence entry {chunk_seq} for toast chunk {chunk_id} instead of seq 0",
+                                  lsn=change.lsn)
+        elif chunk_seq != ent.last_seq + 1:
+            raise DecodeError(f"got sequence entry {chunk_seq} for toast chunk {chunk_id} instead of seq "
+                              f"{ent.last_seq + 1}", lsn=change.lsn)
+        data = vals[2]
+        if not isinstance(data, (bytes, bytearray, memoryview)):
+            raise DecodeError(f"unexpected type of toast chunk {chunk_id}", lsn=change.lsn)
+        ent.chunks.append(bytes(data))
+        ent.last_seq = chunk_seq
+        ent.size += len(data)
+
+    def _toast_replace(self, rel: Relation, values: list, toast_hash: dict, lsn: int) -> list:
+        """ReorderBufferToastReplace: external pointers whose chunks this transaction wrote become values."""
+        out = list(values)
+        for i, v in enumerate(values):
+            if isinstance(v, varlena.ToastPointer):
+                att = rel.attributes[i]
+                if att.attisdropped:
+                    continue
+                ent = toast_hash.get(v.va_valueid) if toast_hash else None
+                if ent is None:
+                    out[i] = UNCHANGED_TOAST
+                else:
+                    out[i] = varlena.decompress_toast_value(v, b"".join(ent.chunks), lsn)
+        return out
+
+    def replay(self, xid: int, changes, commit_cb) -> None:
+        """Run one committed transaction's changes through the plugin: begin, changes, commit_cb()."""
+        plugin = self.plugin
+        catalog = self.catalog
+        toast_hash: dict[int, ToastChunks] = {}
+        specinsert: Change | None = None
+        plugin.begin(xid)
+        for change in changes:
+            action = change.action
+            if action == REORDER_BUFFER_CHANGE_INTERNAL_SPEC_INSERT:
+                # Held back until its confirmation; a still pending one failed
+                specinsert = change
+                continue
+            if action == REORDER_BUFFER_CHANGE_INTERNAL_SPEC_ABORT:
+                if specinsert is not None:
+                    toast_hash.clear()
+                    specinsert = None
+                continue
+            if action == REORDER_BUFFER_CHANGE_INTERNAL_SPEC_CONFIRM:
+                if specinsert is None:
+                    raise DecodeError("invalid ordering of speculative insertion changes", lsn=change.lsn)
+                change = specinsert._replace(action=REORDER_BUFFER_CHANGE_INSERT)
+                action = REORDER_BUFFER_CHANGE_INSERT
+            if action in _ACTION_NAMES:
+                self._apply_tuple_change(xid, change, toast_hash)
+                specinsert = None
+            elif action == REORDER_BUFFER_CHANGE_TRUNCATE:
+                self._apply_truncate(xid, change)
+            elif action == REORDER_BUFFER_CHANGE_MESSAGE:
+                transactional, prefix, content = parse_message(change.extra)
+                plugin.message(xid, transactional, prefix, content)
+        commit_cb()
+
+    def _apply_tuple_change(self, xid: int, change: Change, toast_hash: dict) -> None:
+        catalog = self.catalog
+        rel = catalog.relation_by_filenode(change.spcOid, change.relNumber)
+        if rel is None:
+            if change.newtuple is None and change.oldtuple is None:
+                return
+            raise DecodeError(
+                f"could not map filenumber {change.spcOid}/{catalog.database_oid}/{change.relNumber} to a relation "
+                f"of the catalog snapshot (transaction {xid}); the catalog was taken at "
+                f"{format_lsn(catalog.lsn)}", lsn=change.lsn)
+        if not relation_is_logically_logged(rel):
+            return
+        if rel.relrewrite and not self.include_rewrites:
+            return
+        if rel.relkind == RELKIND_SEQUENCE:
+            return
+        if rel.is_toast:
+            if change.action == REORDER_BUFFER_CHANGE_INSERT and change.newtuple is not None:
+                self._append_chunk(toast_hash, rel, change)
+            return
+        newvals = oldvals = None
+        if change.newtuple is not None:
+            newvals = self.tuple_values(rel, change.newtuple, change.lsn)
+            newvals = self._toast_replace(rel, newvals, toast_hash, change.lsn)
+        if change.oldtuple is not None:
+            oldvals = self.tuple_values(rel, change.oldtuple, change.lsn)
+        self.plugin.change(xid, rel, _ACTION_NAMES[change.action], newvals, oldvals)
+        if change.clear_toast_afterwards:
+            toast_hash.clear()
+
+    def _apply_truncate(self, xid: int, change: Change) -> None:
+        _db, nrelids, flags = xl_heap_truncate.unpack_from(change.extra, 0)
+        relids = struct.unpack_from(f"<{nrelids}I", change.extra, SizeOfHeapTruncate)
+        rels = []
+        for relid in relids:
+            rel = self.catalog.relation(relid)
+            if rel is None:
+                raise DecodeError(f"could not open relation with OID {relid} (TRUNCATE in transaction {xid})",
+                                  lsn=change.lsn)
+            if relation_is_logically_logged(rel):
+                rels.append(rel)
+        self.plugin.truncate(xid, rels, bool(flags & XLH_TRUNCATE_RESTART_SEQS), bool(flags & XLH_TRUNCATE_CASCADE))
+
+
+def parse_message(data: bytes) -> tuple[bool, str, bytes]:
+    """xl_logical_message: (transactional, prefix, content)."""
+    _db, transactional, prefix_size, message_size = xl_logical_message.unpack_from(data, 0)
+    prefix_raw = data[SizeOfLogicalMessage:SizeOfLogicalMessage + prefix_size]
+    prefix = prefix_raw.split(b"\0", 1)[0].decode("utf-8", errors="surrogateescape")
+    start = SizeOfLogicalMessage + prefix_size
+    return bool(transactional), prefix, bytes(data[start:start + message_size])
