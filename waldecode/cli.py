@@ -1,4 +1,4 @@
-"""Command line: ``waldecode inspect`` (pg_waldump's output, offline and from archives).
+"""Command line: ``inspect`` (pg_waldump's output), ``decode`` (logical decoding), ``catalog``.
 
 Errors are one line on stderr and a non-zero exit; ``--traceback`` shows the
 Python traceback instead, for debugging.  LSNs are written ``X/X`` as PostgreSQL
@@ -10,7 +10,9 @@ from __future__ import annotations
 import argparse
 import sys
 
+from .catalog import CatalogError
 from .errors import WALError, format_lsn
+from .output import OutputPluginError
 from .xlogreader import XLogReader, parse_lsn
 
 EXIT_OK = 0
@@ -46,7 +48,56 @@ def _build_parser() -> argparse.ArgumentParser:
     ins.add_argument("--no-crc-check", dest="verify_crc", action="store_false",
                      help="do not verify record CRCs (for looking at damaged WAL)")
     ins.set_defaults(func=cmd_inspect)
+
+    dec = sub.add_parser("decode", help="decode WAL into row changes, as a logical slot would",
+                         description="Decode WAL offline into the text an output plugin prints (test_decoding).")
+    dec.add_argument("paths", nargs="+", metavar="PATH", help="WAL segment files or directories")
+    dec.add_argument("--catalog", required=True, metavar="FILE",
+                     help="catalog snapshot written by 'waldecode catalog' (relations, types, settings)")
+    dec.add_argument("--format", default="test_decoding", choices=("test_decoding",), help="output plugin")
+    dec.add_argument("-o", "--option", dest="options", action="append", default=[], metavar="NAME[=VALUE]",
+                     help="output plugin option, as pg_recvlogical -o passes it (repeatable)")
+    dec.add_argument("-s", "--start-lsn", type=_lsn_arg,
+                     help="decode what a logical slot created at this LSN would decode")
+    dec.add_argument("-e", "--end-lsn", type=_lsn_arg, help="stop before the first record that ends after this LSN")
+    dec.add_argument("--two-phase", action="store_true",
+                     help="decode prepared transactions at PREPARE, as a slot created with two_phase")
+    dec.add_argument("--spill-dir", help="directory for .spill files (default: a temporary directory)")
+    dec.add_argument("--spill-threshold", type=_positive_int, default=4096, metavar="N",
+                     help="spill a transaction to disk past this many changes in memory (default 4096)")
+    dec.add_argument("--memory-budget", type=_positive_int, default=64 * 1024 * 1024, metavar="BYTES",
+                     help="spill the largest transaction when all buffered changes exceed this (default 64 MiB)")
+    dec.add_argument("--set", dest="settings", action="append", default=[], metavar="NAME=VALUE",
+                     help="override a setting output depends on (TimeZone, DateStyle, IntervalStyle, "
+                          "extra_float_digits, bytea_output, lc_monetary)")
+    dec.add_argument("--output", metavar="FILE", help="write to this file instead of standard output")
+    dec.add_argument("-t", "--timeline", type=int, help="read this timeline when the input holds several")
+    dec.set_defaults(func=cmd_decode)
+
+    cat = sub.add_parser("catalog", help="write a catalog snapshot for decode",
+                         description="Write the catalog snapshot 'waldecode decode' needs, from a live server.")
+    cat.add_argument("--dsn", required=True, help="libpq connection string of the database to decode")
+    cat.add_argument("-o", "--output", required=True, metavar="FILE", help="where to write the JSON snapshot")
+    cat.set_defaults(func=cmd_catalog)
     return p
+
+
+def _positive_int(text: str) -> int:
+    try:
+        v = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"invalid number {text!r}") from None
+    if v < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, not {v}")
+    return v
+
+
+def _plugin_options(items) -> dict:
+    out = {}
+    for item in items:
+        name, sep, value = item.partition("=")
+        out[name] = value if sep else None
+    return out
 
 
 def _report_stop(reader: XLogReader, prog: str = "waldecode") -> int:
@@ -101,6 +152,56 @@ def cmd_inspect(args) -> int:
     return _report_stop(reader)
 
 
+def cmd_decode(args) -> int:
+    from .catalog import Catalog
+    from .decode import LogicalDecoder
+    from .output.test_decoding import TestDecoding
+
+    catalog = Catalog.load(args.catalog)
+    for item in args.settings:
+        name, sep, value = item.partition("=")
+        if not sep or not name:
+            raise UsageError(f"--set expects NAME=VALUE, not {item!r}")
+        catalog.settings[name] = value
+    reader = XLogReader(args.paths, args.start_lsn, args.end_lsn, timeline=args.timeline)
+    if reader.major != catalog.major:
+        raise UsageError(f"the WAL was written by PostgreSQL {reader.major} but the catalog snapshot "
+                         f"{args.catalog} is from PostgreSQL {catalog.major}")
+    out = open(args.output, "wb") if args.output else sys.stdout.buffer
+
+    def write(line: str) -> None:
+        out.write(line.encode("utf-8", "surrogateescape"))
+        out.write(b"\n")
+
+    plugin = TestDecoding(catalog, write, _plugin_options(args.options))
+    decoder = LogicalDecoder(catalog, plugin, two_phase=args.two_phase, spill_dir=args.spill_dir,
+                             spill_threshold=args.spill_threshold, memory_budget=args.memory_budget,
+                             segment_size=reader.seg_size, include_rewrites=plugin.include_rewrites)
+    try:
+        for rec in reader:
+            decoder.process(rec)
+    finally:
+        open_txns = decoder.finish()
+        out.flush()
+        if args.output:
+            out.close()
+    for t in open_txns:
+        print(f"waldecode: transaction {t.xid} is still open at the end of the WAL read "
+              f"(first LSN {format_lsn(t.first_lsn)}, {t.nchanges} changes"
+              + (f", prepared as {t.gid!r}" if t.prepared else "") + ")", file=sys.stderr)
+    return _report_stop(reader)
+
+
+def cmd_catalog(args) -> int:
+    from .catalog_dsn import main_catalog
+
+    return main_catalog(args.dsn, args.output)
+
+
+class UsageError(Exception):
+    """Arguments that do not fit together."""
+
+
 def main(argv=None) -> int:
     parser = _build_parser()
     args = parser.parse_args(argv)
@@ -111,6 +212,11 @@ def main(argv=None) -> int:
             raise
         print(f"waldecode: error: {e}", file=sys.stderr)
         return EXIT_CORRUPT
+    except (UsageError, CatalogError, OutputPluginError) as e:
+        if args.traceback:
+            raise
+        print(f"waldecode: error: {e}", file=sys.stderr)
+        return EXIT_USAGE
     except BrokenPipeError:
         return EXIT_OK
     except KeyboardInterrupt:

@@ -21,7 +21,7 @@ from .catalog import (
     Relation,
 )
 from .errors import WALError, format_lsn
-from .output.test_decoding import UNCHANGED_TOAST
+from .output import UNCHANGED_TOAST
 from .reorderbuffer import (
     REORDER_BUFFER_CHANGE_DELETE,
     REORDER_BUFFER_CHANGE_INSERT,

@@ -11,12 +11,8 @@ from __future__ import annotations
 
 from .. import types
 from ..catalog import Catalog, Relation
+from . import UNCHANGED_TOAST, OutputPluginError
 from .quote import quote_identifier, quote_literal_cstr, quote_qualified_identifier
-
-UNCHANGED_TOAST = object()  # a TOASTed value the change did not carry (test_decoding: unchanged-toast-datum)
-
-class OutputPluginError(Exception):
-    """Bad plugin options (ERROR in the server)."""
 
 
 def parse_bool(value: str) -> bool | None:
