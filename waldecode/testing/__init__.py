@@ -1,0 +1,1 @@
+"""Helpers for tests and fixture generation: throw-away PostgreSQL clusters (``cluster``)."""
