@@ -70,6 +70,9 @@ def _build_parser() -> argparse.ArgumentParser:
     dec.add_argument("--set", dest="settings", action="append", default=[], metavar="NAME=VALUE",
                      help="override a setting output depends on (TimeZone, DateStyle, IntervalStyle, "
                           "extra_float_digits, bytea_output, lc_monetary)")
+    dec.add_argument("--include-uncommitted", action="store_true",
+                     help="after the committed ones, print the changes of transactions still open at the end "
+                          "of the WAL read, each ended by an 'UNCOMMITTED <xid>' line")
     dec.add_argument("--output", metavar="FILE", help="write to this file instead of standard output")
     dec.add_argument("-t", "--timeline", type=int, help="read this timeline when the input holds several")
     dec.set_defaults(func=cmd_decode)
@@ -181,7 +184,7 @@ def cmd_decode(args) -> int:
         for rec in reader:
             decoder.process(rec)
     finally:
-        open_txns = decoder.finish()
+        open_txns = decoder.finish(args.include_uncommitted)
         out.flush()
         if args.output:
             out.close()

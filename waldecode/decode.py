@@ -404,8 +404,20 @@ class LogicalDecoder:
 
     # -- end -----------------------------------------------------------------------------------
 
-    def finish(self):
-        """The transactions left open at the end of the WAL read; spill files are removed."""
+    def finish(self, include_uncommitted: bool = False):
+        """The transactions left open at the end of the WAL read; spill files are removed.
+
+        With ``include_uncommitted``, the changes of each open transaction are replayed
+        too, in first-LSN order, ended by the plugin's ``uncommitted`` line instead of a
+        commit: what a crashed or cut-off primary had in flight.
+        """
         open_txns = self.rb.open_transactions()
-        self.rb.close()
+        try:
+            if include_uncommitted:
+                for txn in list(self.rb.toplevel.values()):
+                    if txn.has_base_snapshot and not txn.prepared:
+                        self.replayer.replay(txn.xid, self.rb.iter_changes(txn),
+                                             lambda xid=txn.xid: self.plugin.uncommitted(xid))
+        finally:
+            self.rb.close()
         return open_txns

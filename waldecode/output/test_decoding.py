@@ -106,6 +106,12 @@ class TestDecoding:
             self._begin_line(xid)
         self._wrote_changes = True
 
+    def uncommitted(self, xid: int) -> None:
+        """Not test_decoding's: ends a transaction that has no commit record in the WAL read."""
+        if self.skip_empty_xacts and not self._wrote_changes:
+            return
+        self.write(f"UNCOMMITTED {xid}" if self.include_xids else "UNCOMMITTED")
+
     # two-phase (slots created with two_phase)
     def begin_prepare(self, xid: int) -> None:
         self.begin(xid)
