@@ -1,0 +1,435 @@
+"""Catalog snapshot from a live server (``waldecode catalog --dsn``).
+
+Owns reading, over psycopg 3 and in one REPEATABLE READ READ ONLY transaction,
+everything ``catalog.Catalog`` models: the WAL position the snapshot is valid
+at, the server version, the database, the settings output depends on, every
+relation whose changes can appear in WAL or whose row type output may need
+(with its columns), all of ``pg_type`` (with output function, ``format_type``
+text, range subtype and enum labels).  Hands a ``Catalog`` to the decoder, or
+its JSON to a file (``main_catalog``).
+
+What is read where (PostgreSQL 13 – 18; the catalog columns used exist in all
+of them except ``pg_range.rngmultitypid``, 14+):
+
+* relations: ``pg_class`` with relkind r, t, m, p, f, S, c — catalogs and
+  TOAST tables included, since decoding must recognise (and skip) them — plus
+  views whose row type some column uses (directly or through arrays, domains,
+  ranges or composites).  ``relfilenode`` is ``pg_class.relfilenode`` as the
+  snapshot sees it, and ``pg_relation_filenode()`` only where that is 0
+  (mapped catalogs, resolved through the relation mapper); 0 for relkinds
+  without storage.
+* ``replica_identity_key``: key columns (``indkey[:indnkeyatts]``) of the
+  index ``RelationGetIndexList`` (``utils/cache/relcache.c``) would pick:
+  valid, unique, immediate, non-partial, and primary (REPLICA IDENTITY
+  DEFAULT) or ``indisreplident`` (USING INDEX); empty for FULL and NOTHING,
+  and when no such index exists (e.g. a DEFERRABLE primary key).
+* columns: ``pg_attribute`` with attnum > 0, dropped ones included (their
+  ``type_name`` is "").  ``type_name`` is ``format_type(atttypid, NULL)``,
+  the same ``format_type_extended`` call as test_decoding's
+  ``format_type_be``; ``attmissingval`` is the output text of the single
+  element of the ``anyarray`` in ``pg_attribute.attmissingval``.
+* types: all of ``pg_type``; ``typoutput`` is the output function's name,
+  bare for functions in ``pg_catalog`` (``int4out``, ``array_out``…) and
+  schema-qualified (``quote_ident``) otherwise, independent of search_path;
+  ``rngsubtype`` from ``pg_range`` for ranges and, for multiranges (14+), the
+  subtype of their range.
+
+The snapshot LSN is ``pg_current_wal_lsn()`` (``pg_last_wal_replay_lsn()`` on
+a standby), read in the transaction's first statement, i.e. just after the
+transaction snapshot is taken.  Functions that go through the system caches
+(``format_type``, output functions, ``pg_relation_filenode``) see the latest
+catalog rather than the transaction snapshot, so DDL running concurrently can
+make those few values newer than the rows they sit in.
+"""
+
+from __future__ import annotations
+
+import re
+import sys
+from typing import Any
+
+from .catalog import (
+    DEFAULT_SETTINGS,
+    SETTING_NAMES,
+    Attribute,
+    Catalog,
+    CatalogError,
+    Relation,
+    TypeInfo,
+)
+from .xlogreader import parse_lsn
+
+__all__ = ["snapshot_from_dsn", "snapshot_from_connection", "main_catalog", "redact_dsn",
+           "parse_single_element_array", "MIN_SERVER_VERSION_NUM"]
+
+#: Oldest server this module reads (catalog columns differ before).
+MIN_SERVER_VERSION_NUM = 130000
+
+#: Settings applied to the snapshot session (``set_config(..., is_local)``) before any
+#: output text (``format_type``, ``attmissingval``) is produced, and recorded.
+_SESSION_SETTINGS = SETTING_NAMES + ("quote_all_identifiers",)
+#: Settings only recorded (they cannot be changed in a session).
+_RECORDED_SETTINGS = ("wal_level", "server_encoding")
+
+#: pg_class relkinds in the snapshot (src/include/catalog/pg_class.h); views are
+#: fetched too but kept only if a column's type needs their row type.
+_RELKINDS = ("r", "t", "m", "p", "f", "S", "c")
+_RELKIND_VIEW = "v"
+
+_DEFAULT_CONNECT_TIMEOUT = 30
+
+
+# -- SQL ----------------------------------------------------------------------------------------
+
+_Q_START = """
+SELECT CASE WHEN pg_is_in_recovery() THEN pg_last_wal_replay_lsn()::text
+            ELSE pg_current_wal_lsn()::text END,
+       pg_is_in_recovery(),
+       current_setting('server_version'), current_setting('server_version_num')::int,
+       d.datname::text, d.oid::int8, d.dattablespace::int8
+FROM pg_database d WHERE d.datname = current_database()
+"""
+
+# reset_val: the value a session of this role on this database starts with; applied
+# locally so format_type and output functions below see it.
+_Q_SETTINGS = """
+SELECT name, reset_val, set_config(name, reset_val, true) FROM pg_settings WHERE name = ANY(%s)
+"""
+_Q_RECORDED = "SELECT name, setting FROM pg_settings WHERE name = ANY(%s)"
+
+_Q_RELATIONS = """
+SELECT c.oid::int8, c.relname::text, n.nspname::text, c.relkind::text, c.relpersistence::text,
+       COALESCE(NULLIF(c.relfilenode, 0), pg_relation_filenode(c.oid), 0)::int8,
+       c.reltablespace::int8, c.relreplident::text, c.reltoastrelid::int8, c.relrewrite::int8,
+       c.relispartition, c.reltype::int8, k.indkey::text, k.indnkeyatts
+FROM pg_class c
+JOIN pg_namespace n ON n.oid = c.relnamespace
+LEFT JOIN LATERAL (
+    SELECT i.indkey, i.indnkeyatts FROM pg_index i
+    WHERE i.indrelid = c.oid AND i.indislive AND i.indisvalid AND i.indisunique AND i.indimmediate
+      AND i.indpred IS NULL
+      AND CASE c.relreplident WHEN 'd' THEN i.indisprimary WHEN 'i' THEN i.indisreplident
+          ELSE false END
+    ORDER BY i.indexrelid LIMIT 1
+) k ON true
+WHERE c.relkind = ANY(%s::"char"[])
+"""
+
+_Q_ATTRIBUTES = """
+SELECT a.attrelid::int8, a.attnum, a.attname::text, a.atttypid::int8, a.atttypmod, a.attlen,
+       a.attbyval, a.attalign::text, a.attstorage::text, a.attisdropped, a.attnotnull,
+       a.atthasmissing,
+       CASE WHEN a.atthasmissing AND NOT a.attisdropped THEN a.attmissingval::text END,
+       a.attgenerated::text,
+       CASE WHEN a.attisdropped THEN '' ELSE format_type(a.atttypid, NULL) END
+FROM pg_attribute a
+JOIN pg_class c ON c.oid = a.attrelid
+WHERE c.relkind = ANY(%s::"char"[]) AND a.attnum > 0
+ORDER BY a.attrelid, a.attnum
+"""
+
+_Q_TYPES = """
+SELECT t.oid::int8, t.typname::text, n.nspname::text, t.typlen, t.typbyval, t.typalign::text,
+       t.typstorage::text, t.typtype::text, t.typcategory::text, t.typdelim::text,
+       t.typelem::int8, t.typarray::int8, t.typbasetype::int8, t.typtypmod, t.typrelid::int8,
+       CASE WHEN pn.nspname = 'pg_catalog' THEN p.proname::text
+            ELSE quote_ident(pn.nspname) || '.' || quote_ident(p.proname) END,
+       format_type(t.oid, NULL),
+       COALESCE(r.rngsubtype, {multirange_subtype}, 0)::int8
+FROM pg_type t
+JOIN pg_namespace n ON n.oid = t.typnamespace
+LEFT JOIN pg_proc p ON p.oid = t.typoutput
+LEFT JOIN pg_namespace pn ON pn.oid = p.pronamespace
+LEFT JOIN pg_range r ON r.rngtypid = t.oid
+{multirange_join}
+"""
+# pg_range.rngmultitypid: 14+
+_MULTIRANGE_JOIN = "LEFT JOIN pg_range mr ON mr.rngmultitypid = t.oid"
+_MULTIRANGE_SUBTYPE = "mr.rngsubtype"
+
+_Q_ENUMS = "SELECT enumtypid::int8, oid::int8, enumlabel::text FROM pg_enum ORDER BY enumtypid, enumsortorder"
+
+
+# -- public API ---------------------------------------------------------------------------------
+
+def snapshot_from_dsn(dsn: str) -> Catalog:
+    """Connect to ``dsn`` (a libpq connection string or URI) and take a catalog snapshot.
+
+    Settings are recorded as ``pg_settings.reset_val``: what a new session of the
+    connecting role on this database starts with (server configuration,
+    ``ALTER DATABASE/ROLE … SET``, and whatever the client sends at connection
+    start: the DSN's ``options``, ``PGOPTIONS``, ``PGTZ``, ``PGDATESTYLE``).  Connect
+    as the decoding session (``pg_recvlogical``, a subscriber) would, so the
+    snapshot's ``search_path`` qualifies type names as that session does.
+
+    Raises ``CatalogError`` with a one-line message naming the DSN without its
+    password when the server cannot be reached or the queries fail.
+    """
+    try:
+        import psycopg
+    except ImportError:
+        raise CatalogError("taking a catalog snapshot from a server needs psycopg 3 "
+                           "(pip install 'psycopg[binary]')") from None
+
+    safe = redact_dsn(dsn)
+    kwargs: dict[str, Any] = {"autocommit": True}
+    try:
+        params = psycopg.conninfo.conninfo_to_dict(dsn)
+    except psycopg.Error as e:
+        raise CatalogError(f"invalid connection string {safe}: {_one_line(e)}") from None
+    if "connect_timeout" not in params:
+        kwargs["connect_timeout"] = _DEFAULT_CONNECT_TIMEOUT
+    if "application_name" not in params:
+        kwargs["application_name"] = "waldecode catalog"
+    try:
+        conn = psycopg.connect(dsn, **kwargs)
+    except psycopg.Error as e:
+        raise CatalogError(f"cannot connect to PostgreSQL at {safe}: {_one_line(e)}") from None
+    try:
+        return snapshot_from_connection(conn, _where=safe)
+    finally:
+        conn.close()
+
+
+def snapshot_from_connection(conn, *, _where: str | None = None) -> Catalog:
+    """Take a catalog snapshot over an open psycopg 3 connection.
+
+    The connection must not be inside a transaction; it is left as found (the
+    snapshot transaction is rolled back, so its local ``set_config`` calls
+    vanish).  Settings: see ``snapshot_from_dsn`` — ``pg_settings.reset_val``,
+    so earlier ``SET`` commands on this connection do not count.
+    """
+    import psycopg
+    from psycopg.pq import TransactionStatus
+
+    where = _where or _conn_where(conn)
+    if conn.info.transaction_status != TransactionStatus.IDLE:
+        raise CatalogError(f"catalog snapshot from {where}: the connection is inside a transaction "
+                           "(the snapshot needs its own REPEATABLE READ transaction)")
+    was_autocommit = conn.autocommit
+    conn.autocommit = True
+    try:
+        cur = conn.cursor()
+        cur.execute("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
+        try:
+            return _read_snapshot(cur, where)
+        finally:
+            if not conn.closed:
+                conn.execute("ROLLBACK")
+    except psycopg.Error as e:
+        raise CatalogError(f"catalog snapshot from {where} failed: {_one_line(e)}") from None
+    finally:
+        if not conn.closed:
+            conn.autocommit = was_autocommit
+
+
+def main_catalog(dsn: str, output_path: str | None, prog: str = "waldecode") -> int:
+    """``waldecode catalog --dsn DSN -o FILE``: write the snapshot's JSON; the exit code.
+
+    ``output_path`` None or ``-`` writes to stdout.  Errors are one line on
+    stderr (exit 1).  A server whose ``wal_level`` is not ``logical`` still
+    gets its snapshot written (``settings["wal_level"]`` records it; the
+    decoder refuses such WAL), with a warning on stderr.
+    """
+    try:
+        cat = snapshot_from_dsn(dsn)
+    except CatalogError as e:
+        print(f"{prog}: error: {e}", file=sys.stderr)
+        return 1
+    text = cat.to_json()
+    if output_path is None or output_path == "-":
+        sys.stdout.write(text)
+    else:
+        try:
+            with open(output_path, "w", encoding="utf-8") as f:
+                f.write(text)
+        except OSError as e:
+            print(f"{prog}: error: cannot write catalog snapshot {output_path}: {e.strerror}", file=sys.stderr)
+            return 1
+    wal_level = cat.settings.get("wal_level")
+    if wal_level != "logical":
+        print(f"{prog}: warning: wal_level is {wal_level!r} on {redact_dsn(dsn)}, not 'logical': "
+              "its WAL does not carry what logical decoding needs", file=sys.stderr)
+    return 0
+
+
+# -- the snapshot -------------------------------------------------------------------------------
+
+def _read_snapshot(cur, where: str) -> Catalog:
+    cur.execute(_Q_START)
+    row = cur.fetchone()
+    if row is None:  # current_database() not in pg_database: impossible outside a race with DROP
+        raise CatalogError(f"catalog snapshot from {where}: current database not found in pg_database")
+    lsn_text, in_recovery, server_version, version_num, datname, datoid, dattablespace = row
+    if version_num < MIN_SERVER_VERSION_NUM:
+        raise CatalogError(f"catalog snapshot from {where}: PostgreSQL {server_version} is not supported "
+                           "(13 or later needed)")
+    if lsn_text is None:
+        raise CatalogError(f"catalog snapshot from {where}: standby has not replayed any WAL yet "
+                           "(pg_last_wal_replay_lsn() is NULL)" if in_recovery else
+                           f"catalog snapshot from {where}: no current WAL position")
+
+    settings = dict(DEFAULT_SETTINGS)
+    cur.execute(_Q_SETTINGS, (list(_SESSION_SETTINGS),))
+    for name, value, _ in cur.fetchall():
+        settings[name] = value
+    cur.execute(_Q_RECORDED, (list(_RECORDED_SETTINGS),))
+    for name, value in cur.fetchall():
+        settings[name] = value
+
+    relkinds = list(_RELKINDS) + [_RELKIND_VIEW]
+    cur.execute(_Q_RELATIONS, (relkinds,))
+    rel_rows = cur.fetchall()
+    cur.execute(_Q_ATTRIBUTES, (relkinds,))
+    attrs: dict[int, list[Attribute]] = {}
+    for (relid, attnum, attname, atttypid, atttypmod, attlen, attbyval, attalign, attstorage,
+         attisdropped, attnotnull, atthasmissing, missing_text, attgenerated, type_name) in cur:
+        attmissingval = None
+        if missing_text is not None:
+            try:
+                attmissingval = parse_single_element_array(missing_text)
+            except ValueError as e:
+                raise CatalogError(f"catalog snapshot from {where}: attmissingval of column {attname!r} "
+                                   f"of relation {relid}: {e}") from None
+        attrs.setdefault(relid, []).append(Attribute(
+            attnum=attnum, attname=attname, atttypid=atttypid, atttypmod=atttypmod, attlen=attlen,
+            attbyval=attbyval, attalign=attalign, attstorage=attstorage, attisdropped=attisdropped,
+            attnotnull=attnotnull, atthasmissing=atthasmissing, attmissingval=attmissingval,
+            attgenerated=attgenerated or "", type_name=type_name or ""))
+
+    multirange = version_num >= 140000
+    cur.execute(_Q_TYPES.format(multirange_join=_MULTIRANGE_JOIN if multirange else "",
+                                multirange_subtype=_MULTIRANGE_SUBTYPE if multirange else "NULL"))
+    types: dict[int, TypeInfo] = {}
+    type_rows = cur.fetchall()
+    cur.execute(_Q_ENUMS)
+    labels: dict[int, dict[int, str]] = {}
+    for typid, label_oid, label in cur:
+        labels.setdefault(typid, {})[label_oid] = label
+    for (oid, typname, nspname, typlen, typbyval, typalign, typstorage, typtype, typcategory, typdelim,
+         typelem, typarray, typbasetype, typtypmod, typrelid, typoutput, format_type, rngsubtype) in type_rows:
+        types[oid] = TypeInfo(
+            oid=oid, typname=typname, nspname=nspname, typlen=typlen, typbyval=typbyval,
+            typalign=typalign, typstorage=typstorage, typtype=typtype, typcategory=typcategory,
+            typdelim=typdelim, typelem=typelem, typarray=typarray, typbasetype=typbasetype,
+            typtypmod=typtypmod, typrelid=typrelid, typoutput=typoutput or "",
+            format_type=format_type, rngsubtype=rngsubtype, enum_labels=labels.get(oid, {}))
+
+    relations: dict[int, Relation] = {}
+    views: dict[int, Relation] = {}
+    for (oid, relname, nspname, relkind, relpersistence, relfilenode, reltablespace, relreplident,
+         reltoastrelid, relrewrite, relispartition, _reltype, indkey, indnkeyatts) in rel_rows:
+        key: tuple = ()
+        if indkey is not None:
+            key = tuple(int(x) for x in indkey.split()[:indnkeyatts])
+        rel = Relation(
+            oid=oid, relname=relname, nspname=nspname, relkind=relkind, relpersistence=relpersistence,
+            relfilenode=relfilenode, reltablespace=reltablespace, relreplident=relreplident,
+            reltoastrelid=reltoastrelid, relrewrite=relrewrite, replica_identity_key=key,
+            relispartition=relispartition, attributes=tuple(attrs.get(oid, ())))
+        (views if relkind == _RELKIND_VIEW else relations)[oid] = rel
+    for oid in _views_needed(relations, views, types):
+        relations[oid] = views[oid]
+
+    return Catalog(server_version=server_version, server_version_num=version_num,
+                   major=version_num // 10000, lsn=parse_lsn(lsn_text), database=datname,
+                   database_oid=datoid, database_tablespace=dattablespace, settings=settings,
+                   relations=relations, types=types)
+
+
+def _views_needed(relations: dict, views: dict, types: dict) -> set[int]:
+    """Views whose row type a column of a kept relation uses (through arrays, domains, ranges, composites)."""
+    needed: set[int] = set()
+    seen_types: set[int] = set()
+    pending = [a.atttypid for r in relations.values() for a in r.attributes if not a.attisdropped]
+    while pending:
+        oid = pending.pop()
+        if oid in seen_types or oid not in types:
+            continue
+        seen_types.add(oid)
+        t = types[oid]
+        pending += [t.typelem, t.typbasetype, t.rngsubtype]
+        if t.typrelid in views and t.typrelid not in needed:
+            needed.add(t.typrelid)
+            pending += [a.atttypid for a in views[t.typrelid].attributes if not a.attisdropped]
+    return needed
+
+
+# -- helpers ------------------------------------------------------------------------------------
+
+def parse_single_element_array(text: str) -> str | None:
+    """The element of a one-element array literal as ``array_out`` writes it; None for NULL.
+
+    ``{42}`` → ``42``; ``{"a \\"b\\", c"}`` → ``a "b", c``; ``{NULL}`` → None;
+    ``{"NULL"}`` → ``NULL``; ``{(1,1),(0,0)}`` (box: delimiter ``;``) → ``(1,1),(0,0)``.
+    An unquoted element is everything between the braces (array_out quotes an
+    element containing the type's delimiter, so no splitting is needed).
+    """
+    s = text.strip()
+    if s.startswith("["):  # dimension decoration "[lb:ub]={...}"
+        eq = s.find("=")
+        if eq < 0:
+            raise ValueError(f"malformed array literal {text!r}")
+        s = s[eq + 1:].strip()
+    if len(s) < 2 or s[0] != "{" or s[-1] != "}":
+        raise ValueError(f"malformed array literal {text!r}")
+    body = s[1:-1]
+    if body.startswith('"'):
+        out = []
+        i = 1
+        n = len(body)
+        while i < n:
+            ch = body[i]
+            if ch == "\\":
+                if i + 1 >= n:
+                    raise ValueError(f"malformed array literal {text!r}: trailing backslash")
+                out.append(body[i + 1])
+                i += 2
+            elif ch == '"':
+                if body[i + 1:].strip():
+                    raise ValueError(f"array literal {text!r} has more than one element")
+                return "".join(out)
+            else:
+                out.append(ch)
+                i += 1
+        raise ValueError(f"malformed array literal {text!r}: unterminated quoted element")
+    body = body.strip()
+    if not body:
+        raise ValueError(f"array literal {text!r} has no element")
+    if body.upper() == "NULL":
+        return None
+    # array_out never writes backslashes unquoted, but array_in would accept them.
+    return re.sub(r"\\(.)", r"\1", body)
+
+
+def redact_dsn(dsn: str) -> str:
+    """``dsn`` for messages: its parameters without the password (host, port, user, dbname first)."""
+    try:
+        from psycopg.conninfo import conninfo_to_dict, make_conninfo
+
+        params = conninfo_to_dict(dsn)
+    except Exception:
+        params = None
+    if params is not None:
+        params.pop("password", None)
+        first = [k for k in ("host", "hostaddr", "port", "user", "dbname") if k in params]
+        ordered = {k: params[k] for k in first + sorted(k for k in params if k not in first)}
+        return make_conninfo("", **ordered) or "(default connection parameters)"
+    # Unparseable: mask what looks like a password.
+    s = re.sub(r"(password\s*=\s*)('(?:[^'\\]|\\.)*'|\S+)", r"\1***", dsn)
+    s = re.sub(r"(://[^/:@\s]*:)[^@/\s]*@", r"\1***@", s)
+    s = re.sub(r"([?&]password=)[^&\s]*", r"\1***", s)
+    return repr(s)
+
+
+def _conn_where(conn) -> str:
+    try:
+        params = conn.info.get_parameters()
+        return " ".join(f"{k}={params[k]}" for k in ("host", "port", "user", "dbname") if params.get(k))
+    except Exception:
+        return "the connection"
+
+
+def _one_line(e: BaseException) -> str:
+    lines = [ln.strip() for ln in str(e).splitlines() if ln.strip()]
+    return "; ".join(lines) if lines else type(e).__name__
