@@ -199,10 +199,16 @@ class Catalog:
     @classmethod
     def load(cls, path) -> Catalog:
         try:
-            with open(path, encoding="utf-8") as f:
-                text = f.read()
-        except OSError as e:
-            raise CatalogError(f"cannot read catalog snapshot {path}: {e.strerror}") from None
+            if str(path).endswith(".gz"):
+                import gzip
+
+                with gzip.open(path, "rt", encoding="utf-8") as f:
+                    text = f.read()
+            else:
+                with open(path, encoding="utf-8") as f:
+                    text = f.read()
+        except (OSError, EOFError) as e:
+            raise CatalogError(f"cannot read catalog snapshot {path}: {getattr(e, 'strerror', None) or e}") from None
         return cls.from_json(text, str(path))
 
 
