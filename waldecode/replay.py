@@ -119,7 +119,7 @@ class Replayer:
                 if ent is None:
                     out[i] = UNCHANGED_TOAST
                 else:
-                    out[i] = varlena.decompress_toast_value(v, b"".join(ent.chunks), lsn)
+                    out[i] = varlena.decompress_toast_value(b"".join(ent.chunks), v)
         return out
 
     def replay(self, xid: int, changes, commit_cb) -> None:

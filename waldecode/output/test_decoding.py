@@ -10,6 +10,7 @@ functions of ``waldecode.types`` with the catalog snapshot's settings.
 from __future__ import annotations
 
 from .. import types
+from ..types.datetime import USE_ISO_DATES, timestamptz_text
 from ..catalog import Catalog, Relation
 from . import UNCHANGED_TOAST, OutputPluginError
 from .quote import quote_identifier, quote_literal_cstr, quote_qualified_identifier
@@ -45,6 +46,7 @@ def parse_bool(value: str) -> bool | None:
 class TestDecoding:
     """The plugin; ``write(text)`` receives each output row without its newline."""
 
+    __test__ = False  # not a pytest test class, despite the name
     BOOL_OPTIONS = ("include-xids", "include-timestamp", "force-binary", "skip-empty-xacts", "only-local",
                     "include-rewrites", "stream-changes")
 
@@ -78,12 +80,13 @@ class TestDecoding:
             elif name == "include-rewrites":
                 self.include_rewrites = flag
         self._wrote_changes = False
-        self._type_cache: dict[int, str] = {}
+        self.ctx = types.OutputContext(catalog, catalog.settings)
 
     # -- transaction lines ---------------------------------------------------------------------
 
     def _timestamp(self, ts: int) -> str:
-        return types.timestamptz_to_str(ts, self.settings)
+        """timestamptz_to_str: ISO style whatever DateStyle says, in the session TimeZone."""
+        return timestamptz_text(ts, self.ctx.timezone, USE_ISO_DATES, 0)
 
     def _begin_line(self, xid: int) -> None:
         self.write(f"BEGIN {xid}" if self.include_xids else "BEGIN")
@@ -161,6 +164,8 @@ class TestDecoding:
     def _tuple(self, rel: Relation, values, skip_nulls: bool) -> str:
         out = []
         major = self.major
+        output = self.ctx.output
+        literal = types.test_decoding_value
         for att, value in zip(rel.attributes, values):
             if att.attisdropped:
                 continue
@@ -170,11 +175,8 @@ class TestDecoding:
                 text = "null"
             elif value is UNCHANGED_TOAST:
                 text = "unchanged-toast-datum"
-            elif isinstance(value, types.MissingValue):
-                text = types.test_decoding_value(att.atttypid, value.text)
             else:
-                text = types.test_decoding_value(
-                    att.atttypid, types.output_text(att.atttypid, value, self.catalog, self.settings))
+                text = literal(att.atttypid, output(att.atttypid, value))
             out.append(f" {quote_identifier(att.attname, major)}[{att.type_name}]:{text}")
         return "".join(out)
 

@@ -1,0 +1,199 @@
+"""Type output: the text PostgreSQL's output functions print for a stored datum.
+
+Owns turning one column value from ``heaptuple`` (bytes as stored, a varlena
+payload, or a ``MissingValue``) into exactly the string the type's output
+function (``pg_type.typoutput``) prints in a session with the given settings
+(TimeZone, DateStyle, IntervalStyle, extra_float_digits, bytea_output,
+lc_monetary), and test_decoding's quoting of that string
+(``test_decoding_value``).  Hands text to the output plugins.
+
+Dispatch is by output function name, as the server's fmgr does: domains carry
+their base type's output function, containers (``array_out``, ``record_out``,
+``range_out``, ``multirange_out``) call back into ``OutputContext.output`` for
+their elements.  One module per family, named after what it prints:
+``numeric`` (integers, numeric), ``float``, ``datetime``, ``network``,
+``misc`` (bool, "char", name, text family, bytea, uuid, oid family, money,
+pg_lsn, bit strings, json, xml, tid), ``jsonb``, ``arrays``, ``records``,
+``ranges`` (and multiranges), ``enums``, ``geometric``, ``textsearch`` (tsvector),
+``hstore`` (contrib).
+"""
+
+from __future__ import annotations
+
+from ..catalog import DEFAULT_SETTINGS
+from ..heaptuple import MissingValue
+from ..varlena import ToastPointer
+
+
+class TypeOutputError(Exception):
+    """A value cannot be turned into its text form."""
+
+
+class UnsupportedTypeError(TypeOutputError):
+    """The type's output function is not implemented here (or the type is not in the catalog)."""
+
+    def __init__(self, typeoid: int, typname: str | None, typoutput: str | None = None):
+        self.typeoid = typeoid
+        self.typname = typname
+        self.typoutput = typoutput
+        if typname is None:
+            msg = f"type OID {typeoid} is not in the catalog snapshot"
+        elif typoutput:
+            msg = f"type {typname} (OID {typeoid}): output function {typoutput} is not supported"
+        else:
+            msg = f"type {typname} (OID {typeoid}) has no supported output function"
+        super().__init__(msg)
+
+
+class UnsupportedSettingError(TypeOutputError):
+    """A setting value (e.g. an lc_monetary locale) that output cannot reproduce."""
+
+
+# pg_type OIDs test_decoding's print_literal special-cases (src/include/catalog/pg_type.dat)
+BOOLOID = 16
+INT8OID = 20
+INT2OID = 21
+INT4OID = 23
+OIDOID = 26
+FLOAT4OID = 700
+FLOAT8OID = 701
+NUMERICOID = 1700
+BITOID = 1560
+VARBITOID = 1562
+_RAW_OIDS = frozenset((INT2OID, INT4OID, INT8OID, OIDOID, FLOAT4OID, FLOAT8OID, NUMERICOID))
+
+
+def test_decoding_value(typ, text: str | None) -> str:
+    """contrib/test_decoding print_literal: how test_decoding prints ``text``, the
+    output of a column whose own type is ``typ`` (an OID or a ``TypeInfo``).
+
+    Decided by the column's type OID only (a domain over integer is quoted).
+    ``None`` (a NULL) prints ``null``.
+    """
+    if text is None:
+        return "null"
+    oid = typ if isinstance(typ, int) else typ.oid
+    if oid in _RAW_OIDS:
+        return text
+    if oid == BITOID or oid == VARBITOID:
+        return "B'" + text + "'"
+    if oid == BOOLOID:
+        return "true" if text == "t" else "false"
+    return "'" + text.replace("'", "''") + "'"
+
+
+test_decoding_value.__test__ = False  # not a pytest test, despite the name
+
+
+# output function name -> fn(value, typ, ctx) -> str; filled from the family modules below
+OUTPUT_FUNCTIONS: dict = {}
+
+
+class OutputContext:
+    """A catalog plus parsed session settings: what output functions read.
+
+    Build one per (catalog, settings) and reuse it; ``output_text`` keeps a
+    small cache of them.
+    """
+
+    def __init__(self, catalog, settings: dict | None = None):
+        from . import datetime as _dt
+        from . import misc as _misc
+
+        self.catalog = catalog
+        self.major = getattr(catalog, "major", 15) or 15
+        merged = dict(DEFAULT_SETTINGS)
+        if settings is None:
+            settings = getattr(catalog, "settings", None) or {}
+        merged.update({k: v for k, v in settings.items() if v is not None})
+        self.settings = merged
+        try:
+            self.extra_float_digits = int(str(merged["extra_float_digits"]).strip())
+        except ValueError:
+            raise UnsupportedSettingError(
+                f"extra_float_digits = {merged['extra_float_digits']!r} is not an integer") from None
+        self.extra_float_digits = max(-15, min(3, self.extra_float_digits))
+        bo = str(merged["bytea_output"]).strip().lower()
+        if bo not in ("hex", "escape"):
+            raise UnsupportedSettingError(f"bytea_output = {merged['bytea_output']!r} is not hex or escape")
+        self.bytea_hex = bo == "hex"
+        self.datestyle, self.dateorder = _dt.parse_datestyle(merged["DateStyle"])
+        self.intervalstyle = _dt.parse_intervalstyle(merged["IntervalStyle"])
+        self.timezone_name = str(merged["TimeZone"])
+        self._timezone = None
+        self.monetary = _misc.monetary_conventions(str(merged["lc_monetary"]))
+        self._funcs: dict = {}
+
+    @property
+    def timezone(self):
+        if self._timezone is None:
+            from . import datetime as _dt
+
+            self._timezone = _dt.load_timezone(self.timezone_name)
+        return self._timezone
+
+    def type(self, typeoid: int):
+        typ = self.catalog.type(typeoid)
+        if typ is None:
+            raise UnsupportedTypeError(typeoid, None)
+        return typ
+
+    def output(self, typeoid: int, value) -> str:
+        """The output function of type ``typeoid`` applied to ``value``."""
+        if value.__class__ is MissingValue:
+            return value.text
+        entry = self._funcs.get(typeoid)
+        if entry is None:
+            typ = self.type(typeoid)
+            fn = OUTPUT_FUNCTIONS.get(typ.typoutput) or OUTPUT_FUNCTIONS.get(_bare_name(typ.typoutput))
+            if fn is None:
+                raise UnsupportedTypeError(typeoid, typ.typname, typ.typoutput)
+            entry = self._funcs[typeoid] = (fn, typ)
+        if value.__class__ is ToastPointer:
+            raise TypeOutputError(f"value of type {entry[1].typname} is still a TOAST pointer "
+                                  f"(value {value.va_valueid} of TOAST relation {value.va_toastrelid}): "
+                                  f"resolve it before output")
+        if value is None:
+            raise TypeOutputError(f"NULL has no output text (type {entry[1].typname})")
+        return entry[0](value, entry[1], self)
+
+
+def _bare_name(regproc: str) -> str:
+    """'public.hstore_out' or '"s".f' (regproc text, qualified when not visible) -> the function name."""
+    name = regproc.rsplit(".", 1)[-1] if "." in regproc else regproc
+    return name.strip('"')
+
+
+_contexts: dict = {}
+
+
+def output_text(typeoid: int, value, catalog, settings: dict | None = None) -> str:
+    """Exactly what the output function of ``typeoid`` prints for ``value`` in a
+    session with ``settings`` (default: the catalog's, then PostgreSQL's defaults).
+
+    ``value`` is what ``heaptuple`` returns for a non-NULL column: ``bytes``
+    (fixed-length as stored, or a varlena payload) or a ``MissingValue``.
+    """
+    if settings is None:
+        settings = getattr(catalog, "settings", None) or {}
+    key = (id(catalog), tuple(sorted((k, str(v)) for k, v in settings.items())))
+    hit = _contexts.get(key)
+    if hit is None or hit[0] is not catalog:
+        if len(_contexts) > 64:
+            _contexts.clear()
+        hit = _contexts[key] = (catalog, OutputContext(catalog, settings))
+    return hit[1].output(typeoid, value)
+
+
+def _register():
+    import importlib
+
+    for name in ("numeric", "float", "datetime", "network", "misc", "jsonb", "arrays", "records", "ranges",
+                 "enums", "geometric", "textsearch", "hstore"):
+        OUTPUT_FUNCTIONS.update(importlib.import_module(f"{__name__}.{name}").OUTPUT_FUNCTIONS)
+
+
+_register()
+
+__all__ = ["OutputContext", "output_text", "test_decoding_value", "TypeOutputError", "UnsupportedTypeError",
+           "UnsupportedSettingError", "OUTPUT_FUNCTIONS"]
