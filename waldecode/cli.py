@@ -78,8 +78,13 @@ def _build_parser() -> argparse.ArgumentParser:
     dec.set_defaults(func=cmd_decode)
 
     cat = sub.add_parser("catalog", help="write a catalog snapshot for decode",
-                         description="Write the catalog snapshot 'waldecode decode' needs, from a live server.")
-    cat.add_argument("--dsn", required=True, help="libpq connection string of the database to decode")
+                         description="Write the catalog snapshot 'waldecode decode' needs, from a live server "
+                                     "(--dsn) or from a stopped cluster's data directory or a base backup "
+                                     "(--datadir).")
+    src = cat.add_mutually_exclusive_group(required=True)
+    src.add_argument("--dsn", help="libpq connection string of the database to decode")
+    src.add_argument("--datadir", metavar="PGDATA", help="data directory of a stopped cluster, or a base backup")
+    cat.add_argument("--database", help="with --datadir: the database to decode (default: the only user database)")
     cat.add_argument("-o", "--output", required=True, metavar="FILE", help="where to write the JSON snapshot")
     cat.set_defaults(func=cmd_catalog)
     return p
@@ -196,6 +201,12 @@ def cmd_decode(args) -> int:
 
 
 def cmd_catalog(args) -> int:
+    if args.datadir:
+        from .catalog_datadir import main_catalog_datadir
+
+        return main_catalog_datadir(args.datadir, args.database, args.output)
+    if args.database:
+        raise UsageError("--database goes with --datadir; with --dsn, name the database in the DSN")
     from .catalog_dsn import main_catalog
 
     return main_catalog(args.dsn, args.output)
