@@ -1,0 +1,217 @@
+"""Property test of the decoding core: random interleavings of transactions.
+
+Hypothesis writes programs for several sessions (inserts, savepoints, ROLLBACK TO,
+RELEASE, COMMIT, ROLLBACK) and turns them into the WAL records PostgreSQL writes for
+them (xids assigned at first write, parents before children, subtransactions
+announced with XLR_BLOCK_ID_TOPLEVEL_XID, an ABORT record per rolled-back
+subtransaction, the commit record listing the surviving ones).  The decoder's
+test_decoding output must equal the model (committed transactions in commit order,
+their surviving inserts in WAL order) for every spill threshold and memory budget,
+and no .spill file may be left behind.
+"""
+
+from __future__ import annotations
+
+import struct
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from waldecode.catalog import Attribute, Catalog, Relation, TypeInfo
+from waldecode.decode import LogicalDecoder
+from waldecode.output.test_decoding import TestDecoding
+from waldecode.xlogrecord import BlockRef, DecodedRecord
+
+DB = 16384
+REL = 16400
+SPC = 1663
+
+RM_XACT_ID, RM_STANDBY_ID, RM_HEAP_ID = 1, 8, 10
+XLOG_XACT_COMMIT, XLOG_XACT_ABORT, XLOG_XACT_HAS_INFO = 0x00, 0x20, 0x80
+XACT_XINFO_HAS_DBINFO, XACT_XINFO_HAS_SUBXACTS = 1, 2
+XLOG_RUNNING_XACTS = 0x10
+XLOG_HEAP_INSERT = 0x00
+XLH_INSERT_CONTAINS_NEW_TUPLE = 0x08
+
+
+def make_catalog() -> Catalog:
+    atts = (Attribute(1, "id", 23, -1, 4, True, "i", "p", False, type_name="integer"),
+            Attribute(2, "v", 25, -1, -1, False, "i", "x", False, type_name="text"))
+    rel = Relation(REL, "t", "public", "r", "p", REL, 0, "d", attributes=atts, replica_identity_key=(1,))
+    types = {23: TypeInfo(23, "int4", "pg_catalog", 4, True, "i", "p", "b", "N", ",", 0, 1007, 0, -1, 0,
+                          "int4out", "integer"),
+             25: TypeInfo(25, "text", "pg_catalog", -1, False, "i", "x", "b", "S", ",", 0, 1009, 0, -1, 0,
+                          "textout", "text")}
+    return Catalog("15.0", 150000, 15, 0, "db", DB, SPC, {"TimeZone": "UTC"}, {REL: rel}, types)
+
+
+def tuple_bytes(ident: int, text: str) -> bytes:
+    raw = text.encode()
+    body = b"\x00" + struct.pack("<i", ident) + bytes([((len(raw) + 1) << 1) | 1]) + raw
+    # xl_heap_header (natts 2, HEAP_HASVARWIDTH, t_hoff 24), then the byte of padding up to t_hoff
+    return struct.pack("<HHB", 2, 0x0002, 24) + body
+
+
+class WalModel:
+    """Turns session operations into records, and keeps the expected output."""
+
+    def __init__(self):
+        self.lsn = 0x1000000
+        self.prev = 0
+        self.next_xid = 1000
+        self.records: list[DecodedRecord] = []
+        self.expected: list[str] = []
+        self.sessions: dict[int, dict] = {}
+        self.counter = 0
+
+    def _record(self, rmid, info, xid, main=b"", blocks=(), toplevel=0) -> None:
+        tot = 24 + len(main) + sum(len(b.data) for b in blocks) + 40
+        self.records.append(DecodedRecord(self.lsn, self.lsn + tot, tot, xid, self.prev, info, rmid, 0,
+                                          tuple(blocks), main, 0, toplevel))
+        self.prev = self.lsn
+        self.lsn += (tot + 7) & ~7
+
+    def running_xacts(self) -> None:
+        main = struct.pack("<iiB3xIII", 0, 0, 0, self.next_xid, self.next_xid, self.next_xid - 1)
+        self._record(RM_STANDBY_ID, XLOG_RUNNING_XACTS, 0, main)
+
+    def _session(self, s: int) -> dict:
+        # levels: list of [xid or 0, inserts (list of (lsn-order, line))], index 0 = top level
+        return self.sessions.setdefault(s, {"levels": [[0, []]]})
+
+    def _xid_for_write(self, sess: dict) -> tuple[int, int]:
+        """AssignTransactionId: parents first.  Returns (xid, toplevel xid to announce or 0)."""
+        announce = 0
+        for i, level in enumerate(sess["levels"]):
+            if level[0] == 0:
+                level[0] = self.next_xid
+                self.next_xid += 1
+                if i > 0:
+                    announce = sess["levels"][0][0]
+        return sess["levels"][-1][0], announce
+
+    def insert(self, s: int) -> None:
+        sess = self._session(s)
+        xid, announce = self._xid_for_write(sess)
+        self.counter += 1
+        text = f"s{s} row {self.counter}"
+        blk = BlockRef(0, 0, 0x20, SPC, DB, REL, 0, False, 0, 0, 0, 0, None, tuple_bytes(self.counter, text))
+        self._record(RM_HEAP_ID, XLOG_HEAP_INSERT, xid, struct.pack("<HB", 1, XLH_INSERT_CONTAINS_NEW_TUPLE),
+                     (blk,), announce)
+        sess["levels"][-1][1].append(f"table public.t: INSERT: id[integer]:{self.counter} v[text]:'{text}'")
+
+    def savepoint(self, s: int) -> None:
+        self._session(s)["levels"].append([0, []])
+
+    def _subxids(self, level_list) -> list[int]:
+        return [lvl[0] for lvl in level_list if lvl[0]]
+
+    def rollback_to(self, s: int) -> None:
+        sess = self._session(s)
+        if len(sess["levels"]) == 1:
+            return
+        level = sess["levels"].pop()
+        if level[0]:
+            main = struct.pack("<q", 0)
+            self._record(RM_XACT_ID, XLOG_XACT_ABORT, level[0], main)
+        sess.setdefault("aborted", set()).update([level[0]] if level[0] else [])
+
+    def release(self, s: int) -> None:
+        sess = self._session(s)
+        if len(sess["levels"]) == 1:
+            return
+        level = sess["levels"].pop()
+        # The released subtransaction's xid stays a committed child of the top level
+        if level[0]:
+            sess.setdefault("released", []).append(level[0])
+        sess["levels"][-1][1].extend(level[1])
+
+    def finish(self, s: int, commit: bool) -> None:
+        sess = self.sessions.pop(s, None)
+        if sess is None:
+            return
+        # Close open savepoints as COMMIT/ROLLBACK do
+        while len(sess["levels"]) > 1:
+            level = sess["levels"].pop()
+            if level[0]:
+                sess.setdefault("released", []).append(level[0])
+            sess["levels"][-1][1].extend(level[1])
+        top = sess["levels"][0]
+        subxids = sess.get("released", [])
+        if not top[0]:
+            return  # no xid: no commit record at all
+        if commit:
+            main = struct.pack("<q", 0) + struct.pack("<I", XACT_XINFO_HAS_DBINFO | XACT_XINFO_HAS_SUBXACTS) \
+                + struct.pack("<II", DB, SPC) + struct.pack("<i", len(subxids)) \
+                + struct.pack(f"<{len(subxids)}I", *subxids)
+            self._record(RM_XACT_ID, XLOG_XACT_COMMIT | XLOG_XACT_HAS_INFO, top[0], main)
+            self.expected.append(f"BEGIN {top[0]}")
+            self.expected.extend(top[1])
+            self.expected.append(f"COMMIT {top[0]}")
+        else:
+            main = struct.pack("<q", 0) + struct.pack("<I", XACT_XINFO_HAS_SUBXACTS) \
+                + struct.pack("<i", len(subxids)) + struct.pack(f"<{len(subxids)}I", *subxids)
+            self._record(RM_XACT_ID, XLOG_XACT_ABORT | XLOG_XACT_HAS_INFO, top[0], main)
+
+
+OPS = st.lists(st.tuples(st.sampled_from(["insert", "insert", "insert", "savepoint", "rollback_to", "release",
+                                          "commit", "abort"]), st.integers(0, 3)), min_size=1, max_size=120)
+
+
+def build(ops) -> WalModel:
+    m = WalModel()
+    m.running_xacts()
+    for op, s in ops:
+        if op == "insert":
+            m.insert(s)
+        elif op == "savepoint":
+            m.savepoint(s)
+        elif op == "rollback_to":
+            m.rollback_to(s)
+        elif op == "release":
+            m.release(s)
+        else:
+            m.finish(s, op == "commit")
+    for s in sorted(m.sessions):
+        m.finish(s, True)
+    return m
+
+
+def decode(records, catalog, spill_threshold, memory_budget, spill_dir) -> list[str]:
+    rows: list[str] = []
+    dec = LogicalDecoder(catalog, TestDecoding(catalog, rows.append), spill_threshold=spill_threshold,
+                         memory_budget=memory_budget, segment_size=1 << 20, spill_dir=str(spill_dir))
+    for r in records:
+        dec.process(r)
+    assert dec.finish() == []
+    return rows
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(ops=OPS)
+def test_any_interleaving_decodes_like_the_model_whatever_the_spilling(ops, tmp_path_factory):
+    model = build(ops)
+    catalog = make_catalog()
+    for threshold, budget in ((4096, 64 << 20), (1, 64 << 20), (3, 64 << 20), (4096, 600), (2, 300)):
+        spill_dir = tmp_path_factory.mktemp("spill")
+        rows = decode(model.records, catalog, threshold, budget, spill_dir)
+        assert rows == model.expected, (threshold, budget)
+        assert list(spill_dir.iterdir()) == [], "spill files left behind"
+
+
+def test_spill_files_are_named_as_postgresql_names_them(tmp_path):
+    """xid-<xid>-lsn-<HI>-<LO>.spill, one per WAL segment of the changes, present until commit."""
+    model = build([("insert", 0)] * 10)
+    catalog = make_catalog()
+    rows: list[str] = []
+    dec = LogicalDecoder(catalog, TestDecoding(catalog, rows.append), spill_threshold=4,
+                         segment_size=1 << 20, spill_dir=str(tmp_path))
+    commit = model.records[-1]
+    for r in model.records[:-1]:
+        dec.process(r)
+    xid = model.records[1].xl_xid
+    seg = (model.records[1].lsn >> 20) << 20
+    assert sorted(p.name for p in tmp_path.iterdir()) == [f"xid-{xid}-lsn-{seg >> 32:X}-{seg & 0xFFFFFFFF:X}.spill"]
+    dec.process(commit)
+    assert list(tmp_path.iterdir()) == []
+    assert rows == model.expected
