@@ -71,10 +71,14 @@ def _format(negative: bool, digits: str, exp10: int, fixed_limit: int) -> str:
 
 
 def float8_text(x: float, extra_float_digits: int = 1) -> str:
-    """float8out_internal."""
+    """float8out_internal of a Python float."""
+    return float8_text_bits(_u64.unpack(_f8.pack(x))[0], extra_float_digits)
+
+
+def float8_text_bits(bits: int, extra_float_digits: int = 1) -> str:
+    """float8out_internal of the binary64 value with bit pattern ``bits``."""
     if extra_float_digits <= 0:
-        return _strfromd(x, DBL_DIG + extra_float_digits)
-    bits = _u64.unpack(_f8.pack(x))[0]
+        return _strfromd(_f8.unpack(_u64.pack(bits))[0], DBL_DIG + extra_float_digits)
     exponent = (bits >> DOUBLE_MANTISSA_BITS) & 0x7FF
     mantissa = bits & ((1 << DOUBLE_MANTISSA_BITS) - 1)
     return _shortest_text(bits >> 63, mantissa, exponent, DOUBLE_MANTISSA_BITS, DOUBLE_BIAS, 0x7FF, 15)
@@ -186,7 +190,7 @@ def float4out(value, typ, ctx) -> str:
 def float8out(value, typ, ctx) -> str:
     if len(value) != 8:
         raise CorruptRecordError(f"float8 datum is {len(value)} bytes, expected 8")
-    return float8_text(_f8.unpack(value)[0], ctx.extra_float_digits)
+    return float8_text_bits(_u64.unpack(value)[0], ctx.extra_float_digits)
 
 
 OUTPUT_FUNCTIONS = {

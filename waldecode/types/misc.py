@@ -344,4 +344,6 @@ OUTPUT_FUNCTIONS = {
     "varbit_out": varbit_out,
     "cash_out": cash_out,
     "citextout": textout,  # contrib citext: textout under another name
+    "cstring_out": textout,  # attlen -2 values come without their NUL
+    "unknownout": textout,
 }
