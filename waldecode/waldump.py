@@ -1,0 +1,262 @@
+"""pg_waldump's text: one line per record, and the ``--stats`` tables.
+
+Owns the output of src/bin/pg_waldump/pg_waldump.c (``XLogDumpDisplayRecord``,
+``XLogDumpStatsRow``, ``XLogDumpDisplayStats``), the block-reference summary of
+``XLogRecGetBlockRefInfo`` (src/backend/access/rmgrdesc/xlogdesc.c, 15+; 13/14
+print the same text from pg_waldump.c itself) and the length split of
+``XLogRecGetLen`` (src/backend/access/transam/xlogstats.c).  Takes
+``DecodedRecord``s and the server's major version; hands strings to the CLI
+(``waldecode inspect``) and to tests that diff against pg_waldump.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import NamedTuple
+
+from . import rmgr
+from .rmgr.rmgrdesc_utils import fork_name
+from .xlogrecord import (BKPIMAGE_COMPRESS_LZ4, BKPIMAGE_COMPRESS_PGLZ, BKPIMAGE_COMPRESS_ZSTD,
+                         BKPIMAGE_IS_COMPRESSED_V13, BLCKSZ)
+
+XLR_INFO_MASK = 0x0F
+MAIN_FORKNUM = 0
+MAX_XLINFO_TYPES = 16
+
+
+def _lsn(lsn: int) -> str:
+    """``%X/%08X`` of LSN_FORMAT_ARGS as XLogDumpDisplayRecord prints it."""
+    return "%X/%08X" % (lsn >> 32, lsn & 0xFFFFFFFF)
+
+
+def _lsn_short(lsn: int) -> str:
+    """``%X/%X``."""
+    return "%X/%X" % (lsn >> 32, lsn & 0xFFFFFFFF)
+
+
+def record_lengths(record) -> tuple[int, int]:
+    """XLogRecGetLen: (rec_len, fpi_len); fpi_len sums ``bimg_len`` of every block image."""
+    fpi_len = sum(b.bimg_len for b in record.blocks if b.has_image)
+    return record.xl_tot_len - fpi_len, fpi_len
+
+
+def _image_apply(block, major: int) -> bool:
+    """XLogRecBlockImageApply: BKPIMAGE_APPLY is 0x02 in 15+, 0x04 in 13/14."""
+    return bool(block.bimg_info & (0x02 if major >= 15 else 0x04))
+
+
+def _image_compressed(block, major: int) -> bool:
+    if major >= 15:
+        return bool(block.bimg_info & (BKPIMAGE_COMPRESS_PGLZ | BKPIMAGE_COMPRESS_LZ4 | BKPIMAGE_COMPRESS_ZSTD))
+    return bool(block.bimg_info & BKPIMAGE_IS_COMPRESSED_V13)
+
+
+def block_ref_info(record, major: int, detailed: bool = False) -> str:
+    """XLogRecGetBlockRefInfo(record, pretty=true, detailed_format, ...) without its final
+    newline: ``, blkref #N: rel S/D/R [fork F ]blk B[ FPW]`` per block, or with
+    ``detailed`` one ``\\n\\tblkref ...`` line per block (``--bkp-details``)."""
+    out = []
+    for b in record.blocks:
+        if detailed:
+            out.append("\n\tblkref #%d: rel %u/%u/%u fork %s blk %u" % (
+                b.block_id, b.spcOid, b.dbOid, b.relNumber, fork_name(b.forknum), b.blkno))
+            if b.has_image:
+                verify = "" if _image_apply(b, major) else " for WAL verification"
+                if _image_compressed(b, major):
+                    saved = BLCKSZ - b.hole_length - b.bimg_len
+                    if major >= 15:
+                        if b.bimg_info & BKPIMAGE_COMPRESS_PGLZ:
+                            method = "pglz"
+                        elif b.bimg_info & BKPIMAGE_COMPRESS_LZ4:
+                            method = "lz4"
+                        elif b.bimg_info & BKPIMAGE_COMPRESS_ZSTD:
+                            method = "zstd"
+                        else:
+                            method = "unknown"
+                        out.append(" (FPW%s); hole: offset: %u, length: %u, compression saved: %u, method: %s"
+                                   % (verify, b.hole_offset, b.hole_length, saved, method))
+                    else:
+                        out.append(" (FPW%s); hole: offset: %u, length: %u, compression saved: %u"
+                                   % (verify, b.hole_offset, b.hole_length, saved))
+                else:
+                    out.append(" (FPW%s); hole: offset: %u, length: %u" % (verify, b.hole_offset, b.hole_length))
+        else:
+            if b.forknum != MAIN_FORKNUM:
+                out.append(", blkref #%d: rel %u/%u/%u fork %s blk %u" % (
+                    b.block_id, b.spcOid, b.dbOid, b.relNumber, fork_name(b.forknum), b.blkno))
+            else:
+                out.append(", blkref #%d: rel %u/%u/%u blk %u" % (
+                    b.block_id, b.spcOid, b.dbOid, b.relNumber, b.blkno))
+            if b.has_image:
+                out.append(" FPW" if _image_apply(b, major) else " FPW for WAL verification")
+    return "".join(out)
+
+
+def _record_head(record, major: int) -> str:
+    rec_len, _fpi_len = record_lengths(record)
+    head = "rmgr: %-11s len (rec/tot): %6u/%6u, tx: %10u, lsn: %s, prev %s, " % (
+        rmgr.rmgr_name(record.xl_rmid, major), rec_len, record.xl_tot_len, record.xl_xid,
+        _lsn(record.lsn), _lsn(record.xl_prev))
+    ident = rmgr.identify(record.xl_rmid, record.xl_info, major)
+    if ident is None:
+        head += "desc: UNKNOWN (%x) " % (record.xl_info & ~XLR_INFO_MASK & 0xFF)
+    else:
+        head += "desc: %s " % ident
+    return head + rmgr.desc(record, major)
+
+
+def format_record(record, major: int) -> str:
+    """The line XLogDumpDisplayRecord prints for ``record`` (no trailing newline)."""
+    return _record_head(record, major) + block_ref_info(record, major, detailed=False)
+
+
+def format_record_bkp_details(record, major: int) -> str:
+    """What XLogDumpDisplayRecord prints with ``--bkp-details`` (several lines, no final newline)."""
+    return _record_head(record, major) + block_ref_info(record, major, detailed=True)
+
+
+class _Counts:
+    __slots__ = ("count", "rec_len", "fpi_len")
+
+    def __init__(self):
+        self.count = 0
+        self.rec_len = 0
+        self.fpi_len = 0
+
+
+class WaldumpStats:
+    """XLogStats / XLogRecStoreStats and XLogDumpDisplayStats.
+
+    ``add`` every record pg_waldump would have shown, then ``format`` for the
+    ``--stats=record`` table (``per_record=False`` gives plain ``--stats``, i.e.
+    ``--stats=rmgr``).
+    """
+
+    def __init__(self, major: int, per_record: bool = True):
+        self.major = major
+        self.per_record = per_record
+        self.count = 0
+        self.startptr: int | None = None  # first record's LSN
+        self.endptr: int | None = None  # EndRecPtr of the last record
+        self.rmgr_stats: dict[int, _Counts] = {}
+        self.record_stats: dict[tuple[int, int], _Counts] = {}
+
+    def add(self, record) -> None:
+        if self.startptr is None:
+            self.startptr = record.lsn
+        self.endptr = record.end_lsn
+        self.count += 1
+        rmid = record.xl_rmid
+        rec_len, fpi_len = record_lengths(record)
+        c = self.rmgr_stats.setdefault(rmid, _Counts())
+        c.count += 1
+        c.rec_len += rec_len
+        c.fpi_len += fpi_len
+        recid = (record.xl_info >> 4) & 0x0F
+        # XACT records use the first of the four bits as a flag (14+ filter it out)
+        if rmid == rmgr.RM_XACT_ID and self.major >= 14:
+            recid &= 0x07
+        c = self.record_stats.setdefault((rmid, recid), _Counts())
+        c.count += 1
+        c.rec_len += rec_len
+        c.fpi_len += fpi_len
+
+    @staticmethod
+    def _row(name: str, n: int, total_count: int, rec_len: int, total_rec_len: int, fpi_len: int,
+             total_fpi_len: int, tot_len: int, total_len: int) -> str:
+        """XLogDumpStatsRow."""
+        n_pct = 100 * n / total_count if total_count else 0.0
+        rec_len_pct = 100 * rec_len / total_rec_len if total_rec_len else 0.0
+        fpi_len_pct = 100 * fpi_len / total_fpi_len if total_fpi_len else 0.0
+        tot_len_pct = 100 * tot_len / total_len if total_len else 0.0
+        return "%-27s %20u (%6.02f) %20u (%6.02f) %20u (%6.02f) %20u (%6.02f)" % (
+            name, n, n_pct, rec_len, rec_len_pct, fpi_len, fpi_len_pct, tot_len, tot_len_pct)
+
+    def _rmids(self) -> list[int]:
+        major = self.major
+        if major >= 15:
+            return [ri for ri in range(rmgr.RM_MAX_ID + 1) if rmgr.rmgr_id_is_valid(ri, major)]
+        return list(range(rmgr.RM_MAX_BUILTIN_ID + 1))
+
+    def format(self, per_record: bool | None = None) -> str:
+        """The text XLogDumpDisplayStats prints, final newline included ("" if no
+        record was counted, as 15+ prints nothing then)."""
+        if per_record is None:
+            per_record = self.per_record
+        major = self.major
+        if self.endptr is None and major >= 15:
+            return ""
+        empty = _Counts()
+        total_count = total_rec_len = total_fpi_len = 0
+        for ri in self._rmids():
+            c = self.rmgr_stats.get(ri, empty)
+            total_count += c.count
+            total_rec_len += c.rec_len
+            total_fpi_len += c.fpi_len
+        total_len = total_rec_len + total_fpi_len
+
+        lines = []
+        if major >= 15:
+            lines.append("WAL statistics between %s and %s:" % (_lsn_short(self.startptr or 0),
+                                                                _lsn_short(self.endptr or 0)))
+        lines.append("%-27s %20s %8s %20s %8s %20s %8s %20s %8s" % (
+            "Type", "N", "(%)", "Record size", "(%)", "FPI size", "(%)", "Combined size", "(%)"))
+        lines.append("%-27s %20s %8s %20s %8s %20s %8s %20s %8s" % (
+            "----", "-", "---", "-----------", "---", "--------", "---", "-------------", "---"))
+        for ri in self._rmids():
+            desc = rmgr.get_rmgr_desc(ri, major)
+            if not per_record:
+                c = self.rmgr_stats.get(ri, empty)
+                if rmgr.rmgr_id_is_custom(ri, major) and c.count == 0:
+                    continue
+                lines.append(self._row(desc.rm_name, c.count, total_count, c.rec_len, total_rec_len,
+                                       c.fpi_len, total_fpi_len, c.rec_len + c.fpi_len, total_len))
+                continue
+            for rj in range(MAX_XLINFO_TYPES):
+                c = self.record_stats.get((ri, rj))
+                if c is None or c.count == 0:
+                    continue
+                ident = desc.identify(rj << 4, major)
+                if ident is None:
+                    ident = "UNKNOWN (%x)" % (rj << 4)
+                lines.append(self._row("%s/%s" % (desc.rm_name, ident), c.count, total_count, c.rec_len,
+                                       total_rec_len, c.fpi_len, total_fpi_len, c.rec_len + c.fpi_len, total_len))
+        lines.append("%-27s %20s %8s %20s %8s %20s %8s %20s" % (
+            "", "--------", "", "--------", "", "--------", "", "--------"))
+        rec_len_pct = 100 * total_rec_len / total_len if total_len else 0.0
+        fpi_len_pct = 100 * total_fpi_len / total_len if total_len else 0.0
+        lines.append("%-27s %20u %-9s%20u %-9s%20u %-9s%20u %-6s" % (
+            "Total", self.count, "", total_rec_len, "[%.02f%%]" % rec_len_pct, total_fpi_len,
+            "[%.02f%%]" % fpi_len_pct, total_len, "[100%]"))
+        return "\n".join(lines) + "\n"
+
+
+class WaldumpLine(NamedTuple):
+    """The header fields of one pg_waldump record line."""
+
+    lsn: int
+    prev: int
+    rmgr: str
+    xid: int
+    rec_len: int
+    tot_len: int
+    desc: str  # everything after "desc: "
+
+
+WALDUMP_LINE_RE = re.compile(
+    r"^rmgr: (?P<rmgr>\S+)\s+len \(rec/tot\):\s+(?P<rec>\d+)/\s*(?P<tot>\d+), tx:\s+(?P<xid>\d+), "
+    r"lsn: (?P<lsn>[0-9A-F]+/[0-9A-F]+), prev (?P<prev>[0-9A-F]+/[0-9A-F]+), desc: (?P<desc>.*)$")
+
+
+def parse_lsn(text: str) -> int:
+    hi, lo = text.split("/")
+    return (int(hi, 16) << 32) | int(lo, 16)
+
+
+def parse_waldump_line(line: str) -> WaldumpLine | None:
+    """Split a pg_waldump record line into its fields (None for other lines)."""
+    m = WALDUMP_LINE_RE.match(line.rstrip("\n"))
+    if m is None:
+        return None
+    return WaldumpLine(parse_lsn(m["lsn"]), parse_lsn(m["prev"]), m["rmgr"], int(m["xid"]), int(m["rec"]),
+                       int(m["tot"]), m["desc"])
