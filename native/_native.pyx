@@ -11,6 +11,7 @@ same messages, and the rare path stays in one place.
 from crc32c import crc32c
 
 from waldecode import _pyframe
+from waldecode.errors import format_lsn
 from waldecode.xlogpage import ReadStop
 from waldecode.xlogrecord import BlockRef, DecodedRecord
 
@@ -88,7 +89,8 @@ def frame_segment(buf, unsigned long long seg_lsn, st, bint verify_crc=True, pat
     cdef unsigned long long sysid = st.sysid
     cdef unsigned long long end_limit = st.end_lsn
     cdef Py_ssize_t pos = <Py_ssize_t>(st.next_lsn - seg_lsn)
-    cdef Py_ssize_t cur_page = -1, page_off, hdr = 0, avail, take, need, skip
+    cdef Py_ssize_t cur_page = -1, page_off, hdr = 0, avail, take, need
+    cdef unsigned long long skip
     cdef unsigned int info = 0, rem_len = 0, tot_len
     cdef unsigned long long lsn, raw_end, prev
     cdef bint fresh = st.partial is None and st.rand_access
@@ -102,11 +104,14 @@ def frame_segment(buf, unsigned long long seg_lsn, st, bint verify_crc=True, pat
         if page_off != cur_page:
             if page_off + page_size > buflen:
                 st.next_lsn = seg_lsn + pos
-                return records, ReadStop(seg_lsn + pos, "end",
-                                         f"end of available data: file holds {buflen} of {seg_size} bytes", path)
+                reason = f"end of available data: file holds {buflen} of {seg_size} bytes"
+                if st.partial is not None:
+                    return records, ReadStop(st.partial_lsn, "end", f"record at {format_lsn(st.partial_lsn)} "
+                                             f"is incomplete: {reason}", path)
+                return records, ReadStop(seg_lsn + pos, "end", reason, path)
             if cur_page < 0 and page_off != 0:
-                if not _page_ok(b, 0, seg_lsn, st, magic, page_size, seg_size, sysid, st.latest_tli):
-                    checked = _pyframe._check_page(buf, 0, seg_lsn, st, path)
+                if not _page_ok(b, 0, seg_lsn, st, magic, page_size, seg_size, sysid, 0):
+                    checked = _pyframe._check_page(buf, 0, seg_lsn, st, path, sequential=False)
                     if isinstance(checked, ReadStop):
                         return records, checked
             if not _page_ok(b + page_off, page_off, seg_lsn, st, magic, page_size, seg_size, sysid, st.latest_tli):
@@ -161,7 +166,7 @@ def frame_segment(buf, unsigned long long seg_lsn, st, bint verify_crc=True, pat
                         st.next_lsn = seg_lsn + pos
                         records2, stop = _pyframe.frame_segment(buf, seg_lsn, st, verify_crc, path)
                         return records + records2, stop
-                    skip = (rem_len + 7) & ~7
+                    skip = (<unsigned long long>rem_len + 7) & ~(<unsigned long long>7)
                     if hdr + skip >= page_size:
                         pos = page_off + page_size
                         continue

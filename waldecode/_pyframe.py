@@ -73,8 +73,12 @@ def _rmid_valid(rmid: int, magic: int) -> bool:
     return rmid <= RM_MAX_BUILTIN_ID or (rmid >= RM_MIN_CUSTOM_ID and magic >= 0xD110)
 
 
-def _check_page(buf, page_off: int, seg_lsn: int, st, path):
-    """XLogReaderValidatePageHeader.  Returns (hdr_size, xlp_info, xlp_rem_len) or a ReadStop."""
+def _check_page(buf, page_off: int, seg_lsn: int, st, path, sequential: bool = True):
+    """XLogReaderValidatePageHeader.  Returns (hdr_size, xlp_info, xlp_rem_len) or a ReadStop.
+
+    ``sequential`` is False for the re-check of a segment's first page when reading starts
+    later in it: the timeline order applies only to pages read one after the other.
+    """
     magic, info, tli, pageaddr, rem_len = XLogPageHeader.unpack_from(buf, page_off)
     page_lsn = seg_lsn + page_off
     if magic != st.magic:
@@ -105,6 +109,8 @@ def _check_page(buf, page_off: int, seg_lsn: int, st, path):
         # A recycled segment still holds pages from its previous life
         return ReadStop(page_lsn, "end",
                         f"unexpected pageaddr {format_lsn(pageaddr)} in log segment, offset {page_off}", path)
+    if not sequential:
+        return hdr, info, rem_len
     if tli < st.latest_tli:
         return ReadStop(page_lsn, "invalid",
                         f"out-of-sequence timeline ID {tli} (after {st.latest_tli}) in log segment, "
@@ -149,11 +155,14 @@ def frame_segment(buf, seg_lsn: int, st, verify_crc: bool = True, path=None):
         if page_off != cur_page:
             if page_off + page_size > buflen:
                 st.next_lsn = seg_lsn + pos
-                return records, ReadStop(seg_lsn + pos, "end",
-                                         f"end of available data: file holds {buflen} of {seg_size} bytes", path)
+                reason = f"end of available data: file holds {buflen} of {seg_size} bytes"
+                if st.partial is not None:
+                    return records, ReadStop(st.partial_lsn, "end", f"record at {format_lsn(st.partial_lsn)} "
+                                             f"is incomplete: {reason}", path)
+                return records, ReadStop(seg_lsn + pos, "end", reason, path)
             if cur_page < 0 and page_off != 0:
                 # Validate the segment's long header too, as xlogreader does on opening a segment
-                checked = _check_page(buf, 0, seg_lsn, st, path)
+                checked = _check_page(buf, 0, seg_lsn, st, path, sequential=False)
                 if isinstance(checked, ReadStop):
                     return records, checked
             checked = _check_page(buf, page_off, seg_lsn, st, path)

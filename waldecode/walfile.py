@@ -24,6 +24,8 @@ SEGMENT_NAME_RE = re.compile(r"^([0-9A-F]{8})([0-9A-F]{8})([0-9A-F]{8})(\.partia
 # src/include/access/xlog_internal.h: WalSegMinSize, WalSegMaxSize
 WalSegMinSize = 1024 * 1024
 WalSegMaxSize = 1024 * 1024 * 1024
+# src/include/pg_config.h: the WAL page size of every standard build
+XLOG_BLCKSZ = 8192
 
 
 def segments_per_xlogid(seg_size: int) -> int:
@@ -123,6 +125,11 @@ class SegmentSet:
         if len(data) > self.seg_size:
             raise SegmentFileError(f"file has {len(data)} bytes, more than the segment size {self.seg_size}",
                                    path=str(f.path), lsn=segno * self.seg_size)
+        if len(data) < self.seg_size and not f.partial and segno < self.last_segno:
+            # Only the newest segment may end early (cut off, still being written)
+            raise SegmentFileError(f"file holds {len(data)} of {self.seg_size} bytes, but later segments follow "
+                                   f"it: it is truncated or not a WAL segment", path=str(f.path),
+                                   lsn=segno * self.seg_size)
         return data, str(f.path)
 
     def check_contiguous(self, first: int, last: int) -> None:
@@ -166,6 +173,9 @@ def _read_identity(path: Path):
     seg = hdr.xlp_seg_size
     if seg < WalSegMinSize or seg > WalSegMaxSize or seg & (seg - 1):
         raise SegmentFileError(f"invalid segment size {seg} in the page header", path=str(path))
+    if hdr.xlp_xlog_blcksz != XLOG_BLCKSZ:
+        raise SegmentFileError(f"incorrect XLOG_BLCKSZ {hdr.xlp_xlog_blcksz} in page header: waldecode reads "
+                               f"PostgreSQL's standard {XLOG_BLCKSZ}-byte WAL pages", path=str(path))
     return hdr
 
 

@@ -99,7 +99,12 @@ class XLogReader:
                 if lsn < start:
                     continue
                 end = _end_lsn(rec, lsn, raw_end, seg_size)
-                r = decode(rec, lsn, end, major)
+                try:
+                    r = decode(rec, lsn, end, major)
+                except WALError as e:
+                    if e.path is None:
+                        raise type(e)(e.reason, path=path, lsn=e.lsn) from None
+                    raise
                 if self.first_lsn is None:
                     self.first_lsn = lsn
                 self.last_end_lsn = end
@@ -152,9 +157,11 @@ def read_segment(segments: SegmentSet, segno: int, verify_crc: bool = True,
 
 def _end_lsn(rec: bytes, lsn: int, raw_end: int, seg_size: int) -> int:
     """PostgreSQL's EndRecPtr: the aligned end, or the segment end after XLOG_SWITCH."""
+    end = raw_end + 7 & ~7
     if rec[17] == 0 and rec[16] & 0xF0 == 0x40:
-        return (lsn // seg_size + 1) * seg_size
-    return raw_end + 7 & ~7
+        # xlogreader.c: NextRecPtr is rounded up to the next segment boundary
+        return (end + seg_size - 1) // seg_size * seg_size
+    return end
 
 
 def read_records(paths, start_lsn=None, end_lsn=None, **kw) -> Iterator[DecodedRecord]:
