@@ -134,10 +134,6 @@ def same_records(got: list, written: list, w: WALWriter) -> None:
     assert [r.lsn for r in got] == [x.lsn for x in written]
     for r, x in zip(got, written):
         exp = expected_record(x, w.major)
-        if switch_across_segments(x, w.seg_size):
-            # Known reader bug (test_switch_record_across_segments_ends_a_segment_later): its end_lsn
-            # is the end of the segment the record starts in
-            r = r._replace(end_lsn=exp.end_lsn)
         assert r == exp
 
 
@@ -282,14 +278,6 @@ def damaged(draw):
             pos = walgen.record_bytes_at(w, r, draw(st.integers(0, min(r.tot_len, 40) - 1)))
         else:
             pos = draw(st.integers(lo, hi - 1))
-        if 4 <= pos % PAGE < 8:
-            # xlp_tli: a page 0 with a smaller TLI than later pages sends the Cython fallback astray
-            # (test_timeline_rises_inside_a_segment); keep this property about everything else
-            pos -= 4
-        if pos % w.seg_size in range(32, 40) and pos // w.seg_size == w.first_segno:
-            # xlp_seg_size, xlp_xlog_blcksz of the first file: the reader trusts any page size it finds
-            # there and crashes (test_corrupt_input.py::test_bad_page_size_in_the_first_segment)
-            pos -= 16
         how = draw(st.sampled_from(["bit", "byte", "u32"]))
         if how == "bit":
             muts.append((pos, "xor", 1 << draw(st.integers(0, 7))))
@@ -298,10 +286,6 @@ def damaged(draw):
         else:
             v = draw(st.sampled_from([0, 1, 23, 24, 25, 8192, 0x3FFFFFFF, 0x40000000, 0xFFFFFFFF])
                      | st.integers(0, 2**32 - 1))
-            if (pos - pos % 4) % PAGE == 16 and v > 0xFFFFFFF8:
-                # xlp_rem_len that overflows 32 bits when MAXALIGN'd: known Cython bug
-                # (test_huge_xlp_rem_len_on_the_start_page); keep this property about everything else
-                v = 0xFFFFFFF0
             muts.append((pos - pos % 4, "set", v.to_bytes(4, "little")))
     verify = draw(st.booleans())
     start = draw(st.none() | st.integers(recs[0].lsn - PAGE, w.written[-1].end))
@@ -336,7 +320,7 @@ def test_implementations_agree_on_damaged_wal(case):
 
 
 # --------------------------------------------------------------------------------------------
-# Reader bugs found by the properties above, pinned as examples
+# Reader bugs found by the properties above (now fixed), pinned as examples
 
 
 def test_switch_record_across_segments_ends_a_segment_later(impl, tmp_path):

@@ -284,6 +284,13 @@ def frame_segment(buf, seg_lsn: int, st, verify_crc: bool = True, path=None):
         pos = page_off + page_size
 
 
+def _corrupt(lsn: int, message: str) -> CorruptRecordError:
+    """A CorruptRecordError whose message already names the LSN, with ``.lsn`` set as well."""
+    err = CorruptRecordError(message)
+    err.lsn = lsn
+    return err
+
+
 def decode_record(rec, lsn: int, end_lsn: int, major: int) -> DecodedRecord:
     """DecodeXLogRecord: split a complete record into header, block references and main data."""
     tot_len, xid, prev, info, rmid, crc = _XLogRecord.unpack_from(rec, 0)
@@ -331,9 +338,9 @@ def decode_record(rec, lsn: int, end_lsn: int, major: int) -> DecodedRecord:
                 remaining -= 4
                 continue
             if block_id > XLR_MAX_BLOCK_ID:
-                raise CorruptRecordError(f"invalid block_id {block_id} at {format_lsn(lsn)}", lsn=lsn)
+                raise _corrupt(lsn, f"invalid block_id {block_id} at {format_lsn(lsn)}")
             if block_id <= max_block_id:
-                raise CorruptRecordError(f"out-of-order block_id {block_id} at {format_lsn(lsn)}", lsn=lsn)
+                raise _corrupt(lsn, f"out-of-order block_id {block_id} at {format_lsn(lsn)}")
             max_block_id = block_id
             if remaining < 3:
                 raise IndexError
@@ -344,11 +351,10 @@ def decode_record(rec, lsn: int, end_lsn: int, major: int) -> DecodedRecord:
             has_image = bool(fork_flags & BKPBLOCK_HAS_IMAGE)
             if fork_flags & BKPBLOCK_HAS_DATA:
                 if data_len == 0:
-                    raise CorruptRecordError(f"BKPBLOCK_HAS_DATA set, but no data included at {format_lsn(lsn)}",
-                                             lsn=lsn)
+                    raise _corrupt(lsn, f"BKPBLOCK_HAS_DATA set, but no data included at {format_lsn(lsn)}")
             elif data_len != 0:
-                raise CorruptRecordError(f"BKPBLOCK_HAS_DATA not set, but data length is {data_len} at "
-                                         f"{format_lsn(lsn)}", lsn=lsn)
+                raise _corrupt(lsn, f"BKPBLOCK_HAS_DATA not set, but data length is {data_len} at "
+                                         f"{format_lsn(lsn)}")
             datatotal += data_len
             bimg_len = hole_offset = bimg_info = hole_length = 0
             if has_image:
@@ -370,20 +376,20 @@ def decode_record(rec, lsn: int, end_lsn: int, major: int) -> DecodedRecord:
                 datatotal += bimg_len
                 if bimg_info & BKPIMAGE_HAS_HOLE:
                     if hole_offset == 0 or hole_length == 0 or bimg_len == BLCKSZ:
-                        raise CorruptRecordError(
+                        raise _corrupt(lsn, 
                             f"BKPIMAGE_HAS_HOLE set, but hole offset {hole_offset} length {hole_length} "
-                            f"block image length {bimg_len} at {format_lsn(lsn)}", lsn=lsn)
+                            f"block image length {bimg_len} at {format_lsn(lsn)}")
                 elif hole_offset != 0 or hole_length != 0:
-                    raise CorruptRecordError(
+                    raise _corrupt(lsn, 
                         f"BKPIMAGE_HAS_HOLE not set, but hole offset {hole_offset} length {hole_length} at "
-                        f"{format_lsn(lsn)}", lsn=lsn)
+                        f"{format_lsn(lsn)}")
                 if is_compressed and bimg_len == BLCKSZ:
-                    raise CorruptRecordError(f"BKPIMAGE_COMPRESSED set, but block image length {bimg_len} at "
-                                             f"{format_lsn(lsn)}", lsn=lsn)
+                    raise _corrupt(lsn, f"BKPIMAGE_COMPRESSED set, but block image length {bimg_len} at "
+                                             f"{format_lsn(lsn)}")
                 if not bimg_info & BKPIMAGE_HAS_HOLE and not is_compressed and bimg_len != BLCKSZ:
-                    raise CorruptRecordError(
+                    raise _corrupt(lsn, 
                         "neither BKPIMAGE_HAS_HOLE nor BKPIMAGE_COMPRESSED set, but block image length is "
-                        f"{bimg_len} at {format_lsn(lsn)}", lsn=lsn)
+                        f"{bimg_len} at {format_lsn(lsn)}")
             if not fork_flags & BKPBLOCK_SAME_REL:
                 if remaining < 16:
                     raise IndexError
@@ -393,8 +399,7 @@ def decode_record(rec, lsn: int, end_lsn: int, major: int) -> DecodedRecord:
                 remaining -= 16
             else:
                 if last_rel is None:
-                    raise CorruptRecordError(f"BKPBLOCK_SAME_REL set but no previous rel at {format_lsn(lsn)}",
-                                             lsn=lsn)
+                    raise _corrupt(lsn, f"BKPBLOCK_SAME_REL set but no previous rel at {format_lsn(lsn)}")
                 if remaining < 4:
                     raise IndexError
                 spc, db, relnum = last_rel
@@ -404,9 +409,9 @@ def decode_record(rec, lsn: int, end_lsn: int, major: int) -> DecodedRecord:
             heads.append((block_id, fork_flags, data_len, has_image, bimg_len, hole_offset, bimg_info,
                           hole_length, spc, db, relnum, blkno))
     except IndexError:
-        raise CorruptRecordError(f"record with invalid length at {format_lsn(lsn)}", lsn=lsn) from None
+        raise _corrupt(lsn, f"record with invalid length at {format_lsn(lsn)}") from None
     if remaining != datatotal:
-        raise CorruptRecordError(f"record with invalid length at {format_lsn(lsn)}", lsn=lsn)
+        raise _corrupt(lsn, f"record with invalid length at {format_lsn(lsn)}")
     blocks = []
     for (block_id, fork_flags, data_len, has_image, bimg_len, hole_offset, bimg_info, hole_length,
          spc, db, relnum, blkno) in heads:

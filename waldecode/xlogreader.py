@@ -103,7 +103,9 @@ class XLogReader:
                     r = decode(rec, lsn, end, major)
                 except WALError as e:
                     if e.path is None:
-                        raise type(e)(e.reason, path=path, lsn=e.lsn) from None
+                        named = type(e)(e.reason, path=path)
+                        named.lsn = e.lsn
+                        raise named from None
                     raise
                 if self.first_lsn is None:
                     self.first_lsn = lsn
