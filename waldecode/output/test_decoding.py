@@ -81,6 +81,7 @@ class TestDecoding:
                 self.include_rewrites = flag
         self._wrote_changes = False
         self.ctx = types.OutputContext(catalog, catalog.settings)
+        self._column_cache: dict[int, tuple] = {}
 
     # -- transaction lines ---------------------------------------------------------------------
 
@@ -161,23 +162,32 @@ class TestDecoding:
                 name = target.relname
         return quote_qualified_identifier(rel.nspname, name, self.major)
 
+    def _columns(self, rel: Relation) -> list:
+        """Per column: (prefix ' name[type]:', type OID), or None for a dropped column; cached per relation."""
+        hit = self._column_cache.get(rel.oid)
+        if hit is not None and hit[0] is rel.attributes:
+            return hit[1]
+        cols = [None if att.attisdropped else
+                (f" {quote_identifier(att.attname, self.major)}[{att.type_name}]:", att.atttypid)
+                for att in rel.attributes]
+        self._column_cache[rel.oid] = (rel.attributes, cols)
+        return cols
+
     def _tuple(self, rel: Relation, values, skip_nulls: bool) -> str:
         out = []
-        major = self.major
         output = self.ctx.output
         literal = types.test_decoding_value
-        for att, value in zip(rel.attributes, values):
-            if att.attisdropped:
-                continue
-            if value is None and skip_nulls:
+        for col, value in zip(self._columns(rel), values):
+            if col is None:
                 continue
             if value is None:
-                text = "null"
+                if skip_nulls:
+                    continue
+                out.append(col[0] + "null")
             elif value is UNCHANGED_TOAST:
-                text = "unchanged-toast-datum"
+                out.append(col[0] + "unchanged-toast-datum")
             else:
-                text = literal(att.atttypid, output(att.atttypid, value))
-            out.append(f" {quote_identifier(att.attname, major)}[{att.type_name}]:{text}")
+                out.append(col[0] + literal(col[1], output(col[1], value)))
         return "".join(out)
 
     def change(self, xid: int, rel: Relation, action: str, newvals, oldvals) -> None:
