@@ -15,7 +15,6 @@ sources (heapdesc.c, xactdesc.c, xlogdesc.c, pg_waldump.c) - labelled as such.
 from __future__ import annotations
 
 import json
-import os
 import struct
 from pathlib import Path
 
@@ -209,3 +208,23 @@ def test_stats_format_shape():
     assert lines[-2] == ("%-27s %20u %-9s%20u %-9s%20u %-9s%20u %-6s"
                          % ("Total", 1, "", 79, "[100.00%]", 0, "[0.00%]", 79, "[100%]"))
     assert text.endswith("\n")
+
+
+def test_short_main_data_is_a_corrupt_record_error():
+    """A heap UPDATE whose main data is shorter than xl_heap_update names the record."""
+    from waldecode.errors import CorruptRecordError
+
+    r = _rec(rmgr.RM_HEAP_ID, 0x20, b"\x01\x02")
+    with pytest.raises(CorruptRecordError, match=r"cannot describe Heap/UPDATE record \(main data 2 bytes"):
+        waldump.format_record(r, 16)
+
+
+def test_unknown_and_custom_rmgrs():
+    """pg_waldump.c prints "UNKNOWN (%x)" when rm_identify returns NULL; custom rmgrs
+    (rmgrdesc.c) are "custom###" with desc "rmid: N"."""
+    r = _rec(130, 0x30, b"")
+    assert waldump.format_record(r, 15).endswith("desc: UNKNOWN (30) rmid: 130")
+    assert waldump.format_record(r, 15).startswith("rmgr: custom130   len (rec/tot):")
+    r = _rec(rmgr.RM_XACT_ID, 0x60, struct.pack("<i", 0))
+    assert rmgr.identify(rmgr.RM_XACT_ID, 0x60, 13) is None
+    assert rmgr.identify(rmgr.RM_XACT_ID, 0x60, 14) == "INVALIDATION"

@@ -11,8 +11,11 @@ Hands strings to ``waldecode.waldump``.  Custom resource managers (ids 128-255,
 
 from __future__ import annotations
 
+import struct
 from types import ModuleType
 from typing import NamedTuple
+
+from ..errors import CorruptRecordError
 
 from . import (brin, btree, clog, committs, dbase, generic, gin, gist, hash, heap, logicalmsg, multixact, relmap,
                replorigin, sequence, smgr, spgist, standby, tblspc, xact, xlog)
@@ -146,5 +149,15 @@ def identify(rmid: int, info: int, major: int) -> str | None:
 
 
 def desc(record, major: int) -> str:
-    """``rm_desc``: pg_waldump's description of the record (without block references)."""
-    return get_rmgr_desc(record.xl_rmid, major).desc(record, major)
+    """``rm_desc``: pg_waldump's description of the record (without block references).
+
+    A record whose main data is too short for the layout its type announces raises
+    ``CorruptRecordError`` naming the record (pg_waldump would read past the data)."""
+    row = get_rmgr_desc(record.xl_rmid, major)
+    try:
+        return row.desc(record, major)
+    except (struct.error, IndexError) as e:
+        ident = row.identify(record.xl_info & 0xFF, major) or "UNKNOWN (%x)" % (record.xl_info & 0xF0)
+        raise CorruptRecordError(
+            f"cannot describe {row.rm_name}/{ident} record (main data {len(record.main_data)} bytes, "
+            f"block data {[len(b.data) for b in record.blocks]}): {e}", lsn=record.lsn) from None

@@ -36,7 +36,8 @@ xl_hash_move_page_contents = struct.Struct("<HB")  # ntups, is_prim_bucket_same_
 xl_hash_squeeze_page = struct.Struct("<IIHB")  # prevblkno, nextblkno, ntups, is_prim_bucket_same_wrt
 xl_hash_delete = struct.Struct("<BB")  # clear_dead_marking, is_primary_bucket_page
 xl_hash_update_meta_page = struct.Struct("<d")  # ntuples
-# xl_hash_vacuum_one_page: 13-15 {latestRemovedXid, int ntuples}; 16+ {snapshotConflictHorizon, uint16 ntuples, isCatalogRel}
+# xl_hash_vacuum_one_page: 13-15 {latestRemovedXid, int ntuples};
+# 16+ {snapshotConflictHorizon, uint16 ntuples, isCatalogRel}
 xl_hash_vacuum_one_page_13 = struct.Struct("<Ii")
 xl_hash_vacuum_one_page = struct.Struct("<IHB")
 

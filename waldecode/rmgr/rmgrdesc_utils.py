@@ -160,13 +160,6 @@ def block_data(record, block_id: int) -> bytes | None:
     return None
 
 
-def has_block_image(record, block_id: int) -> bool:
-    for b in record.blocks:
-        if b.block_id == block_id:
-            return bool(b.has_image)
-    return False
-
-
 def block_image_apply(block, major: int) -> bool:
     """XLogRecBlockImageApply: BKPIMAGE_APPLY is 0x02 in 15+, 0x04 in 13/14."""
     return bool(block.bimg_info & (0x02 if major >= 15 else 0x04))

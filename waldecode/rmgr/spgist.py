@@ -34,7 +34,8 @@ spgxlogPickSplit = struct.Struct("<BxHHBBHBBBxHH")
 spgxlogVacuumLeaf = struct.Struct("<HHHH")
 # spgxlogVacuumRoot {nDelete}
 spgxlogVacuumRoot = struct.Struct("<H")
-# spgxlogVacuumRedirect {nToPlaceholder, firstPlaceholder, newestRedirectXid / snapshotConflictHorizon, 16+: isCatalogRel}
+# spgxlogVacuumRedirect {nToPlaceholder, firstPlaceholder, newestRedirectXid (snapshotConflictHorizon in 16+),
+#                        16+: isCatalogRel}
 spgxlogVacuumRedirect = struct.Struct("<HHI")
 spgxlogVacuumRedirect_16 = struct.Struct("<HHIB")
 
@@ -145,5 +146,6 @@ def desc(record, major: int) -> str:
             if major >= 17:
                 out += ", isCatalogRel: %s" % ("T" if is_catalog else "F")
             return out
-        return "ntoplaceholder: %u, firstplaceholder: %u, newestredirectxid: %u" % spgxlogVacuumRedirect.unpack_from(rec)
+        return ("ntoplaceholder: %u, firstplaceholder: %u, newestredirectxid: %u"
+                % spgxlogVacuumRedirect.unpack_from(rec))
     return ""

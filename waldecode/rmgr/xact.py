@@ -267,10 +267,11 @@ def xact_desc_abort(info: int, data: bytes, origin_id: int, major: int) -> str:
     return "".join(out)
 
 
-# Whether ParsePrepareRecord fills nstats/nabortstats (so the dropped stats of a
-# PREPARE are printed): present in 15.15 and 18.3, absent from the 16.2 and 17.4
-# trees read for this port (the assignment was dropped in 16 and restored later).
-PREPARE_PRINTS_STATS = {15: True, 16: False, 17: False, 18: True}
+# ParsePrepareRecord fills nstats/nabortstats, so a PREPARE's dropped stats are
+# printed, in 15.15, 16.14 (checked against its pg_waldump) and 18.3; the 16.2 and
+# 17.4 trees lack those two assignments (a bug fixed in later minor releases), so
+# early 16.x/17.x pg_waldump print no "commit/abort dropped stats" for PREPARE.
+# We follow the fixed releases.
 
 
 def xact_desc_prepare(data: bytes, origin_id: int, major: int) -> str:
@@ -278,7 +279,7 @@ def xact_desc_prepare(data: bytes, origin_id: int, major: int) -> str:
     out = ["gid %s: " % parsed.twophase_gid, timestamptz_to_str(parsed.xact_time)]
     out.append(xact_desc_relations("rels(commit)", parsed.xlocators, major))
     out.append(xact_desc_relations("rels(abort)", parsed.abortlocators, major))
-    if major >= 15 and PREPARE_PRINTS_STATS.get(major, True):
+    if major >= 15:
         out.append(xact_desc_stats("commit ", parsed.stats))
         out.append(xact_desc_stats("abort ", parsed.abortstats))
     out.append(xact_desc_subxacts(parsed.subxacts))
