@@ -1,0 +1,76 @@
+"""The command line end to end, as scripts and DBAs call it, on real-server fixtures.
+
+``waldecode inspect`` must print pg_waldump's text and ``--stats=record`` table
+byte for byte; ``waldecode decode`` must write what the server's test_decoding slot
+returned, one row per line as ``pg_recvlogical -f`` writes it, with ``-o`` options
+passed as pg_recvlogical passes them.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from fixture_data import all_fixtures
+
+FIXTURES = {f.name: f for f in all_fixtures()}
+pytestmark = pytest.mark.skipif(not FIXTURES, reason="no fixtures")
+
+
+def run(*args, env=None):
+    return subprocess.run([sys.executable, "-m", "waldecode.cli", *map(str, args)], capture_output=True,
+                          timeout=300, env=env)
+
+
+@pytest.mark.parametrize("name", ["pg15-pglz/checkpoint_fpi", "pg16-off/toast", "pg18-off/prepared"])
+def test_inspect_prints_pg_waldump_text_and_stats(name):
+    fx = FIXTURES[name]
+    rng = ["--start-lsn", fx.meta["start_lsn"], "--end-lsn", fx.meta["end_lsn"], fx.wal_dir]
+    out = run("inspect", *rng)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.decode() == (fx.path / "waldump.txt").read_text()
+    stats = run("inspect", "--stats=record", *rng)
+    assert stats.returncode == 0, stats.stderr
+    assert stats.stdout.decode() == (fx.path / "waldump-stats.txt").read_text()
+
+
+@pytest.mark.parametrize("name,out_file,extra", [
+    ("pg15-lz4/toast", "test_decoding-ts.jsonl", ["-o", "include-timestamp=1", "-o", "skip-empty-xacts"]),
+    ("pg15-off/messages", "test_decoding.jsonl", []),
+    ("pg15-zstd/prepared", "test_decoding-2pc.jsonl", ["--two-phase"]),
+])
+def test_decode_writes_test_decoding_rows(name, out_file, extra, tmp_path):
+    fx = FIXTURES[name]
+    slot = next(s for s in fx.meta["slots"] if s["name"] == fx.meta["decoding_options"][out_file]["slot"])
+    out = run("decode", "--catalog", fx.path / "snapshot.json.gz", "--start-lsn", slot["restart_lsn"],
+              "--end-lsn", fx.meta["end_lsn"], "--spill-dir", tmp_path, *extra, fx.wal_dir)
+    assert out.returncode == 0, out.stderr
+    rows = [json.loads(line)[2] for line in (fx.path / out_file).read_text().splitlines()]
+    expected = "".join(r + "\n" for r in rows).encode("utf-8", "surrogateescape")
+    assert out.stdout == expected
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_decode_rejects_unknown_plugin_option_as_the_server_does():
+    fx = FIXTURES["pg15-off/small_dml"]
+    out = run("decode", "--catalog", fx.path / "snapshot.json.gz", "-o", "no-such-option=1", fx.wal_dir)
+    assert out.returncode == 2
+    assert out.stderr.decode().strip() == 'waldecode: error: option "no-such-option" = "1" is unknown'
+
+
+def test_decode_refuses_a_catalog_of_another_version():
+    fx15, fx16 = FIXTURES["pg15-off/small_dml"], FIXTURES["pg16-off/small_dml"]
+    out = run("decode", "--catalog", fx15.path / "snapshot.json.gz", fx16.wal_dir)
+    assert out.returncode == 2
+    assert "written by PostgreSQL 16" in out.stderr.decode() and "from PostgreSQL 15" in out.stderr.decode()
+
+
+def test_decode_reports_bad_catalog_file(tmp_path):
+    bad = tmp_path / "cat.json"
+    bad.write_text("{\"format\": \"something else\"}")
+    out = run("decode", "--catalog", bad, FIXTURES["pg15-off/small_dml"].wal_dir)
+    assert out.returncode == 2
+    assert str(bad) in out.stderr.decode() and "Traceback" not in out.stderr.decode()
