@@ -82,6 +82,7 @@ class TestDecoding:
         self._wrote_changes = False
         self.ctx = types.OutputContext(catalog, catalog.settings)
         self._column_cache: dict[int, tuple] = {}
+        self._relname_cache: dict[int, tuple] = {}
 
     # -- transaction lines ---------------------------------------------------------------------
 
@@ -155,6 +156,14 @@ class TestDecoding:
     # -- changes -------------------------------------------------------------------------------
 
     def _relname(self, rel: Relation) -> str:
+        hit = self._relname_cache.get(rel.oid)
+        if hit is not None and hit[0] is rel:
+            return hit[1]
+        text = self._relname_uncached(rel)
+        self._relname_cache[rel.oid] = (rel, text)
+        return text
+
+    def _relname_uncached(self, rel: Relation) -> str:
         name = rel.relname
         if rel.relrewrite:
             target = self.catalog.relation(rel.relrewrite)

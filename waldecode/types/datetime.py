@@ -136,6 +136,20 @@ class TimeZone:
     def localtime(self, utime: int) -> tuple[int, str, bool]:
         if self._fixed is not None:
             return self._fixed, self._abbrev, False
+        # Offsets change only at transitions: an hour whose first and last second agree is cached whole
+        hour = utime // 3600
+        hit = self._cache.get(hour)
+        if hit is not None:
+            return hit
+        res = self._localtime(utime)
+        first, last = self._localtime(hour * 3600), self._localtime(hour * 3600 + 3599)
+        if first == last:
+            if len(self._cache) > 100_000:
+                self._cache.clear()
+            self._cache[hour] = first
+        return res
+
+    def _localtime(self, utime: int) -> tuple[int, str, bool]:
         t = utime
         if t < _PY_LOW:
             t += ((_PY_LOW - t) // _CYCLE_SECS + 1) * _CYCLE_SECS
