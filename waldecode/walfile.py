@@ -20,6 +20,7 @@ from .errors import MissingSegmentError, SegmentFileError, format_lsn
 from .xlogpage import MAJOR_BY_XLOG_PAGE_MAGIC, SizeOfXLogLongPHD, XLP_LONG_HEADER, parse_long_header
 
 SEGMENT_NAME_RE = re.compile(r"^([0-9A-F]{8})([0-9A-F]{8})([0-9A-F]{8})(\.partial)?(\.gz|\.lz4|\.zst)?$")
+HISTORY_NAME_RE = re.compile(r"^([0-9A-F]{8})\.history$")
 
 # src/include/access/xlog_internal.h: WalSegMinSize, WalSegMaxSize
 WalSegMinSize = 1024 * 1024
@@ -97,6 +98,8 @@ class SegmentSet:
     files: dict = field(default_factory=dict)  # segno -> SegmentFile, for the chosen timeline
     tli: int = 1
     timelines: tuple = ()
+    # ((parent timeline, LSN where the next timeline forked off), ...) of ``tli``, oldest first
+    history: tuple = ()
 
     @property
     def major(self) -> int:
@@ -110,8 +113,17 @@ class SegmentSet:
     def last_segno(self) -> int:
         return max(self.files)
 
+    def tli_for(self, segno: int) -> int:
+        """The timeline a segment is read from: the one its last byte belongs to in the history
+        (timeline.c tliOfPointInHistory), so the segment holding a switch point comes from the child."""
+        last = (segno + 1) * self.seg_size - 1
+        for parent, switch_lsn in self.history:
+            if last < switch_lsn:
+                return parent
+        return self.tli
+
     def name(self, segno: int) -> str:
-        return segment_name(self.tli, segno, self.seg_size)
+        return segment_name(self.tli_for(segno), segno, self.seg_size)
 
     def load(self, segno: int) -> tuple[bytes, str]:
         """The bytes of a segment and the path to name in messages."""
@@ -149,6 +161,8 @@ def _candidates(paths) -> list[Path]:
                 p = p / "pg_wal"
             out.extend(sorted(c for c in p.iterdir() if SEGMENT_NAME_RE.match(c.name) and c.is_file()))
         elif p.exists():
+            if HISTORY_NAME_RE.match(p.name):
+                continue
             if not SEGMENT_NAME_RE.match(p.name):
                 raise SegmentFileError("file name is not a WAL segment name (24 hex digits, optionally "
                                        ".partial, .gz, .lz4 or .zst)", path=str(p))
@@ -205,15 +219,62 @@ def discover(paths, timeline: int | None = None) -> SegmentSet:
         if old is None or (old.partial, old.compressed) > (f.partial, f.compressed):
             slot[segno] = f
     tlis = tuple(sorted(by_tli))
+    histories = _histories(paths)
     if timeline is None:
-        if len(tlis) > 1:
+        timeline = tlis[-1]
+        if len(tlis) > 1 and timeline not in histories:
             raise SegmentFileError(
-                "segments of several timelines (" + ", ".join(str(t) for t in tlis) + ") given: choose one "
-                "with --timeline", path=str(first.parent))
-        timeline = tlis[0]
+                "segments of several timelines (" + ", ".join(str(t) for t in tlis) + ") given and no history "
+                f"file {timeline:08X}.history to join them: choose one with --timeline", path=str(first.parent))
     if timeline not in by_tli:
         raise SegmentFileError(f"no segment of timeline {timeline} among the input", path=str(first.parent))
+    history = histories.get(timeline, ())
+    files = dict(by_tli[timeline])
+    if history:
+        # Follow the history: before each switch point, the parent timeline's segments
+        probe = SegmentSet(seg_size, ident.xlp_xlog_blcksz, ident.xlp_magic, ident.xlp_sysid, tli=timeline,
+                           history=history)
+        files = {}
+        for segno in sorted({n for per in by_tli.values() for n in per}):
+            f = by_tli.get(probe.tli_for(segno), {}).get(segno)
+            if f is not None:
+                files[segno] = f
     return SegmentSet(seg_size=seg_size, page_size=ident.xlp_xlog_blcksz, magic=ident.xlp_magic,
-                      sysid=ident.xlp_sysid, files=by_tli[timeline], tli=timeline, timelines=tlis)
+                      sysid=ident.xlp_sysid, files=files, tli=timeline, timelines=tlis, history=history)
+
+
+def parse_history(text: str, source: str) -> tuple:
+    """timeline.c readTimeLineHistory: ``parentTLI<TAB>X/X<TAB>reason`` lines, # comments."""
+    out = []
+    for n, line in enumerate(text.splitlines(), 1):
+        line = line.strip()
+        if not line or line.startswith("#"):
+            continue
+        fields = line.split(None, 2)
+        try:
+            tli = int(fields[0])
+            hi, lo = fields[1].split("/")
+            out.append((tli, int(hi, 16) << 32 | int(lo, 16)))
+        except (ValueError, IndexError):
+            raise SegmentFileError(f"syntax error in history file line {n}: {line!r}", path=source) from None
+    return tuple(out)
+
+
+def _histories(paths) -> dict:
+    """Timeline history files (TTTTTTTT.history) found in the given directories, by timeline."""
+    out = {}
+    for p in paths:
+        p = Path(p)
+        if p.is_dir():
+            if (p / "pg_wal").is_dir():
+                p = p / "pg_wal"
+            for c in p.iterdir():
+                m = HISTORY_NAME_RE.match(c.name)
+                if m:
+                    out[int(m.group(1), 16)] = parse_history(c.read_text(errors="replace"), str(c))
+        elif HISTORY_NAME_RE.match(p.name):
+            out[int(HISTORY_NAME_RE.match(p.name).group(1), 16)] = parse_history(p.read_text(errors="replace"),
+                                                                                  str(p))
+    return out
 
 
