@@ -216,6 +216,30 @@ class CatalogError(Exception):
     """A catalog snapshot cannot be read or does not fit the WAL."""
 
 
+def write_snapshot_file(catalog: Catalog, output_path: str | None, prog: str, where: str) -> int:
+    """Write a snapshot's JSON to ``output_path`` (None or ``-``: stdout) for ``waldecode catalog``.
+
+    Returns the exit code; a WAL level below logical at ``where`` is warned about, not refused.
+    """
+    import sys
+
+    text = catalog.to_json()
+    if output_path is None or output_path == "-":
+        sys.stdout.write(text)
+    else:
+        try:
+            with open(output_path, "w", encoding="utf-8") as f:
+                f.write(text)
+        except OSError as e:
+            print(f"{prog}: error: cannot write catalog snapshot {output_path}: {e.strerror}", file=sys.stderr)
+            return 1
+    wal_level = catalog.settings.get("wal_level")
+    if wal_level != "logical":
+        print(f"{prog}: warning: wal_level is {wal_level!r} on {where}, not 'logical': "
+              "its WAL does not carry what logical decoding needs", file=sys.stderr)
+    return 0
+
+
 def _rel_to_dict(r: Relation) -> dict:
     d = asdict(r)
     d["replica_identity_key"] = list(r.replica_identity_key)

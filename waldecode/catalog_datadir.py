@@ -80,7 +80,7 @@ from typing import Callable, Iterator, NamedTuple
 
 from crc32c import crc32c
 
-from .catalog import DEFAULT_SETTINGS, Attribute, Catalog, CatalogError, Relation, TypeInfo
+from .catalog import DEFAULT_SETTINGS, Attribute, Catalog, CatalogError, Relation, TypeInfo, write_snapshot_file
 from .errors import CorruptRecordError, DecompressionError, format_lsn
 from .heaptuple import HEAP_NATTS_MASK, SizeofHeapTupleHeader, deform_tuple
 from .output.quote import non_unreserved_keywords
@@ -1673,17 +1673,4 @@ def main_catalog_datadir(pgdata, database: str | None, output_path: str | None, 
     except CatalogError as e:
         print(f"{prog}: error: {e}", file=sys.stderr)
         return 1
-    text = cat.to_json()
-    if output_path is None or output_path == "-":
-        sys.stdout.write(text)
-    else:
-        try:
-            with open(output_path, "w", encoding="utf-8") as f:
-                f.write(text)
-        except OSError as e:
-            print(f"{prog}: error: cannot write catalog snapshot {output_path}: {e.strerror}", file=sys.stderr)
-            return 1
-    if cat.settings.get("wal_level") != "logical":
-        warn(f"wal_level was {cat.settings.get('wal_level')!r} at the last start of {pgdata}, not 'logical': "
-             "its WAL does not carry what logical decoding needs")
-    return 0
+    return write_snapshot_file(cat, output_path, prog, f"the last start of {pgdata}")

@@ -56,6 +56,7 @@ from .catalog import (
     CatalogError,
     Relation,
     TypeInfo,
+    write_snapshot_file,
 )
 from .xlogreader import parse_lsn
 
@@ -236,21 +237,7 @@ def main_catalog(dsn: str, output_path: str | None, prog: str = "waldecode") -> 
     except CatalogError as e:
         print(f"{prog}: error: {e}", file=sys.stderr)
         return 1
-    text = cat.to_json()
-    if output_path is None or output_path == "-":
-        sys.stdout.write(text)
-    else:
-        try:
-            with open(output_path, "w", encoding="utf-8") as f:
-                f.write(text)
-        except OSError as e:
-            print(f"{prog}: error: cannot write catalog snapshot {output_path}: {e.strerror}", file=sys.stderr)
-            return 1
-    wal_level = cat.settings.get("wal_level")
-    if wal_level != "logical":
-        print(f"{prog}: warning: wal_level is {wal_level!r} on {redact_dsn(dsn)}, not 'logical': "
-              "its WAL does not carry what logical decoding needs", file=sys.stderr)
-    return 0
+    return write_snapshot_file(cat, output_path, prog, redact_dsn(dsn))
 
 
 # -- the snapshot -------------------------------------------------------------------------------

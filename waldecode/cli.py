@@ -13,6 +13,8 @@ import sys
 from .catalog import CatalogError
 from .errors import WALError, format_lsn
 from .output import OutputPluginError
+from .reorderbuffer import SpillError
+from .types import TypeOutputError
 from .xlogreader import XLogReader, parse_lsn
 
 EXIT_OK = 0
@@ -222,6 +224,11 @@ def main(argv=None) -> int:
     try:
         return args.func(args)
     except WALError as e:
+        if args.traceback:
+            raise
+        print(f"waldecode: error: {e}", file=sys.stderr)
+        return EXIT_CORRUPT
+    except (TypeOutputError, SpillError) as e:
         if args.traceback:
             raise
         print(f"waldecode: error: {e}", file=sys.stderr)
