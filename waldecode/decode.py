@@ -7,8 +7,12 @@ events, each filtered by database and origin as PostgreSQL does.  Dispatch is by
 table: every resource manager names the record types it decodes and the ones it
 knowingly ignores; anything else is an error naming the rmgr and info.
 
-Takes ``DecodedRecord``s (from any reader), hands committed transactions to
-``replay.Replayer`` and through it to an output plugin.
+Every record first goes to the catalog history (``catalog_history``), which keeps
+the catalog as of each LSN from the catalog rows the WAL carries; the replayer
+decodes each change with that catalog.  Takes ``DecodedRecord``s (from any reader),
+hands committed transactions to ``replay.Replayer`` and through it to an output
+plugin.  Changes that cannot be decoded (a relation the history cannot resolve) are
+skipped with a warning in ``warnings`` (and to ``on_warning``), not an error.
 """
 
 from __future__ import annotations
@@ -16,6 +20,7 @@ from __future__ import annotations
 import struct
 
 from .catalog import Catalog
+from .catalog_history import CatalogHistory
 from .errors import format_lsn
 from .replay import DecodeError, Replayer, SizeOfHeapHeader
 from .reorderbuffer import (
@@ -81,7 +86,8 @@ class LogicalDecoder:
     def __init__(self, catalog: Catalog, plugin, *, two_phase: bool = False, spill_dir: str | None = None,
                  spill_threshold: int = DEFAULT_SPILL_THRESHOLD, memory_budget: int = DEFAULT_MEMORY_BUDGET,
                  segment_size: int = 16 * 1024 * 1024, include_rewrites: bool = False,
-                 start_decoding_at: int = 0, major: int | None = None):
+                 start_decoding_at: int = 0, major: int | None = None, catalog_history: bool = True,
+                 on_warning=None):
         self.catalog = catalog
         self.database = catalog.database_oid
         self.plugin = plugin
@@ -89,7 +95,14 @@ class LogicalDecoder:
         self.major = major or catalog.major
         self.rb = ReorderBuffer(spill_dir, spill_threshold, memory_budget, segment_size)
         self.snapbuild = SnapBuilder(start_decoding_at)
-        self.replayer = Replayer(catalog, plugin, include_rewrites)
+        self.warnings: list[str] = []
+        self.on_warning = on_warning
+        history = CatalogHistory(catalog, self.major, warn=self._warn) if catalog_history else None
+        if history is not None and not history.active:
+            self._warn(history.inactive_reason)
+            history = None
+        self.history = history
+        self.replayer = Replayer(catalog, plugin, include_rewrites, history=history, warn=self._warn)
         self.crashed: list = []  # transactions dropped by ReorderBufferAbortOld
         self._dispatch = {
             RM_XLOG_ID: self._xlog,
@@ -102,7 +115,14 @@ class LogicalDecoder:
 
     # -- per record ----------------------------------------------------------------------------
 
+    def _warn(self, message: str) -> None:
+        self.warnings.append(message)
+        if self.on_warning is not None:
+            self.on_warning(message)
+
     def process(self, rec: DecodedRecord) -> None:
+        if self.history is not None:
+            self.history.process(rec)
         if rec.toplevel_xid:
             self.rb.assign_child(rec.toplevel_xid, rec.xl_xid, rec.lsn)
         handler = self._dispatch.get(rec.xl_rmid)
@@ -115,8 +135,8 @@ class LogicalDecoder:
         return self.plugin.filter_by_origin(origin)
 
     def _xlog(self, rec: DecodedRecord) -> None:
-        # Checkpoints, switches, FPIs, parameter changes...: nothing for decoding offline
-        # (no serialized snapshots, and the catalog comes from the snapshot file).
+        # Checkpoints, switches, FPIs, parameter changes...: nothing for decoding offline (no
+        # serialized snapshots; full-page images of catalog pages went to the catalog history).
         self.rb.process_xid(rec.xl_xid, rec.lsn)
 
     def _standby(self, rec: DecodedRecord) -> None:
@@ -315,7 +335,7 @@ class LogicalDecoder:
                 return
             self._decode_prepare(rec, parsed)
         elif info == rm_xact.XLOG_XACT_INVALIDATIONS:
-            return  # the catalog comes from the snapshot file; invalidations change nothing here
+            return  # the catalog history follows the catalog rows themselves, not invalidations
         else:
             raise DecodeError(f"unexpected RM_XACT_ID record type: {info}", lsn=rec.lsn)
 

@@ -1,8 +1,11 @@
 """Replay of a committed transaction into an output plugin (ReorderBufferProcessTXN).
 
 Owns what happens between the reorder buffer and the output plugin: each change's
-relfilenode is mapped to a relation of the catalog snapshot and filtered as
-PostgreSQL filters it (catalogs, non-permanent relations, sequences, rewrite heaps);
+relfilenode is mapped to a relation of the catalog as of the change (the catalog
+history's view at its LSN for its transaction, or the static snapshot without one)
+and filtered as PostgreSQL filters it (catalogs, non-permanent relations, sequences,
+rewrite heaps); a relation that cannot be resolved is reported through ``warn`` and
+its change skipped, the rest of the transaction still decoded;
 inserts into TOAST relations are collected as chunks and substituted into the next
 row of their table; speculative inserts wait for their confirmation; tuples are
 split into column values.  Hands the plugin relations and value lists, never WAL.
@@ -72,10 +75,40 @@ class ToastChunks:
 
 
 class Replayer:
-    def __init__(self, catalog: Catalog, plugin, include_rewrites: bool = False):
+    def __init__(self, catalog: Catalog, plugin, include_rewrites: bool = False, history=None, warn=None):
         self.catalog = catalog
         self.plugin = plugin
         self.include_rewrites = include_rewrites
+        self.history = history if history is not None and history.active else None
+        self.warn = warn
+        self._shown = catalog  # the catalog the plugin looks types up in
+        self._static = True  # this transaction decodes with the snapshot alone
+        self._plugin_base = (getattr(plugin, "catalog", None), getattr(plugin, "ctx", None))
+
+    def _catalog_at(self, xid: int, lsn: int):
+        """The catalog as transaction ``xid`` saw it at ``lsn``; the plugin is shown the same one."""
+        view = self.history.view(lsn, xid)
+        if view is not self._shown:
+            self._show(view)
+        return view
+
+    def _show(self, view) -> None:
+        """Make the plugin's type output (enum labels, composite and domain types) use ``view``."""
+        self._shown = view
+        plugin = self.plugin
+        if hasattr(plugin, "set_catalog"):
+            plugin.set_catalog(view)
+        elif hasattr(plugin, "ctx"):
+            if view is self.catalog:
+                plugin.catalog, plugin.ctx = self._plugin_base
+            else:
+                plugin.catalog, plugin.ctx = view, view.output_context()
+
+    def _skip(self, what: str, why: str, lsn: int) -> None:
+        """A change whose relation is unknown: skipped with a warning (an error without ``warn``)."""
+        if self.warn is None:
+            raise DecodeError(f"{what}: {why}", lsn=lsn)
+        self.warn(f"{what} at {format_lsn(lsn)}: {why}; change skipped")
 
     def tuple_values(self, rel: Relation, tup: bytes, lsn: int) -> list:
         t_infomask2, t_infomask, t_hoff = xl_heap_header.unpack_from(tup, 0)
@@ -125,7 +158,10 @@ class Replayer:
     def replay(self, xid: int, changes, commit_cb) -> None:
         """Run one committed transaction's changes through the plugin: begin, changes, commit_cb()."""
         plugin = self.plugin
-        catalog = self.catalog
+        history = self.history
+        # Without catalog changes anywhere the snapshot serves every change (and nothing changes
+        # the history while a transaction is replayed)
+        self._static = history is None or (self._shown is self.catalog and not history.has_changes)
         toast_hash: dict[int, ToastChunks] = {}
         specinsert: Change | None = None
         plugin.begin(xid)
@@ -156,15 +192,19 @@ class Replayer:
         commit_cb()
 
     def _apply_tuple_change(self, xid: int, change: Change, toast_hash: dict) -> None:
-        catalog = self.catalog
+        catalog = self.catalog if self._static else self._catalog_at(xid, change.lsn)
         rel = catalog.relation_by_filenode(change.spcOid, change.relNumber)
         if rel is None:
             if change.newtuple is None and change.oldtuple is None:
                 return
-            raise DecodeError(
-                f"could not map filenumber {change.spcOid}/{catalog.database_oid}/{change.relNumber} to a relation "
-                f"of the catalog snapshot (transaction {xid}); the catalog was taken at "
-                f"{format_lsn(catalog.lsn)}", lsn=change.lsn)
+            where = f"{change.spcOid}/{catalog.database_oid}/{change.relNumber}"
+            if self.history is not None:
+                why = self.history.explain_unmapped(change.spcOid, change.relNumber, change.lsn, xid)
+            else:
+                why = f"not in the catalog snapshot taken at {format_lsn(catalog.lsn)}"
+            self._skip(f"could not map filenumber {where} to a relation for the "
+                       f"{_ACTION_NAMES.get(change.action, 'change')} of transaction {xid}", why, change.lsn)
+            return
         if not relation_is_logically_logged(rel):
             return
         if rel.relrewrite and not self.include_rewrites:
@@ -188,15 +228,22 @@ class Replayer:
     def _apply_truncate(self, xid: int, change: Change) -> None:
         _db, nrelids, flags = xl_heap_truncate.unpack_from(change.extra, 0)
         relids = struct.unpack_from(f"<{nrelids}I", change.extra, SizeOfHeapTruncate)
+        catalog = self.catalog if self._static else self._catalog_at(xid, change.lsn)
         rels = []
         for relid in relids:
-            rel = self.catalog.relation(relid)
+            rel = catalog.relation(relid)
             if rel is None:
-                raise DecodeError(f"could not open relation with OID {relid} (TRUNCATE in transaction {xid})",
-                                  lsn=change.lsn)
+                why = (f"not in the catalog snapshot taken at {format_lsn(self.catalog.lsn)}"
+                       + (" nor among the relations the catalog changes decoded since created"
+                          if self.history is not None else ""))
+                self._skip(f"could not open relation with OID {relid} for the TRUNCATE of transaction {xid}",
+                           why, change.lsn)
+                continue
             if relation_is_logically_logged(rel):
                 rels.append(rel)
-        self.plugin.truncate(xid, rels, bool(flags & XLH_TRUNCATE_RESTART_SEQS), bool(flags & XLH_TRUNCATE_CASCADE))
+        if rels:
+            self.plugin.truncate(xid, rels, bool(flags & XLH_TRUNCATE_RESTART_SEQS),
+                                 bool(flags & XLH_TRUNCATE_CASCADE))
 
 
 def parse_message(data: bytes) -> tuple[bool, str, bytes]:

@@ -1,0 +1,1584 @@
+"""Catalog history: the catalog as of every LSN, from the catalog rows the WAL carries.
+
+Owns what src/backend/replication/logical/snapbuild.c's historic snapshots give
+PostgreSQL's decoder: each change is decoded with the catalog committed before its
+LSN, plus its own transaction's (and subtransactions') catalog changes made before
+it.  The catalog snapshot file (``catalog.Catalog``, taken before the decoded range)
+is the base; on top of it this module keeps
+
+* shadow copies of the pages of the catalogs decoding needs (pg_class, pg_attribute,
+  pg_type, pg_namespace, pg_enum, pg_index, pg_range, pg_proc): per (relfilenode,
+  block) the tuples by line pointer, seeded from full-page images as they appear and
+  kept current with heap redo (``heap_xlog_insert``, ``heap_xlog_multi_insert``,
+  ``heap_xlog_update`` with prefix/suffix compression, ``heap_xlog_inplace``; records
+  that only change tuple headers or line pointers change nothing that is read here);
+* the catalog rows those records insert and delete, decoded with the catalogs' own
+  pg_attribute rows from the base snapshot, as events of their transaction (the
+  top-level one, learnt from XLOG_HEAP2_NEW_CID, XLR_BLOCK_ID_TOPLEVEL_XID and xact
+  records);
+* at each commit of a transaction with catalog events, a new committed state (an
+  *epoch*): the commit LSNs form the timeline; aborted (sub)transactions' events are
+  dropped, and so are temporary relations' rows, which decoding never needs;
+* ``view(lsn, xid)``: a ``HistoricCatalog`` with the same interface as ``Catalog``
+  (relations by OID and by (tablespace, relfilenode), types), built lazily from the
+  base snapshot, the committed rows of the epoch at ``lsn`` and the events of ``xid``
+  before ``lsn``, in the shapes ``catalog_dsn`` gives them (``format_type`` text,
+  replica identity key, ``attmissingval`` text, TOAST relations, mapped catalogs and
+  XLOG_RELMAP_UPDATE).
+
+A record needs a page the WAL never showed when the range starts after the
+checkpoint that made the page's last full-page image (a deleted row, or an update
+stored as a difference to its old row): such records become ``problems`` (which
+page, which record, which transaction), reported when their transaction commits and
+named when a relation cannot be resolved.  The snapshot names schemas without their
+OIDs: they are learnt from the rows the range shows, else the first schema of
+search_path is assumed (with a warning).  Takes every ``DecodedRecord`` before the
+decoder dispatches it; hands views to ``replay.Replayer``.
+"""
+
+from __future__ import annotations
+
+import codecs
+import struct
+from bisect import bisect_left
+from dataclasses import replace
+from typing import NamedTuple
+
+from .catalog import (
+    Attribute,
+    Catalog,
+    Relation,
+    TypeInfo,
+)
+from .errors import CorruptRecordError, DecompressionError, WALError, format_lsn
+from .fpi import image_is_applied, restore_block_image
+from .heaptuple import HEAP_NATTS_MASK, SizeofHeapTupleHeader, deform_tuple
+from .output.quote import quote_identifier
+from .varlena import ToastPointer
+
+__all__ = ["CatalogHistory", "HistoricCatalog", "CatalogProblem", "TRACKED_CATALOGS"]
+
+# src/include/catalog/pg_*.h: catalog OIDs (identical 13-18)
+TypeRelationId = 1247
+AttributeRelationId = 1249
+ProcedureRelationId = 1255
+RelationRelationId = 1259
+IndexRelationId = 2610
+NamespaceRelationId = 2615
+EnumRelationId = 3501
+RangeRelationId = 3541
+#: pseudo-catalog: relation-mapper updates (XLOG_RELMAP_UPDATE), keyed by catalog OID
+_RELMAP = 0
+
+TRACKED_CATALOGS = {
+    RelationRelationId: "pg_class", AttributeRelationId: "pg_attribute", TypeRelationId: "pg_type",
+    NamespaceRelationId: "pg_namespace", EnumRelationId: "pg_enum", IndexRelationId: "pg_index",
+    RangeRelationId: "pg_range", ProcedureRelationId: "pg_proc",
+}
+#: catalogs without which the history still works (pg_proc: output functions of new base types)
+_OPTIONAL_CATALOGS = frozenset((ProcedureRelationId,))
+
+# src/include/catalog/pg_namespace.dat
+PG_CATALOG_NAMESPACE = 11
+PG_TOAST_NAMESPACE = 99
+PG_PUBLIC_NAMESPACE = 2200
+_FIXED_NAMESPACES = {PG_CATALOG_NAMESPACE: "pg_catalog", PG_TOAST_NAMESPACE: "pg_toast"}
+
+# src/include/catalog/pg_proc.dat: output functions of the types CREATE TYPE / CREATE TABLE make
+_OUTPUT_FUNCTIONS = {751: "array_out", 2291: "record_out", 3507: "enum_out", 3835: "range_out",
+                     4232: "multirange_out"}
+# pg_proc.dat: F_ARRAY_SUBSCRIPT_HANDLER (IsTrueArrayType, 14+)
+F_ARRAY_SUBSCRIPT_HANDLER = 6179
+
+# src/include/catalog/pg_type.dat: OIDs format_type special-cases (utils/adt/format_type.c)
+_FORMAT_TYPE_SPECIAL = {
+    1560: "bit", 16: "boolean", 1042: "character", 700: "real", 701: "double precision", 21: "smallint",
+    23: "integer", 20: "bigint", 1700: "numeric", 1186: "interval", 1083: "time without time zone",
+    1266: "time with time zone", 1114: "timestamp without time zone", 1184: "timestamp with time zone",
+    1562: "bit varying", 1043: "character varying",
+}
+JSONOID = 114
+
+# src/include/catalog/pg_class.h: relkinds with storage (RELKIND_HAS_STORAGE)
+_RELKINDS_WITH_STORAGE = frozenset("rtmSi")
+
+# src/include/access/heapam_xlog.h
+XLOG_HEAP_INSERT = 0x00
+XLOG_HEAP_DELETE = 0x10
+XLOG_HEAP_UPDATE = 0x20
+XLOG_HEAP_HOT_UPDATE = 0x40
+XLOG_HEAP_INPLACE = 0x70
+XLOG_HEAP_OPMASK = 0x70
+XLOG_HEAP_INIT_PAGE = 0x80
+XLOG_HEAP2_MULTI_INSERT = 0x50
+XLOG_HEAP2_NEW_CID = 0x70
+XLH_UPDATE_PREFIX_FROM_OLD = 1 << 5
+XLH_UPDATE_SUFFIX_FROM_OLD = 1 << 6
+xl_heap_insert = struct.Struct("<HB")  # offnum, flags
+xl_heap_delete = struct.Struct("<IHBB")  # xmax, offnum, infobits_set, flags
+xl_heap_update = struct.Struct("<IHBBIH")  # old_xmax, old_offnum, old_infobits_set, flags, new_xmax, new_offnum
+xl_heap_multi_insert = struct.Struct("<BxH")  # flags, ntuples; offsets[] @4 unless INIT_PAGE
+SizeOfHeapMultiInsert = 4
+xl_multi_insert_tuple = struct.Struct("<HHHB")  # datalen, t_infomask2, t_infomask, t_hoff
+SizeOfMultiInsertTuple = 7
+xl_heap_header = struct.Struct("<HHB")  # t_infomask2, t_infomask, t_hoff
+SizeOfHeapHeader = 5
+# src/include/access/htup_details.h: HeapTupleHeaderData up to t_hoff (xmin, xmax, cid, ctid, masks, hoff)
+_tuple_header = struct.Struct("<IIIHHHHHB")
+_tuple_masks = struct.Struct("<HHB")  # at offset 18
+# src/include/storage/bufpage.h, itemid.h
+SizeOfPageHeaderData = 24
+_page_bounds = struct.Struct("<HHH")  # pd_lower, pd_upper, pd_special at offset 12
+LP_NORMAL = 1
+# src/include/utils/relmapper.h: xl_relmap_update {dbid, tsid, nbytes, data[]}; RelMapFile
+xl_relmap_update = struct.Struct("<IIi")
+_relmap_header = struct.Struct("<ii")  # magic, num_mappings
+RELMAPPER_FILEMAGIC = 0x592717
+# src/include/access/xact.h
+XLOG_XACT_COMMIT = 0x00
+XLOG_XACT_PREPARE = 0x10
+XLOG_XACT_ABORT = 0x20
+XLOG_XACT_COMMIT_PREPARED = 0x30
+XLOG_XACT_ABORT_PREPARED = 0x40
+XLOG_XACT_ASSIGNMENT = 0x50
+XLOG_XACT_OPMASK = 0x70
+# src/include/access/rmgrlist.h
+RM_XLOG_ID = 0
+RM_XACT_ID = 1
+RM_RELMAP_ID = 7
+RM_STANDBY_ID = 8
+RM_HEAP2_ID = 9
+RM_HEAP_ID = 10
+XLOG_RUNNING_XACTS = 0x10
+
+_u16 = struct.Struct("<H")
+_u32 = struct.Struct("<I")
+
+#: the catalog columns each tracked catalog is read for, and its key column(s)
+_COLUMNS = {
+    RelationRelationId: ("oid", "relname", "relnamespace", "reltype", "relfilenode", "reltablespace",
+                         "reltoastrelid", "relpersistence", "relkind", "relreplident", "relispartition",
+                         "relrewrite"),
+    AttributeRelationId: ("attrelid", "attname", "atttypid", "attlen", "attnum", "atttypmod", "attbyval",
+                          "attalign", "attstorage", "attnotnull", "atthasmissing", "attgenerated",
+                          "attisdropped", "attmissingval"),
+    TypeRelationId: ("oid", "typname", "typnamespace", "typlen", "typbyval", "typtype", "typcategory",
+                     "typdelim", "typrelid", "typsubscript", "typelem", "typarray", "typoutput", "typalign",
+                     "typstorage", "typbasetype", "typtypmod"),
+    NamespaceRelationId: ("oid", "nspname"),
+    EnumRelationId: ("oid", "enumtypid", "enumsortorder", "enumlabel"),
+    IndexRelationId: ("indexrelid", "indrelid", "indnkeyatts", "indisunique", "indisprimary", "indimmediate",
+                      "indisvalid", "indislive", "indisreplident", "indkey", "indpred"),
+    RangeRelationId: ("rngtypid", "rngsubtype", "rngmultitypid"),
+    ProcedureRelationId: ("oid", "proname", "pronamespace"),
+}
+
+ABSENT = object()  # no row of this key in a layer at that point: the base snapshot's object holds
+
+
+class CatalogProblem(NamedTuple):
+    """A catalog record whose rows could not be (fully) decoded."""
+
+    lsn: int
+    xid: int
+    catalog: str
+    spc: int
+    db: int
+    relfilenode: int
+    blkno: int
+    offnum: int
+    reason: str
+
+    def describe(self) -> str:
+        return (f"{self.catalog} row at block {self.blkno} offset {self.offnum} of "
+                f"{self.spc}/{self.db}/{self.relfilenode}, changed by transaction {self.xid} at "
+                f"{format_lsn(self.lsn)}: {self.reason}")
+
+
+class _Event(NamedTuple):
+    lsn: int
+    xid: int
+    cat: int
+    key: object
+    deleted: bool
+    row: dict
+
+
+# -- decoding catalog tuples ---------------------------------------------------------------------
+
+def _codec(encoding: str | None) -> str:
+    if not encoding or encoding in ("UTF8", "SQL_ASCII"):
+        return "utf-8"
+    try:
+        return codecs.lookup(encoding.lower().replace("_", "")).name
+    except LookupError:
+        return "utf-8"
+
+
+def _int2vector(raw) -> list:
+    """An int2vector payload (a one-dimensional int2 array without nulls) as a list."""
+    if raw is None or len(raw) < 12:
+        return []
+    ndim = struct.unpack_from("<i", raw, 0)[0]
+    if ndim == 0:
+        return []
+    n = struct.unpack_from("<i", raw, 12)[0]
+    return list(struct.unpack_from(f"<{n}h", raw, 20))
+
+
+class _Layout:
+    """One catalog's columns (from its pg_attribute rows in the base snapshot) and how to read them."""
+
+    def __init__(self, rel: Relation, columns: tuple, encoding: str):
+        self.name = rel.relname
+        atts = rel.attributes
+        index = {a.attname: i for i, a in enumerate(atts)}
+        codec = _codec(encoding)
+        self.cols = []
+        for name in columns:
+            i = index.get(name)
+            if i is None:
+                continue  # a column this major version lacks (typsubscript 13, rngmultitypid 13)
+            self.cols.append((name, i, self._converter(atts[i].atttypid, codec)))
+        width = max(i for _n, i, _c in self.cols) + 1
+        self.attrs = atts[:width]
+
+    @staticmethod
+    def _converter(typid: int, codec: str):
+        if typid in (26, 24, 28):  # oid, regproc, xid
+            return lambda v: None if v is None else _u32.unpack(v)[0]
+        if typid == 23:
+            return lambda v: None if v is None else struct.unpack("<i", v)[0]
+        if typid == 21:
+            return lambda v: None if v is None else struct.unpack("<h", v)[0]
+        if typid == 16:
+            return lambda v: None if v is None else v != b"\x00"
+        if typid == 18:  # "char"
+            return lambda v: None if v is None else ("" if v == b"\x00" else v.decode("latin-1"))
+        if typid == 19:  # name
+            return lambda v: None if v is None else v.split(b"\x00", 1)[0].decode(codec, "surrogateescape")
+        if typid == 25:
+            return lambda v: None if v is None else bytes(v).decode(codec, "surrogateescape")
+        if typid == 700:
+            return lambda v: None if v is None else struct.unpack("<f", v)[0]
+        if typid == 22:
+            return _int2vector
+        return lambda v: v  # anyarray (attmissingval), pg_node_tree (indpred): payload bytes, or None
+
+    def decode(self, tup) -> dict:
+        """The columns of a whole on-page heap tuple (23-byte header included)."""
+        infomask2, infomask, t_hoff = _tuple_masks.unpack_from(tup, 18)
+        natts = min(infomask2 & HEAP_NATTS_MASK, len(self.attrs))
+        values = deform_tuple(tup, (infomask2 & ~HEAP_NATTS_MASK) | natts, infomask, t_hoff, self.attrs,
+                              start=SizeofHeapTupleHeader)
+        return {name: conv(values[i]) for name, i, conv in self.cols}
+
+
+def _key(cat: int, row: dict):
+    if cat == AttributeRelationId:
+        return (row["attrelid"], row["attnum"])
+    if cat == IndexRelationId:
+        return row["indexrelid"]
+    if cat == RangeRelationId:
+        return row["rngtypid"]
+    return row["oid"]
+
+
+def _links(cat: int, row: dict) -> tuple:
+    """Secondary keys under which a row is found: (index name, value)."""
+    if cat == RelationRelationId:
+        return (("filenode", row["relfilenode"]),) if row["relfilenode"] else ()
+    if cat == AttributeRelationId:
+        return (("attrs", row["attrelid"]),)
+    if cat == TypeRelationId:
+        return (("types", 0), ("typname", row["typname"]))
+    if cat == NamespaceRelationId:
+        return (("nsp", 0),)
+    if cat == EnumRelationId:
+        return (("enum", row["enumtypid"]), ("enumtypes", 0))
+    if cat == IndexRelationId:
+        return (("index", row["indrelid"]),)
+    if cat == RangeRelationId:
+        multi = row.get("rngmultitypid")
+        return (("ranges", 0),) + ((("multirange", multi),) if multi else ())
+    if cat == _RELMAP:
+        return (("filenode", row["filenode"]),)
+    return ()
+
+
+class _Layer:
+    """Rows by (catalog, key), each a list of versions stamped with increasing numbers; a version is
+    seen by a reader whose limit is above its stamp.  Commit epochs stamp the committed layer, event
+    positions a transaction's own layer."""
+
+    __slots__ = ("rows", "index")
+
+    def __init__(self):
+        self.rows: dict = {}  # (cat, key) -> ([stamps], [(deleted, row)])
+        self.index: dict = {}  # (name, value) -> ([stamps], [key])
+
+    def add(self, stamp: int, ev: _Event) -> None:
+        ent = self.rows.get((ev.cat, ev.key))
+        if ent is None:
+            ent = self.rows[(ev.cat, ev.key)] = ([], [])
+        if ent[0] and ent[0][-1] == stamp:
+            ent[1][-1] = (ev.deleted, ev.row)
+        else:
+            ent[0].append(stamp)
+            ent[1].append((ev.deleted, ev.row))
+        for link in _links(ev.cat, ev.row):
+            ix = self.index.get(link)
+            if ix is None:
+                ix = self.index[link] = ([], [])
+            ix[0].append(stamp)
+            ix[1].append((ev.cat, ev.key))
+
+    def get(self, cat: int, key, limit: int):
+        ent = self.rows.get((cat, key))
+        if ent is None:
+            return ABSENT
+        stamps = ent[0]
+        if stamps[-1] < limit:
+            return ent[1][-1]
+        i = bisect_left(stamps, limit)
+        return ent[1][i - 1] if i else ABSENT
+
+    def linked(self, name: str, value, limit: int, at_most: int | None = None) -> list:
+        """Keys linked under (name, value) by versions below ``limit`` (the first ``at_most``)."""
+        ix = self.index.get((name, value))
+        if ix is None:
+            return []
+        n = len(ix[0]) if ix[0][-1] < limit else bisect_left(ix[0], limit)
+        if at_most is not None:
+            n = min(n, at_most)
+        return ix[1][:n]
+
+
+class _TxnEvents:
+    """A top-level transaction's catalog events (its subtransactions' included), in LSN order."""
+
+    __slots__ = ("top", "events", "lsns", "layer", "xids")
+
+    def __init__(self, top: int, events=()):
+        self.top = top
+        self.events: list[_Event] = []
+        self.lsns: list[int] = []
+        self.layer = _Layer()
+        self.xids: set = set()
+        for ev in events:
+            self.append(ev)
+
+    def append(self, ev: _Event) -> None:
+        self.layer.add(len(self.events), ev)
+        self.events.append(ev)
+        self.lsns.append(ev.lsn)
+        self.xids.add(ev.xid)
+
+
+class _Page:
+    """A catalog page as far as it is known: tuples by offset number.  ``seeded`` when it came from a
+    full-page image or was initialised in the range; otherwise it holds only tuples the range wrote."""
+
+    __slots__ = ("tuples", "seeded", "lsn")
+
+    def __init__(self, seeded: bool, lsn: int):
+        self.tuples: dict[int, bytes] = {}
+        self.seeded = seeded
+        self.lsn = lsn
+
+
+def _page_tuples(page: bytes) -> dict:
+    """The LP_NORMAL tuples of a heap page image by offset number."""
+    pd_lower, pd_upper, pd_special = _page_bounds.unpack_from(page, 12)
+    if pd_upper == 0:
+        return {}
+    out = {}
+    n = max(0, (pd_lower - SizeOfPageHeaderData) // 4)
+    for i, word in enumerate(struct.unpack_from(f"<{n}I", page, SizeOfPageHeaderData)):
+        if (word >> 15) & 0x03 != LP_NORMAL:
+            continue
+        lp_off = word & 0x7FFF
+        lp_len = word >> 17
+        if lp_len >= SizeofHeapTupleHeader and lp_off + lp_len <= len(page):
+            out[i + 1] = page[lp_off:lp_off + lp_len]
+    return out
+
+
+# -- the history ---------------------------------------------------------------------------------
+
+class CatalogHistory:
+    """The base catalog snapshot plus the catalog changes decoded from the WAL, by LSN."""
+
+    def __init__(self, catalog: Catalog, major: int | None = None, warn=None):
+        self.base = catalog
+        self.major = major or catalog.major
+        self.db = catalog.database_oid
+        self.dbspc = catalog.database_tablespace
+        self.warn = warn
+        self.problems: list[CatalogProblem] = []
+        self.inactive_reason: str | None = None
+        self._layouts: dict[int, _Layout] = {}
+        self._nodes: dict[int, int] = {}  # relfilenode (in the database's tablespace) -> catalog OID
+        encoding = catalog.settings.get("server_encoding")
+        for oid, columns in _COLUMNS.items():
+            rel = catalog.relation(oid)
+            if (rel is None or not rel.attributes or not rel.relfilenode) and oid in _OPTIONAL_CATALOGS:
+                continue
+            if rel is None or not rel.attributes or not rel.relfilenode:
+                self.inactive_reason = (f"the catalog snapshot has no {TRACKED_CATALOGS[oid]} (OID {oid}) with "
+                                        "its columns and relfilenode: catalog changes in the WAL are not tracked")
+                self._layouts.clear()
+                self._nodes.clear()
+                break
+            if (rel.reltablespace or self.dbspc) != self.dbspc:
+                continue
+            self._layouts[oid] = _Layout(rel, columns, encoding)
+            self._nodes[rel.relfilenode] = oid
+        self.pages: dict[tuple, _Page] = {}
+        self.committed = _Layer()
+        self.commit_lsns: list[int] = []
+        self.txns: dict[int, _TxnEvents] = {}  # pending, by top-level xid
+        self.top_of: dict[int, int] = {}  # subtransaction -> top-level transaction
+        self._replaying: dict[int, _TxnEvents] = {}  # committed by the record just processed
+        self._pending_problems: dict[int, list] = {}  # xid -> problems not yet reported
+        self._first_versions: set = set()  # (catalog, OID) whose old version the range showed
+        self._temp_oids: set = set()  # temporary relations and their row types: never decoded
+        self._nsp_base: dict[int, str] = {}  # namespace OID -> its name before the range changed it
+        self._views: dict = {}
+        self._first_xid = 0
+        self._base_type_names: dict | None = None
+        self._nsp_harvested = -1  # how many pages there were when they were last searched for schemas
+        self._nsp_guess: dict[int, str] = {}
+        self._handlers = {RM_HEAP_ID: self._heap, RM_HEAP2_ID: self._heap2, RM_XACT_ID: self._xact,
+                          RM_STANDBY_ID: self._standby, RM_RELMAP_ID: self._relmap}
+        self._bookkeeping = frozenset((RM_XACT_ID, RM_STANDBY_ID, RM_RELMAP_ID))
+
+    @property
+    def active(self) -> bool:
+        return bool(self._layouts)
+
+    @property
+    def has_changes(self) -> bool:
+        """Is any catalog change known (committed, or of a transaction still to be decoded)?"""
+        return bool(self.commit_lsns or self.txns or self._replaying)
+
+    # -- per record ------------------------------------------------------------------------------
+
+    def process(self, rec) -> None:
+        """Take one record (before the decoder dispatches it)."""
+        rmid = rec.xl_rmid
+        # Catalog heap pages are written by heap records (the page in block 0, the old page of an
+        # update in block 1 of the same relation) and imaged by XLOG FPI records
+        if rmid == RM_HEAP_ID or rmid == RM_HEAP2_ID:
+            blocks = rec.blocks
+            if blocks:
+                if blocks[0].relNumber not in self._nodes:
+                    return
+            elif rmid == RM_HEAP2_ID:
+                self._heap2(rec, None)  # NEW_CID: the top-level transaction of a subtransaction
+                return
+            else:
+                return
+        elif rmid in self._bookkeeping:
+            self._handlers[rmid](rec, None)
+            return
+        elif rmid != RM_XLOG_ID or not rec.blocks:
+            return
+        if not self._first_xid and rec.xl_xid:
+            self._first_xid = rec.xl_xid
+        if rec.toplevel_xid and rec.toplevel_xid != rec.xl_xid:
+            self.top_of[rec.xl_xid] = rec.toplevel_xid
+        nodes = self._nodes
+        restored = None
+        for b in rec.blocks:
+            if b.has_image and b.relNumber in nodes and b.forknum == 0 and b.dbOid == self.db \
+                    and b.spcOid == self.dbspc and image_is_applied(b, self.major):
+                if restored is None:
+                    restored = {}
+                key = (b.relNumber, b.blkno)
+                restored[key] = self.pages.get(key)
+                try:
+                    image = restore_block_image(b, self.major, rec.lsn)
+                except DecompressionError as e:
+                    self.pages.pop(key, None)  # unknown from here on, until the next image
+                    self._problem(rec, self._nodes[b.relNumber], b, 0, f"unreadable full-page image: {e.reason}")
+                    continue
+                page = _Page(True, rec.lsn)
+                page.tuples = _page_tuples(image)
+                self.pages[key] = page
+        if rmid == RM_HEAP_ID:
+            self._heap(rec, restored)
+        elif rmid == RM_HEAP2_ID:
+            self._heap2(rec, restored)
+
+    # heap redo ----------------------------------------------------------------------------------
+
+    def _catalog_block(self, rec, block_id: int = 0):
+        b = rec.block(block_id)
+        if b is None or b.forknum != 0 or b.dbOid != self.db or b.spcOid != self.dbspc:
+            return None, None
+        cat = self._nodes.get(b.relNumber)
+        if cat is None:
+            return None, None
+        return b, cat
+
+    def _heap(self, rec, restored) -> None:
+        info = rec.xl_info & XLOG_HEAP_OPMASK
+        blk, cat = self._catalog_block(rec)
+        if blk is None:
+            return
+        try:
+            if info == XLOG_HEAP_INSERT:
+                self._redo_insert(rec, blk, cat, restored)
+            elif info in (XLOG_HEAP_UPDATE, XLOG_HEAP_HOT_UPDATE):
+                self._redo_update(rec, blk, cat, restored)
+            elif info == XLOG_HEAP_DELETE:
+                self._redo_delete(rec, blk, cat)
+            elif info == XLOG_HEAP_INPLACE:
+                self._redo_inplace(rec, blk, cat, restored)
+            # LOCK and CONFIRM change tuple headers only
+        except (CorruptRecordError, DecompressionError, struct.error, IndexError) as e:
+            self._problem(rec, cat, blk, 0, f"cannot decode the catalog record: {getattr(e, 'reason', e)}")
+
+    def _heap2(self, rec, restored) -> None:
+        info = rec.xl_info & XLOG_HEAP_OPMASK
+        if info == XLOG_HEAP2_NEW_CID:
+            top = _u32.unpack_from(rec.main_data, 0)[0]
+            if rec.xl_xid and top and top != rec.xl_xid:
+                self.top_of[rec.xl_xid] = top
+            return
+        if info != XLOG_HEAP2_MULTI_INSERT:
+            return  # prune, vacuum, freeze, visible, lock: line pointers and headers only
+        blk, cat = self._catalog_block(rec)
+        if blk is None:
+            return
+        try:
+            self._redo_multi_insert(rec, blk, cat, restored)
+        except (CorruptRecordError, DecompressionError, struct.error, IndexError) as e:
+            self._problem(rec, cat, blk, 0, f"cannot decode the catalog record: {getattr(e, 'reason', e)}")
+
+    def _page_for_write(self, rec, blk) -> _Page:
+        key = (blk.relNumber, blk.blkno)
+        if rec.xl_info & XLOG_HEAP_INIT_PAGE:
+            page = self.pages[key] = _Page(True, rec.lsn)
+            return page
+        page = self.pages.get(key)
+        if page is None:
+            page = self.pages[key] = _Page(False, rec.lsn)
+        return page
+
+    def _tuple(self, blk, offnum: int):
+        page = self.pages.get((blk.relNumber, blk.blkno))
+        return None if page is None else page.tuples.get(offnum)
+
+    def _why_missing(self, blk, offnum: int) -> str:
+        page = self.pages.get((blk.relNumber, blk.blkno))
+        if page is None or not page.seeded:
+            return "the page was never seen: its last full-page image precedes the start of the WAL read"
+        return f"the page (imaged at {format_lsn(page.lsn)}) has no tuple at offset {offnum}"
+
+    @staticmethod
+    def _build_tuple(xid: int, blkno: int, offnum: int, infomask2: int, infomask: int, t_hoff: int,
+                     body) -> bytes:
+        return _tuple_header.pack(xid, 0, 0, blkno >> 16, blkno & 0xFFFF, offnum, infomask2, infomask,
+                                  t_hoff) + bytes(body)
+
+    def _redo_insert(self, rec, blk, cat: int, restored) -> None:
+        offnum, _flags = xl_heap_insert.unpack_from(rec.main_data, 0)
+        if restored is not None and (blk.relNumber, blk.blkno) in restored:
+            tup = self._tuple(blk, offnum)
+            if tup is None:
+                self._problem(rec, cat, blk, offnum, "the full-page image has no tuple at the inserted offset")
+                return
+        else:
+            data = blk.data
+            if len(data) < SizeOfHeapHeader:
+                self._problem(rec, cat, blk, offnum, "the record carries no tuple")
+                return
+            infomask2, infomask, t_hoff = xl_heap_header.unpack_from(data, 0)
+            tup = self._build_tuple(rec.xl_xid, blk.blkno, offnum, infomask2, infomask, t_hoff,
+                                    data[SizeOfHeapHeader:])
+            self._page_for_write(rec, blk).tuples[offnum] = tup
+        self._add(rec, cat, blk, offnum, tup, False)
+
+    def _redo_multi_insert(self, rec, blk, cat: int, restored) -> None:
+        main = rec.main_data
+        _flags, ntuples = xl_heap_multi_insert.unpack_from(main, 0)
+        init = rec.xl_info & XLOG_HEAP_INIT_PAGE
+        if init:
+            offsets = list(range(1, ntuples + 1))
+        else:
+            offsets = list(struct.unpack_from(f"<{ntuples}H", main, SizeOfHeapMultiInsert))
+        if restored is not None and (blk.relNumber, blk.blkno) in restored:
+            for offnum in offsets:
+                tup = self._tuple(blk, offnum)
+                if tup is None:
+                    self._problem(rec, cat, blk, offnum, "the full-page image has no tuple at an inserted offset")
+                    continue
+                self._add(rec, cat, blk, offnum, tup, False)
+            return
+        page = self._page_for_write(rec, blk)
+        data = blk.data
+        pos = 0
+        for offnum in offsets:
+            pos += pos & 1  # SHORTALIGN
+            datalen, infomask2, infomask, t_hoff = xl_multi_insert_tuple.unpack_from(data, pos)
+            pos += SizeOfMultiInsertTuple
+            if pos + datalen > len(data):
+                raise CorruptRecordError(f"multi-insert block data is shorter than its {ntuples} tuples")
+            tup = self._build_tuple(rec.xl_xid, blk.blkno, offnum, infomask2, infomask, t_hoff,
+                                    data[pos:pos + datalen])
+            pos += datalen
+            page.tuples[offnum] = tup
+            self._add(rec, cat, blk, offnum, tup, False)
+
+    def _redo_update(self, rec, blk, cat: int, restored) -> None:
+        """heap_xlog_update: the old version is deleted, the new one inserted (maybe on another page)."""
+        _old_xmax, old_off, _bits, flags, _new_xmax, new_off = xl_heap_update.unpack_from(rec.main_data, 0)
+        oldblk = rec.block(1) or blk
+        oldtup = self._tuple(oldblk, old_off)
+        if restored is not None and (blk.relNumber, blk.blkno) in restored:
+            newtup = self._tuple(blk, new_off)
+            if newtup is None:
+                self._problem(rec, cat, blk, new_off, "the full-page image has no tuple at the new offset")
+        else:
+            data = blk.data
+            pos = prefixlen = suffixlen = 0
+            if flags & XLH_UPDATE_PREFIX_FROM_OLD:
+                prefixlen = _u16.unpack_from(data, pos)[0]
+                pos += 2
+            if flags & XLH_UPDATE_SUFFIX_FROM_OLD:
+                suffixlen = _u16.unpack_from(data, pos)[0]
+                pos += 2
+            infomask2, infomask, t_hoff = xl_heap_header.unpack_from(data, pos)
+            pos += SizeOfHeapHeader
+            body = bytes(data[pos:])
+            newtup = None
+            if (prefixlen or suffixlen) and oldtup is None:
+                self._problem(rec, cat, oldblk, old_off,
+                              "the new row is stored as a difference to the old one, which is unknown: "
+                              + self._why_missing(oldblk, old_off))
+            else:
+                if prefixlen:
+                    old_hoff = oldtup[22]
+                    nbits = t_hoff - SizeofHeapTupleHeader
+                    body = body[:nbits] + oldtup[old_hoff:old_hoff + prefixlen] + body[nbits:]
+                if suffixlen:
+                    body += oldtup[len(oldtup) - suffixlen:]
+                newtup = self._build_tuple(rec.xl_xid, blk.blkno, new_off, infomask2, infomask, t_hoff, body)
+            page = self._page_for_write(rec, blk)
+            if newtup is None:
+                page.tuples.pop(new_off, None)
+            else:
+                page.tuples[new_off] = newtup
+        layout = self._layouts[cat]
+        oldrow = layout.decode(oldtup) if oldtup is not None else None
+        newrow = layout.decode(newtup) if newtup is not None else None
+        if oldrow is not None and newrow is not None and oldrow == newrow:
+            return  # no column decoding reads changed (statistics, relhasindex, ...)
+        if oldrow is not None:
+            self._event(rec, cat, oldrow, True)
+        if newrow is not None:
+            self._event(rec, cat, newrow, False)
+
+    def _redo_delete(self, rec, blk, cat: int) -> None:
+        _xmax, offnum, _bits, _flags = xl_heap_delete.unpack_from(rec.main_data, 0)
+        tup = self._tuple(blk, offnum)
+        if tup is None:
+            self._problem(rec, cat, blk, offnum, "a row was deleted, but which one is unknown: "
+                          + self._why_missing(blk, offnum))
+            return
+        self._add(rec, cat, blk, offnum, tup, True)
+
+    def _redo_inplace(self, rec, blk, cat: int, restored) -> None:
+        """heap_xlog_inplace: the tuple's data overwritten in place, not transactionally."""
+        offnum = _u16.unpack_from(rec.main_data, 0)[0]
+        key = (blk.relNumber, blk.blkno)
+        if restored is not None and key in restored:
+            before = restored[key]
+            oldtup = before.tuples.get(offnum) if before is not None else None
+            newtup = self._tuple(blk, offnum)
+        else:
+            oldtup = self._tuple(blk, offnum)
+            if oldtup is None:
+                return  # columns decoding reads are not changed in place; nothing to keep current
+            t_hoff = oldtup[22]
+            newtup = oldtup[:t_hoff] + bytes(blk.data)
+            self.pages[key].tuples[offnum] = newtup
+        if oldtup is None or newtup is None:
+            return
+        layout = self._layouts[cat]
+        oldrow, newrow = layout.decode(oldtup), layout.decode(newtup)
+        if oldrow == newrow:
+            return
+        # A changed column we read (13-16 set pg_index flags in place): the version changes for everyone
+        # who sees it — its inserting transaction if that is still open, else everybody from now on.
+        writer = _u32.unpack_from(oldtup, 0)[0]  # t_xmin: WAL-built tuples carry their record's xid
+        top = self.top_of.get(writer, writer) if writer else None
+        ev = _Event(rec.lsn, writer or 0, cat, _key(cat, newrow), False, newrow)
+        if top is not None and top in self.txns:
+            self.txns[top].append(ev)
+            self._views.clear()
+        else:
+            self._commit_events(rec.lsn, [ev])
+
+    def _add(self, rec, cat: int, blk, offnum: int, tup, deleted: bool) -> None:
+        self._event(rec, cat, self._layouts[cat].decode(tup), deleted)
+
+    def _event(self, rec, cat: int, row: dict, deleted: bool) -> None:
+        xid = rec.xl_xid
+        if not xid:
+            return
+        if deleted and cat in (NamespaceRelationId, RelationRelationId, TypeRelationId):
+            self._learn_schema(cat, row)
+        ev = _Event(rec.lsn, xid, cat, _key(cat, row), deleted, row)
+        top = self.top_of.get(xid, xid)
+        txn = self.txns.get(top)
+        if txn is None:
+            txn = self.txns[top] = _TxnEvents(top)
+        txn.append(ev)
+        if cat == RelationRelationId and not deleted and row["relfilenode"]:
+            # make_new_heap's transient heap "pg_temp_<OID>" of a catalog being rewritten (VACUUM FULL,
+            # CLUSTER): its pages are written before the swap makes them the catalog's
+            name = row["relname"]
+            if name.startswith("pg_temp_") and name[8:].isdigit() and int(name[8:]) in self._layouts:
+                self._nodes.setdefault(row["relfilenode"], int(name[8:]))
+
+    def _learn_schema(self, cat: int, row: dict) -> None:
+        """The first old version of a snapshot object's row the range shows is the snapshot's: it
+        tells the OIDs of the schemas the snapshot names (it records no schema OIDs)."""
+        oid = row["oid"]
+        if cat == NamespaceRelationId:
+            self._nsp_base.setdefault(oid, row["nspname"])
+            return
+        if cat == RelationRelationId:
+            obj, nsp, name = self.base.relation(oid), row["relnamespace"], row["relname"]
+        else:
+            obj, nsp, name = self.base.type(oid), row["typnamespace"], row["typname"]
+        if obj is None or (cat, oid) in self._first_versions:
+            return
+        self._first_versions.add((cat, oid))
+        if nsp not in self._nsp_base and (obj.relname if cat == RelationRelationId else obj.typname) == name:
+            self._nsp_base[nsp] = obj.nspname
+
+    def _problem(self, rec, cat: int, blk, offnum: int, reason: str) -> None:
+        p = CatalogProblem(rec.lsn, rec.xl_xid, TRACKED_CATALOGS.get(cat, str(cat)), blk.spcOid, blk.dbOid,
+                           blk.relNumber, blk.blkno, offnum, reason)
+        self.problems.append(p)
+        self._pending_problems.setdefault(rec.xl_xid, []).append(p)
+
+    # transactions -------------------------------------------------------------------------------
+
+    def _xact(self, rec, _restored) -> None:
+        info = rec.xl_info & XLOG_XACT_OPMASK
+        if info != XLOG_XACT_ASSIGNMENT and not self.txns and not self._pending_problems:
+            return
+        from .rmgr import xact as rm_xact
+
+        if info == XLOG_XACT_ASSIGNMENT:
+            xtop, nsubxacts = rm_xact.xl_xact_assignment.unpack_from(rec.main_data, 0)
+            for sub in struct.unpack_from(f"<{nsubxacts}I", rec.main_data, 8):
+                self.top_of[sub] = xtop
+            return
+        if info in (XLOG_XACT_COMMIT, XLOG_XACT_COMMIT_PREPARED):
+            parsed = rm_xact.parse_commit_or_abort(rec.xl_info, rec.main_data, self.major, True)
+            self._commit(parsed.twophase_xid or rec.xl_xid, parsed.subxacts, rec.lsn)
+        elif info in (XLOG_XACT_ABORT, XLOG_XACT_ABORT_PREPARED):
+            parsed = rm_xact.parse_commit_or_abort(rec.xl_info, rec.main_data, self.major, False)
+            self._abort(parsed.twophase_xid or rec.xl_xid, parsed.subxacts)
+        elif info == XLOG_XACT_PREPARE:
+            parsed, _ = rm_xact.parse_prepare(rec.main_data, self.major)
+            for sub in parsed.subxacts:
+                self._adopt(parsed.twophase_xid, sub)
+
+    def _adopt(self, top: int, sub: int) -> None:
+        """``sub`` is a subtransaction of ``top``: events filed under it alone join top's."""
+        self.top_of[sub] = top
+        stray = self.txns.pop(sub, None)
+        if stray is not None:
+            mine = self.txns.get(top)
+            events = sorted((mine.events if mine else []) + stray.events, key=lambda e: e.lsn)
+            self.txns[top] = _TxnEvents(top, events)
+            self._views.clear()
+
+    def _commit(self, top: int, subxacts, lsn: int) -> None:
+        self._replaying.clear()  # the previous commit's replay is over
+        for sub in subxacts:
+            self._adopt(top, sub)
+        xids = {top, *subxacts}
+        txn = self.txns.pop(top, None)
+        if txn is not None:
+            if not txn.xids <= xids:  # subtransactions that ended without a record of their own
+                txn = _TxnEvents(top, [e for e in txn.events if e.xid in xids])
+            if txn.events:
+                events = self._committable(txn.events)
+                if events:
+                    self._commit_events(lsn, events)
+                self._replaying[top] = txn
+        problems = []
+        for x in xids:
+            problems += self._pending_problems.pop(x, ())
+        if problems and self.warn is not None:
+            for p in sorted(problems, key=lambda p: p.lsn):
+                self.warn(f"catalog change not decoded: {p.describe()}; changes after it may be decoded with "
+                          "outdated definitions")
+        for x in subxacts:
+            self.top_of.pop(x, None)
+
+    def _committable(self, events: list) -> list:
+        """The events worth keeping: not those of temporary relations and their row types (never
+        decoded, and created and dropped by the thousand), nor deletions of rows never known."""
+        temp = self._temp_oids
+        for ev in events:
+            if ev.cat == RelationRelationId and ev.row["relpersistence"] == "t":
+                temp.add(ev.key)
+                if ev.row["reltype"]:
+                    temp.add(ev.row["reltype"])
+        if temp:
+            for ev in events:  # array types of temporary row types
+                if ev.cat == TypeRelationId and ev.row["typelem"] in temp and ev.row["typlen"] == -1:
+                    temp.add(ev.key)
+        out = []
+        known = self.committed.rows
+        base = self.base
+        batch = set()  # (cat, key) written by this transaction's kept events
+        for ev in events:
+            cat = ev.cat
+            ck = (cat, ev.key)
+            if cat == RelationRelationId:
+                if ev.key in temp:
+                    continue
+                unknown = base.relation(ev.key) is None
+            elif cat == AttributeRelationId:
+                if ev.key[0] in temp:
+                    continue
+                unknown = base.relation(ev.key[0]) is None
+            elif cat == TypeRelationId:
+                if ev.key in temp:
+                    continue
+                unknown = base.type(ev.key) is None
+            else:
+                if cat == IndexRelationId and ev.row["indrelid"] in temp:
+                    continue
+                unknown = False
+            if ev.deleted and unknown and ck not in known and ck not in batch:
+                continue
+            batch.add(ck)
+            out.append(ev)
+        return out
+
+    def _commit_events(self, lsn: int, events) -> None:
+        epoch = len(self.commit_lsns)
+        self.commit_lsns.append(lsn)
+        add = self.committed.add
+        for ev in events:
+            add(epoch, ev)
+
+    def _abort(self, xid: int, subxacts) -> None:
+        xids = {xid, *subxacts}
+        for x in xids:
+            self._pending_problems.pop(x, None)
+            self.txns.pop(x, None)  # a top-level transaction's events, or a subtransaction's filed alone
+        top = self.top_of.get(xid)
+        if top is not None and top in self.txns:
+            txn = self.txns[top]
+            if txn.xids & xids:
+                self.txns[top] = _TxnEvents(top, [e for e in txn.events if e.xid not in xids])
+                self._views.clear()
+        for x in xids:
+            self.top_of.pop(x, None)
+
+    def _standby(self, rec, _restored) -> None:
+        if rec.xl_info & 0xF0 != XLOG_RUNNING_XACTS:
+            return
+        from .rmgr.standby import xl_running_xacts
+        from .snapbuild import xid_precedes
+
+        _x, _s, _o, next_xid, oldest, _l = xl_running_xacts.unpack_from(rec.main_data, 0)
+        if not self._first_xid:
+            self._first_xid = next_xid  # from here on every transaction's catalog rows are events
+        for top in [t for t in self.txns if xid_precedes(t, oldest)]:
+            del self.txns[top]  # ended without a commit or abort record: crashed
+            self._pending_problems.pop(top, None)
+
+    def _relmap(self, rec, _restored) -> None:
+        """XLOG_RELMAP_UPDATE of this database: mapped catalogs got new relfilenodes (VACUUM FULL)."""
+        dbid, _tsid, nbytes = xl_relmap_update.unpack_from(rec.main_data, 0)
+        if dbid != self.db or nbytes < _relmap_header.size:
+            return
+        data = rec.main_data[xl_relmap_update.size:xl_relmap_update.size + nbytes]
+        magic, n = _relmap_header.unpack_from(data, 0)
+        if magic != RELMAPPER_FILEMAGIC or n < 0 or 8 + 8 * n > len(data):
+            return
+        events = []
+        for i in range(n):
+            oid, filenode = struct.unpack_from("<II", data, 8 + 8 * i)
+            if self._mapped_filenode_now(oid) != filenode:
+                events.append(_Event(rec.lsn, rec.xl_xid, _RELMAP, oid, False, {"filenode": filenode}))
+                if oid in self._layouts:
+                    self._nodes[filenode] = oid
+        if events:
+            self._commit_events(rec.lsn, events)
+
+    def _mapped_filenode_now(self, oid: int) -> int:
+        v = self.committed.get(_RELMAP, oid, len(self.commit_lsns))
+        if v is not ABSENT:
+            return v[1]["filenode"]
+        rel = self.base.relation(oid)
+        return rel.relfilenode if rel is not None else 0
+
+    # -- lookups ---------------------------------------------------------------------------------
+
+    def _own(self, xid: int):
+        txn = self._replaying.get(xid)
+        if txn is None:
+            txn = self.txns.get(xid)
+        return txn
+
+    def view(self, lsn: int, xid: int = 0):
+        """The catalog as transaction ``xid`` (top-level) sees it at ``lsn``: the base ``Catalog``
+        itself while nothing changed, else a ``HistoricCatalog``."""
+        epoch = bisect_left(self.commit_lsns, lsn) if self.commit_lsns else 0
+        txn = self._own(xid) if xid and (self.txns or self._replaying) else None
+        count = bisect_left(txn.lsns, lsn) if txn is not None else 0
+        if not epoch and not count:
+            return self.base
+        key = (epoch, txn if count else None, count)
+        v = self._views.get(key)
+        if v is None:
+            if len(self._views) > 256:
+                self._views.clear()
+            v = self._views[key] = HistoricCatalog(self, epoch, txn if count else None, count, lsn)
+        return v
+
+    def relation_by_filenode(self, spc: int, relfilenode: int, lsn: int, xid: int = 0):
+        return self.view(lsn, xid).relation_by_filenode(spc, relfilenode)
+
+    def relation(self, oid: int, lsn: int, xid: int = 0):
+        return self.view(lsn, xid).relation(oid)
+
+    def explain_unmapped(self, spc: int, relfilenode: int, lsn: int, xid: int = 0) -> str:
+        """Why no relation is stored in (spc, relfilenode) at ``lsn`` for ``xid``: for a report."""
+        if not self._layouts:
+            return (f"no relation of the catalog snapshot (taken at {format_lsn(self.base.lsn)}) is stored "
+                    f"there, and {self.inactive_reason}")
+        txn = self._own(xid)
+        xids = txn.xids | {xid} if txn is not None else {xid}
+        relevant = [p for p in self.problems if p.lsn < lsn and (p.xid in xids or p.xid not in self.txns)]
+        if relevant:
+            n = len(relevant)
+            return (f"{n} catalog change{'s' if n > 1 else ''} before it could not be decoded"
+                    + (", the last: " if n > 1 else ": ") + relevant[-1].describe())
+        return (f"neither the catalog snapshot (taken at {format_lsn(self.base.lsn)}) nor the catalog changes "
+                "decoded since the start of the WAL read store a relation there (was it created between the "
+                "snapshot and the start of the WAL read?)")
+
+    # fallbacks from the pages: what the base snapshot does not say ---------------------------------
+
+    def _page_rows(self, cat: int):
+        """Rows of ``cat`` on the pages seen that were there before the range and are not deleted by then."""
+        layout = self._layouts.get(cat)
+        if layout is None:
+            return
+        nodes = {n for n, c in self._nodes.items() if c == cat}
+        first = self._first_xid
+        for (node, blkno), page in self.pages.items():
+            if node not in nodes:
+                continue
+            for offnum, tup in page.tuples.items():
+                xmin, xmax = struct.unpack_from("<II", tup, 0)
+                if first and xmin >= first:
+                    continue  # written in the range: its events say whether it counts
+                infomask = _u16.unpack_from(tup, 20)[0]
+                if infomask & 0x0200 and not infomask & 0x0100:  # HEAP_XMIN_INVALID
+                    continue
+                if xmax and not infomask & (0x0800 | 0x0080):  # not XMAX_INVALID, not LOCK_ONLY
+                    if not (first and xmax >= first):  # deleted before the range
+                        continue
+                try:
+                    yield layout.decode(tup)
+                except WALError:
+                    continue
+
+    def known_namespace_name(self, nspoid: int) -> str | None:
+        """The name schema ``nspoid`` had before the range, if a row of it (or the snapshot) says."""
+        known = getattr(self.base, "namespaces", None)
+        if isinstance(known, dict) and nspoid in known:
+            return known[nspoid]
+        return self._nsp_base.get(nspoid) or _FIXED_NAMESPACES.get(nspoid)
+
+    def base_namespace_name(self, nspoid: int) -> str | None:
+        """The name of schema ``nspoid`` as the range found it (before any rename in it).
+
+        The snapshot names schemas but (format version 1) not their OIDs; pg_catalog and pg_toast
+        are pinned; others are learnt from pg_namespace rows the WAL shows, or from rows of
+        pg_class and pg_type on pages seen whose objects the snapshot names.  A schema never
+        seen is taken to be where an unqualified CREATE puts objects: the first schema of
+        search_path (``public`` for OID 2200), with a warning."""
+        name = self._nsp_base.get(nspoid)
+        if name is not None:
+            return name
+        known = getattr(self.base, "namespaces", None)  # a snapshot that records schema OIDs
+        if isinstance(known, dict) and nspoid in known:
+            return known[nspoid]
+        if nspoid in (PG_CATALOG_NAMESPACE, PG_TOAST_NAMESPACE):
+            return _FIXED_NAMESPACES[nspoid]
+        if self._nsp_harvested != len(self.pages):  # pages seen since the last look
+            self._nsp_harvested = len(self.pages)
+            for row in self._page_rows(NamespaceRelationId):
+                self._nsp_base.setdefault(row["oid"], row["nspname"])
+            for row in self._page_rows(RelationRelationId):
+                rel = self.base.relation(row["oid"])
+                if rel is not None:
+                    self._nsp_base.setdefault(row["relnamespace"], rel.nspname)
+            for row in self._page_rows(TypeRelationId):
+                typ = self.base.type(row["oid"])
+                if typ is not None:
+                    self._nsp_base.setdefault(row["typnamespace"], typ.nspname)
+            name = self._nsp_base.get(nspoid)
+            if name is not None:
+                return name
+        name = self._nsp_guess.get(nspoid)
+        if name is None:
+            taken = set(self._nsp_base.values()) | set(self._nsp_guess.values())
+            if nspoid == PG_PUBLIC_NAMESPACE and "public" not in taken:
+                name = "public"
+            else:
+                for cand in _search_path(self.base.settings.get("search_path", "")):
+                    if cand not in ("$user", "pg_catalog", "pg_temp") and cand not in taken:
+                        name = cand
+                        break
+            if name is None:
+                return None
+            self._nsp_guess[nspoid] = name
+            if nspoid != PG_PUBLIC_NAMESPACE and self.warn is not None:
+                self.warn(f"schema OID {nspoid} is not in the catalog snapshot and its name is not in the WAL "
+                          f"read: taken to be {name!r}, the first schema of search_path")
+        return name
+
+    def base_type_names(self) -> dict:
+        """(schema, name) -> OIDs of the base snapshot's types."""
+        if self._base_type_names is None:
+            names: dict = {}
+            for t in self.base.types.values():
+                names.setdefault((t.nspname, t.typname), []).append(t.oid)
+            self._base_type_names = names
+        return self._base_type_names
+
+    def base_type_oids(self, nspname: str, typname: str) -> list:
+        return self.base_type_names().get((nspname, typname), [])
+
+    def base_indexes(self, relid: int) -> dict:
+        return {row["indexrelid"]: row for row in self._page_rows(IndexRelationId) if row["indrelid"] == relid}
+
+
+# -- the catalog at one point ---------------------------------------------------------------------
+
+def _search_path(text: str) -> list[str]:
+    """search_path's schema names, unquoted ("$user" kept as is)."""
+    out = []
+    for part in text.split(","):
+        p = part.strip()
+        if len(p) >= 2 and p[0] == '"' and p[-1] == '"':
+            p = p[1:-1].replace('""', '"')
+        if p:
+            out.append(p)
+    return out
+
+
+class HistoricCatalog:
+    """The catalog of one epoch of the history, as one transaction sees it at one point: the same
+    interface as ``catalog.Catalog`` (``relation``, ``relation_by_filenode``, ``type``, ``types``,
+    ``relations``), built lazily from the base snapshot and the rows decoded from the WAL."""
+
+    def __init__(self, history: CatalogHistory, epoch: int, txn: _TxnEvents | None, count: int, lsn: int):
+        base = history.base
+        self.history = history
+        self.base = base
+        self.server_version = base.server_version
+        self.server_version_num = base.server_version_num
+        self.major = base.major
+        self.lsn = lsn
+        self.database = base.database
+        self.database_oid = base.database_oid
+        self.database_tablespace = base.database_tablespace
+        self.settings = base.settings
+        self._epoch = epoch
+        self._txn = txn
+        self._count = count
+        self._rels: dict = {}
+        self._by_node: dict = {}
+        self._types: dict = {}
+        self._formats: dict = {}
+        self._nsp: dict = {}
+        self._any_type_change: bool | None = None
+        self._renamed: dict | None = None
+        self._types_all: dict | None = None
+        self._relations_all: dict | None = None
+        self._ctx = None
+
+    def __repr__(self) -> str:
+        return f"<HistoricCatalog epoch {self._epoch}, {self._count} own changes, at {format_lsn(self.lsn)}>"
+
+    # rows -----------------------------------------------------------------------------------------
+
+    def _get(self, cat: int, key):
+        if self._count:
+            v = self._txn.layer.get(cat, key, self._count)
+            if v is not ABSENT:
+                return v
+        return self.history.committed.get(cat, key, self._epoch)
+
+    def _linked_any(self, name: str, value) -> bool:
+        if self.history.committed.linked(name, value, self._epoch, 1):
+            return True
+        return bool(self._count and self._txn.layer.linked(name, value, self._count, 1))
+
+    def _linked(self, name: str, value) -> set:
+        keys = set(self.history.committed.linked(name, value, self._epoch))
+        if self._count:
+            keys.update(self._txn.layer.linked(name, value, self._count))
+        return keys
+
+    def output_context(self):
+        if self._ctx is None:
+            from .types import OutputContext
+
+            self._ctx = OutputContext(self, self.settings)
+        return self._ctx
+
+    # namespaces -------------------------------------------------------------------------------------
+
+    def namespace_name(self, nspoid: int) -> str | None:
+        name = self._nsp.get(nspoid, ABSENT)
+        if name is ABSENT:
+            v = self._get(NamespaceRelationId, nspoid)
+            if v is ABSENT:
+                name = self.history.base_namespace_name(nspoid)
+            else:
+                name = None if v[0] else v[1]["nspname"]
+            self._nsp[nspoid] = name
+        return name
+
+    def _renamed_namespaces(self) -> dict:
+        """Base-snapshot schema name -> its name here, for schemas renamed (or dropped: None)."""
+        if self._renamed is None:
+            self._renamed = {}
+            for _cat, oid in self._linked("nsp", 0):
+                old = self.history.known_namespace_name(oid)  # None: created in the range
+                if old is None:
+                    continue
+                now = self.namespace_name(oid)
+                if now != old:
+                    self._renamed[old] = now
+        return self._renamed
+
+    # types ------------------------------------------------------------------------------------------
+
+    def _types_changed(self) -> bool:
+        """Did any pg_type row change by this point?"""
+        if self._any_type_change is None:
+            self._any_type_change = bool(self._linked_any("types", 0))
+        return self._any_type_change
+
+    def type(self, oid: int) -> TypeInfo | None:
+        t = self._types.get(oid, ABSENT)
+        if t is ABSENT:
+            t = self._types[oid] = self._make_type(oid)
+        return t
+
+    def _make_type(self, oid: int) -> TypeInfo | None:
+        base_t = self.base.type(oid)
+        v = self._get(TypeRelationId, oid)
+        if v is ABSENT:
+            if base_t is None:
+                return None
+            t = base_t
+            changes = {}
+            labels = self._enum_labels(oid, base_t.enum_labels)
+            if labels is not None:
+                changes["enum_labels"] = labels
+            renamed = self._renamed_namespaces()
+            if base_t.nspname in renamed and renamed[base_t.nspname] is not None:
+                changes["nspname"] = renamed[base_t.nspname]
+            sub = self._range_subtype(oid)
+            if sub is not None and sub != base_t.rngsubtype:
+                changes["rngsubtype"] = sub
+            if changes:
+                t = replace(base_t, **changes)
+            if self._format_affected(oid, base_t, 0):
+                self._types[oid] = t
+                t = replace(t, format_type=self._format(t, None))
+            return t
+        if v[0]:
+            return None
+        row = v[1]
+        typoutput = _OUTPUT_FUNCTIONS.get(row["typoutput"]) or self._proc_name(row["typoutput"])
+        if typoutput is None:
+            if base_t is not None:
+                typoutput = base_t.typoutput
+            elif row["typtype"] == "d" and row["typbasetype"]:
+                bt = self.type(row["typbasetype"])
+                typoutput = bt.typoutput if bt is not None else ""
+            else:
+                typoutput = ""
+        labels = self._enum_labels(oid, base_t.enum_labels if base_t is not None else {})
+        sub = self._range_subtype(oid)
+        t = TypeInfo(
+            oid=oid, typname=row["typname"], nspname=self.namespace_name(row["typnamespace"]) or "",
+            typlen=row["typlen"], typbyval=row["typbyval"], typalign=row["typalign"],
+            typstorage=row["typstorage"], typtype=row["typtype"], typcategory=row["typcategory"],
+            typdelim=row["typdelim"], typelem=row["typelem"], typarray=row["typarray"],
+            typbasetype=row["typbasetype"], typtypmod=row["typtypmod"], typrelid=row["typrelid"],
+            typoutput=typoutput, format_type="",
+            rngsubtype=sub if sub is not None else (base_t.rngsubtype if base_t is not None else 0),
+            enum_labels=labels if labels is not None else (dict(base_t.enum_labels) if base_t is not None else {}))
+        self._types[oid] = t  # provisional, for format_type's look at element types
+        return replace(t, format_type=self._format(t, row.get("typsubscript")))
+
+    def _proc_name(self, procoid: int) -> str | None:
+        """A function created in the range, as catalog_dsn names output functions (regproc text:
+        bare in pg_catalog, else schema-qualified)."""
+        v = self._get(ProcedureRelationId, procoid)
+        if v is ABSENT or v[0]:
+            return None
+        nsp = self.namespace_name(v[1]["pronamespace"])
+        if nsp == "pg_catalog":
+            return v[1]["proname"]
+        return quote_identifier(nsp or "???", self.major) + "." + quote_identifier(v[1]["proname"], self.major)
+
+    def _enum_labels(self, typoid: int, base_labels: dict) -> dict | None:
+        keys = self._linked("enum", typoid)
+        if not keys:
+            return None
+        labels = dict(base_labels)
+        added = []
+        for _cat, label_oid in keys:
+            v = self._get(EnumRelationId, label_oid)
+            if v is ABSENT:
+                continue
+            deleted, row = v
+            if deleted or row["enumtypid"] != typoid:
+                labels.pop(label_oid, None)
+            else:
+                labels.pop(label_oid, None)
+                added.append((row["enumsortorder"], label_oid, row["enumlabel"]))
+        for _order, label_oid, label in sorted(added):
+            labels[label_oid] = label
+        return labels
+
+    def _range_subtype(self, oid: int) -> int | None:
+        v = self._get(RangeRelationId, oid)
+        if v is not ABSENT:
+            return None if v[0] else v[1]["rngsubtype"]
+        for _cat, rngtypid in self._linked("multirange", oid):
+            v = self._get(RangeRelationId, rngtypid)
+            if v is not ABSENT and not v[0] and v[1].get("rngmultitypid") == oid:
+                return v[1]["rngsubtype"]
+        return None
+
+    def _format_affected(self, oid: int, base_t: TypeInfo, depth: int) -> bool:
+        """Could format_type(oid) differ from the base snapshot's text here?  (Its row changed, its
+        schema was renamed, a type of its name appeared (visibility), or its element type's did.)"""
+        if not self._types_changed() and not self._renamed_namespaces():
+            return False
+        if self._get(TypeRelationId, oid) is not ABSENT:
+            return True
+        if base_t.nspname in self._renamed_namespaces():
+            return True
+        if base_t.nspname != "pg_catalog" and self._linked_any("typname", base_t.typname):
+            return True
+        if base_t.typelem and depth < 2:
+            elem = self.base.type(base_t.typelem)
+            if elem is not None and self._format_affected(base_t.typelem, elem, depth + 1):
+                return True
+        return False
+
+    def _type_named(self, nspname: str, typname: str) -> bool:
+        """Is there a type ``nspname.typname`` here?  (namespace.c TypenameGetTypid's question.)"""
+        for _cat, oid in self._linked("typname", typname):
+            v = self._get(TypeRelationId, oid)
+            if v is not ABSENT and not v[0] and v[1]["typname"] == typname \
+                    and self.namespace_name(v[1]["typnamespace"]) == nspname:
+                return True
+        renamed = self._renamed_namespaces()
+        olds = [nspname] + [old for old, new in renamed.items() if new == nspname]
+        for old in olds:
+            if old in renamed and renamed[old] != nspname:
+                continue  # that schema has another name here
+            for oid in self.history.base_type_oids(old, typname):
+                v = self._get(TypeRelationId, oid)
+                if v is ABSENT:
+                    return True
+                if not v[0] and v[1]["typname"] == typname and \
+                        self.namespace_name(v[1]["typnamespace"]) == nspname:
+                    return True
+        return False
+
+    def _format(self, t: TypeInfo, typsubscript) -> str:
+        """format_type(oid, NULL) (format_type.c format_type_extended with typemod -1)."""
+        is_array = False
+        if t.typelem and t.typstorage != "p":
+            if self.major < 14:
+                is_array = True  # 13: any element type and non-plain storage
+            elif typsubscript is not None:
+                is_array = typsubscript == F_ARRAY_SUBSCRIPT_HANDLER  # IsTrueArrayType
+            else:  # a snapshot type, whose typsubscript the snapshot does not record
+                is_array = t.typoutput == "array_out" and t.typtype == "b"
+        if is_array:
+            elem = self.type(t.typelem)
+            if elem is None:
+                return "???[]"
+            return self.format_type(t.typelem) + "[]"
+        special = _FORMAT_TYPE_SPECIAL.get(t.oid)
+        if special is not None:
+            return special
+        if t.oid == JSONOID and self.major >= 17:
+            return "json"
+        name = quote_identifier(t.typname, self.major)
+        if not self._type_is_visible(t):
+            name = quote_identifier(t.nspname or "???", self.major) + "." + name
+        return name
+
+    def _type_is_visible(self, t: TypeInfo) -> bool:
+        """namespace.c TypeIsVisible over the snapshot's search_path ("$user" is not resolved)."""
+        if t.nspname == "pg_catalog":
+            return True
+        path = [p for p in _search_path(self.settings.get("search_path", "")) if p != "$user"]
+        if "pg_catalog" not in path:
+            path.insert(0, "pg_catalog")
+        if t.nspname not in path:
+            return False
+        for nsp in path:
+            if nsp == t.nspname:
+                return True
+            if self._type_named(nsp, t.typname):
+                return False
+        return False
+
+    def format_type(self, oid: int) -> str:
+        text = self._formats.get(oid)
+        if text is None:
+            t = self.type(oid)
+            text = self._formats[oid] = "???" if t is None else t.format_type
+        return text
+
+    @property
+    def types(self) -> dict:
+        """Every type of this point by OID (built on first use)."""
+        if self._types_all is None:
+            merged = dict(self.base.types)
+            changed = {k for _c, k in self._linked("types", 0)} | set(self._types)
+            for _cat, label_oid in self._linked("enumtypes", 0):
+                v = self._get(EnumRelationId, label_oid)
+                if v is not ABSENT:
+                    changed.add(v[1]["enumtypid"])
+            for oid in changed:
+                t = self.type(oid)
+                if t is None:
+                    merged.pop(oid, None)
+                else:
+                    merged[oid] = t
+            self._types_all = merged
+        return self._types_all
+
+    # relations --------------------------------------------------------------------------------------
+
+    def relation(self, oid: int) -> Relation | None:
+        rel = self._rels.get(oid, ABSENT)
+        if rel is ABSENT:
+            rel = self._rels[oid] = self._make_relation(oid)
+        return rel
+
+    def relation_by_filenode(self, spc: int, relfilenode: int) -> Relation | None:
+        key = (spc, relfilenode)
+        rel = self._by_node.get(key, ABSENT)
+        if rel is ABSENT:
+            rel = None
+            candidates = {oid for _c, oid in self._linked("filenode", relfilenode)}
+            b = self.base.relation_by_filenode(spc, relfilenode)
+            if b is not None:
+                candidates.add(b.oid)
+            for oid in sorted(candidates):
+                r = self.relation(oid)
+                if r is not None and r.relfilenode == relfilenode and \
+                        (r.reltablespace or self.database_tablespace) == spc:
+                    rel = r
+                    break
+            self._by_node[key] = rel
+        return rel
+
+    @property
+    def relations(self) -> dict:
+        if self._relations_all is None:
+            merged = dict(self.base.relations)
+            keys = {k for (cat, k), _ in self.history.committed.rows.items() if cat == RelationRelationId}
+            if self._count:
+                keys |= {k for (cat, k), _ in self._txn.layer.rows.items() if cat == RelationRelationId}
+            for oid in keys:
+                r = self.relation(oid)
+                if r is None:
+                    merged.pop(oid, None)
+                else:
+                    merged[oid] = r
+            self._relations_all = merged
+        return self._relations_all
+
+    def _make_relation(self, oid: int) -> Relation | None:
+        base = self.base.relation(oid)
+        v = self._get(RelationRelationId, oid)
+        if v is ABSENT:
+            return None if base is None else self._patch(base)
+        if v[0]:
+            return None
+        row = v[1]
+        relfilenode = row["relfilenode"]
+        if not relfilenode and row["relkind"] in _RELKINDS_WITH_STORAGE:
+            relfilenode = self._mapped_filenode(oid, base)
+        relreplident = row["relreplident"]
+        return Relation(
+            oid=oid, relname=row["relname"], nspname=self.namespace_name(row["relnamespace"]) or "",
+            relkind=row["relkind"], relpersistence=row["relpersistence"], relfilenode=relfilenode,
+            reltablespace=row["reltablespace"], relreplident=relreplident, reltoastrelid=row["reltoastrelid"],
+            relrewrite=row["relrewrite"] or 0, replica_identity_key=self._identity_key(oid, relreplident, base),
+            relispartition=bool(row["relispartition"]), attributes=self._attributes(oid, base))
+
+    def _mapped_filenode(self, oid: int, base: Relation | None) -> int:
+        v = self._get(_RELMAP, oid)
+        if v is not ABSENT:
+            return v[1]["filenode"]
+        return base.relfilenode if base is not None else 0
+
+    def _patch(self, base: Relation) -> Relation:
+        """A base-snapshot relation whose pg_class row the range did not change: its columns, key,
+        schema name or mapped relfilenode may still have."""
+        changes = {}
+        attrs = self._attributes(base.oid, base)
+        if attrs is not base.attributes:
+            changes["attributes"] = attrs
+        renamed = self._renamed_namespaces()
+        if base.nspname in renamed and renamed[base.nspname] is not None:
+            changes["nspname"] = renamed[base.nspname]
+        key = self._identity_key(base.oid, base.relreplident, base)
+        if key != base.replica_identity_key:
+            changes["replica_identity_key"] = key
+        if base.relkind in _RELKINDS_WITH_STORAGE:
+            node = self._mapped_filenode(base.oid, base)
+            if node != base.relfilenode:
+                changes["relfilenode"] = node
+        return replace(base, **changes) if changes else base
+
+    def _attributes(self, oid: int, base: Relation | None) -> tuple:
+        keys = self._linked("attrs", oid)
+        if base is not None and not keys:
+            return self._retype(base.attributes)
+        atts = {a.attnum: a for a in self._retype(base.attributes)} if base is not None else {}
+        for _cat, key in keys:
+            v = self._get(AttributeRelationId, key)
+            if v is ABSENT:
+                continue
+            deleted, row = v
+            attnum = row["attnum"]
+            if attnum <= 0:
+                continue
+            if deleted:
+                atts.pop(attnum, None)
+            else:
+                atts[attnum] = self._attribute(row)
+        return tuple(atts[n] for n in sorted(atts))
+
+    def _retype(self, attrs: tuple) -> tuple:
+        """Base columns whose type's format_type text changed here (renamed types or schemas)."""
+        if not self._types_changed() and not self._renamed_namespaces():
+            return attrs
+        out = None
+        for i, a in enumerate(attrs):
+            if a.attisdropped:
+                continue
+            text = self.format_type(a.atttypid)
+            if text != a.type_name:
+                if out is None:
+                    out = list(attrs)
+                out[i] = replace(a, type_name=text)
+        return attrs if out is None else tuple(out)
+
+    def _attribute(self, row: dict) -> Attribute:
+        dropped = bool(row["attisdropped"])
+        missing = None
+        if row["atthasmissing"] and not dropped:
+            try:
+                missing = self._missing_text(row)
+            except CorruptRecordError as e:
+                if self.history.warn is None:
+                    raise
+                self.history.warn(f"{e.reason}: rows written before the column was added show it as NULL")
+        return Attribute(
+            attnum=row["attnum"], attname=row["attname"], atttypid=row["atttypid"], atttypmod=row["atttypmod"],
+            attlen=row["attlen"], attbyval=bool(row["attbyval"]), attalign=row["attalign"],
+            attstorage=row["attstorage"], attisdropped=dropped, attnotnull=bool(row["attnotnull"]),
+            atthasmissing=bool(row["atthasmissing"]), attmissingval=missing,
+            attgenerated=row.get("attgenerated") or "",
+            type_name="" if dropped else self.format_type(row["atttypid"]))
+
+    def _missing_text(self, row: dict) -> str | None:
+        """The output text of the one element of pg_attribute.attmissingval (an anyarray)."""
+        raw = row.get("attmissingval")
+        if raw is None or isinstance(raw, ToastPointer):
+            return None
+        from .types import TypeOutputError
+        from .types.arrays import deconstruct
+
+        ctx = self.output_context()
+        try:
+            elemtype, _dims, _lb, items = deconstruct(raw, ctx)
+            if len(items) != 1 or items[0] is None:
+                return None
+            return ctx.output(elemtype, items[0])
+        except (WALError, TypeOutputError, struct.error, ValueError) as e:
+            raise CorruptRecordError(f"attmissingval of column {row['attname']} of relation {row['attrelid']}: "
+                                     f"{getattr(e, 'reason', e)}") from None
+
+    def _identity_key(self, oid: int, relreplident: str, base: Relation | None) -> tuple:
+        """catalog_dsn's rule (relcache.c RelationGetIndexList): the key columns of the lowest-OID live,
+        valid, unique, immediate, non-partial primary key (DEFAULT) or indisreplident index (INDEX)."""
+        if relreplident == "d":
+            flag = "indisprimary"
+        elif relreplident == "i":
+            flag = "indisreplident"
+        else:
+            return ()
+        keys = self._linked("index", oid)
+        if not keys and base is not None and base.relreplident == relreplident:
+            return base.replica_identity_key
+        rows = {}
+        touched_old = []
+        for _cat, indexrelid in keys:
+            v = self._get(IndexRelationId, indexrelid)
+            if v is ABSENT:
+                continue
+            if v[0] or v[1]["indrelid"] != oid:
+                touched_old.append(v[1])
+            else:
+                rows[indexrelid] = v[1]
+
+        def qualifies(r: dict) -> bool:
+            return bool(r["indislive"] and r["indisvalid"] and r["indisunique"] and r["indimmediate"]
+                        and r["indpred"] is None and r[flag])
+
+        def key_of(r: dict) -> tuple:
+            return tuple(r["indkey"][:r["indnkeyatts"]])
+
+        found = sorted(i for i, r in rows.items() if qualifies(r))
+        if found:
+            return key_of(rows[found[0]])
+        if base is not None and base.relreplident == relreplident and base.replica_identity_key:
+            stale = any(key_of(r) == base.replica_identity_key for r in touched_old + list(rows.values()))
+            if not stale:
+                return base.replica_identity_key
+        if base is not None:  # the snapshot's other indexes, as far as pages seen show them
+            touched = set(rows) | {r["indexrelid"] for r in touched_old}
+            seen = self.history.base_indexes(oid)
+            for indexrelid in sorted(seen):
+                if indexrelid not in touched and qualifies(seen[indexrelid]):
+                    return key_of(seen[indexrelid])
+        return ()
