@@ -74,3 +74,36 @@ def test_decode_reports_bad_catalog_file(tmp_path):
     out = run("decode", "--catalog", bad, FIXTURES["pg15-off/small_dml"].wal_dir)
     assert out.returncode == 2
     assert str(bad) in out.stderr.decode() and "Traceback" not in out.stderr.decode()
+
+
+def test_decode_with_a_catalog_of_another_database_names_relfilenode_lsn_and_transaction(tmp_path):
+    """A wrong catalog: one line naming what could not be resolved, where; no traceback."""
+    fx, other = FIXTURES["pg15-off/small_dml"], FIXTURES["pg15-off/types"]
+    slot = fx.meta["slot"]
+    out = run("decode", "--catalog", other.path / "snapshot.json.gz", "--start-lsn", slot["restart_lsn"],
+              "--end-lsn", fx.meta["end_lsn"], fx.wal_dir)
+    err = out.stderr.decode()
+    assert out.returncode == 1
+    assert "Traceback" not in err
+    assert "could not map filenumber 1663/16384/" in err and "of transaction" in err, err
+    assert "warning(s) above" in err.splitlines()[-1]
+
+
+def test_decode_with_a_catalog_whose_column_types_do_not_fit_the_rows(tmp_path):
+    import gzip
+
+    fx = FIXTURES["pg15-off/small_dml"]
+    doc = json.loads(gzip.decompress((fx.path / "snapshot.json.gz").read_bytes()))
+    for rel in doc["relations"]:
+        if rel["relname"] == "dml_pk":
+            for att in rel["attributes"]:
+                if att["attname"] == "name":  # text -> int8: the rows no longer fit
+                    att.update(atttypid=20, attlen=8, attbyval=True, attalign="d", type_name="bigint")
+    bad = tmp_path / "catalog.json"
+    bad.write_text(json.dumps(doc))
+    slot = fx.meta["slot"]
+    out = run("decode", "--catalog", bad, "--start-lsn", slot["restart_lsn"], "--end-lsn", fx.meta["end_lsn"],
+              fx.wal_dir)
+    err = out.stderr.decode()
+    assert out.returncode != 0 and "Traceback" not in err, err
+    assert "dml_pk" in err and "LSN" in err, err

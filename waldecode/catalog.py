@@ -8,7 +8,8 @@ range subtypes), plus the server settings output functions depend on.  Built by
 
 JSON layout (``format`` = "waldecode-catalog", ``version`` = 1): top-level keys
 ``server_version``, ``server_version_num``, ``major``, ``lsn`` ("X/X", taken at),
-``database``, ``database_oid``, ``database_tablespace``, ``settings`` (TimeZone,
+``database``, ``database_oid``, ``database_tablespace``, ``namespaces`` (schema OIDs and names,
+for DDL inside the decoded range), ``settings`` (TimeZone,
 DateStyle, IntervalStyle, extra_float_digits, bytea_output, lc_monetary,
 search_path), ``relations`` (list of Relation dicts, each with ``attributes``),
 ``types`` (list of TypeInfo dicts), mirroring the dataclasses below field for
@@ -130,6 +131,7 @@ class Catalog:
     settings: dict
     relations: dict  # oid -> Relation
     types: dict  # oid -> TypeInfo
+    namespaces: dict = field(default_factory=dict)  # pg_namespace oid -> nspname (empty in older snapshots)
     _by_filenode: dict = field(default_factory=dict, repr=False)
 
     def __post_init__(self):
@@ -162,6 +164,7 @@ class Catalog:
             "settings": dict(self.settings),
             "relations": [_rel_to_dict(r) for r in sorted(self.relations.values(), key=lambda r: r.oid)],
             "types": [_type_to_dict(t) for t in sorted(self.types.values(), key=lambda t: t.oid)],
+            "namespaces": [{"oid": oid, "nspname": name} for oid, name in sorted(self.namespaces.items())],
         }
         return json.dumps(doc, indent=1, sort_keys=False, ensure_ascii=False) + "\n"
 
@@ -192,7 +195,8 @@ class Catalog:
             return cls(server_version=doc["server_version"], server_version_num=int(doc["server_version_num"]),
                        major=int(doc["major"]), lsn=parse_lsn(doc["lsn"]), database=doc["database"],
                        database_oid=int(doc["database_oid"]), database_tablespace=int(doc["database_tablespace"]),
-                       settings=settings, relations=relations, types=types)
+                       settings=settings, relations=relations, types=types,
+                       namespaces={int(n["oid"]): n["nspname"] for n in doc.get("namespaces", ())})
         except (KeyError, TypeError, ValueError) as e:
             raise CatalogError(f"{source}: malformed catalog snapshot: {type(e).__name__}: {e}") from None
 

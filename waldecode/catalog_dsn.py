@@ -318,10 +318,12 @@ def _read_snapshot(cur, where: str) -> Catalog:
     for oid in _views_needed(relations, views, types):
         relations[oid] = views[oid]
 
+    cur.execute("SELECT oid::int8, nspname::text FROM pg_namespace")
+    namespaces = dict(cur.fetchall())
     return Catalog(server_version=server_version, server_version_num=version_num,
                    major=version_num // 10000, lsn=parse_lsn(lsn_text), database=datname,
                    database_oid=datoid, database_tablespace=dattablespace, settings=settings,
-                   relations=relations, types=types)
+                   relations=relations, types=types, namespaces=namespaces)
 
 
 def _views_needed(relations: dict, views: dict, types: dict) -> set[int]:

@@ -186,7 +186,8 @@ def cmd_decode(args) -> int:
     plugin = TestDecoding(catalog, write, _plugin_options(args.options))
     decoder = LogicalDecoder(catalog, plugin, two_phase=args.two_phase, spill_dir=args.spill_dir,
                              spill_threshold=args.spill_threshold, memory_budget=args.memory_budget,
-                             segment_size=reader.seg_size, include_rewrites=plugin.include_rewrites)
+                             segment_size=reader.seg_size, include_rewrites=plugin.include_rewrites,
+                             on_warning=lambda m: print(f"waldecode: warning: {m}", file=sys.stderr))
     try:
         for rec in reader:
             decoder.process(rec)
@@ -199,7 +200,13 @@ def cmd_decode(args) -> int:
         print(f"waldecode: transaction {t.xid} is still open at the end of the WAL read "
               f"(first LSN {format_lsn(t.first_lsn)}, {t.nchanges} changes"
               + (f", prepared as {t.gid!r}" if t.prepared else "") + ")", file=sys.stderr)
-    return _report_stop(reader)
+    status = _report_stop(reader)
+    if decoder.warnings:
+        # The output is complete but for what the warnings name: never let that pass as success
+        print(f"waldecode: error: {len(decoder.warnings)} warning(s) above: the output lacks what they name",
+              file=sys.stderr)
+        return EXIT_CORRUPT
+    return status
 
 
 def cmd_catalog(args) -> int:
