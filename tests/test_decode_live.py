@@ -226,3 +226,60 @@ def test_two_phase_toast_types_identities_truncate_messages(cluster, tmp_path):
             assert needle in text
         with cluster.connect(DB) as conn:  # undo what the next round needs
             conn.execute("INSERT INTO full_ident VALUES (2, 'a2', 2); INSERT INTO nothing_ident VALUES (2, 'n2')")
+
+
+def test_wal_written_below_logical_level_is_refused(tmp_path):
+    """wal_level=replica WAL has no row data for decoding: a clear error, never empty transactions."""
+    from waldecode.decode import DecodeError
+    from waldecode.testing.cluster import Cluster, ClusterError
+
+    try:
+        c = Cluster(15, settings={"wal_level": "replica"})
+        c.__enter__()
+    except ClusterError as e:
+        pytest.skip(f"PostgreSQL 15 is not available: {e}")
+    try:
+        with c.connect() as conn:
+            catalog = snapshot_from_connection(conn)
+            start = conn.execute("SELECT pg_current_wal_insert_lsn()::text").fetchone()[0]
+            conn.execute("CHECKPOINT")  # logs XLOG_RUNNING_XACTS: the consistent point
+            conn.execute("CREATE TABLE r (id int)")
+            conn.execute("INSERT INTO r VALUES (1)")  # a commit without invalidations
+            conn.execute("CHECKPOINT")
+            end = conn.execute("SELECT pg_current_wal_insert_lsn()::text").fetchone()[0]
+        wal = tmp_path / "wal"
+        wal.mkdir()
+        for f in c.waldir.iterdir():
+            if len(f.name) == 24:
+                shutil.copy(f, wal / f.name)
+    finally:
+        c.__exit__(None, None, None)
+    assert catalog.settings["wal_level"] == "replica"
+    reader = XLogReader([wal], parse_lsn(start), parse_lsn(end))
+    decoder = LogicalDecoder(catalog, TestDecoding(catalog, lambda row: None), segment_size=reader.seg_size)
+    with pytest.raises(DecodeError, match="wal_level below logical .*has no database info"):
+        for rec in reader:
+            decoder.process(rec)
+
+
+def test_range_without_a_consistent_point_is_reported(cluster, tmp_path):
+    """No XLOG_RUNNING_XACTS in the range: nothing can be decoded, and the decoder says so."""
+    with cluster.connect(DB) as conn:
+        catalog = snapshot_from_connection(conn)
+        start = conn.execute("SELECT pg_current_wal_insert_lsn()::text").fetchone()[0]
+        conn.execute("INSERT INTO acct VALUES (7777, 'x', 1, 'y')")
+        end = conn.execute("SELECT pg_current_wal_insert_lsn()::text").fetchone()[0]
+        conn.execute("CHECKPOINT")
+    wal = tmp_path / "wal"
+    wal.mkdir()
+    for f in cluster.waldir.iterdir():
+        if len(f.name) == 24:
+            shutil.copy(f, wal / f.name)
+    rows: list[str] = []
+    reader = XLogReader([wal], parse_lsn(start), parse_lsn(end))
+    decoder = LogicalDecoder(catalog, TestDecoding(catalog, rows.append), segment_size=reader.seg_size)
+    for rec in reader:
+        decoder.process(rec)
+    decoder.finish()
+    assert rows == []
+    assert any("no consistent point" in w for w in decoder.warnings), decoder.warnings

@@ -80,6 +80,17 @@ _HEAP2_IGNORED = {rm_heap.XLOG_HEAP2_REWRITE, 0x10, 0x20, 0x30, rm_heap.XLOG_HEA
                   rm_heap.XLOG_HEAP2_LOCK_UPDATED, rm_heap.XLOG_HEAP2_NEW_CID}
 
 
+# src/include/catalog/pg_control.h, src/include/access/xlog.h
+XLOG_PARAMETER_CHANGE = 0x60
+WAL_LEVEL_LOGICAL = 2
+xl_parameter_change_wal_level = struct.Struct("<i")
+
+
+def _wal_level_error(lsn: int, evidence: str) -> DecodeError:
+    return DecodeError(f"the WAL was written with wal_level below logical ({evidence}): its heap records lack "
+                       "the row data logical decoding needs", lsn=lsn)
+
+
 class LogicalDecoder:
     """LogicalDecodingProcessRecord for one database, as a slot created at the first record read."""
 
@@ -135,9 +146,13 @@ class LogicalDecoder:
         return self.plugin.filter_by_origin(origin)
 
     def _xlog(self, rec: DecodedRecord) -> None:
-        # Checkpoints, switches, FPIs, parameter changes...: nothing for decoding offline (no
-        # serialized snapshots; full-page images of catalog pages went to the catalog history).
+        # Checkpoints, switches, FPIs...: nothing for decoding offline (no serialized snapshots;
+        # full-page images of catalog pages went to the catalog history).
         self.rb.process_xid(rec.xl_xid, rec.lsn)
+        if rec.xl_info & 0xF0 == XLOG_PARAMETER_CHANGE:
+            wal_level = xl_parameter_change_wal_level.unpack_from(rec.main_data, 20)[0]
+            if wal_level < WAL_LEVEL_LOGICAL:
+                raise _wal_level_error(rec.lsn, f"a parameter change record sets wal_level to {wal_level}")
 
     def _standby(self, rec: DecodedRecord) -> None:
         self.rb.process_xid(rec.xl_xid, rec.lsn)
@@ -354,6 +369,9 @@ class LogicalDecoder:
 
     def _decode_commit(self, rec: DecodedRecord, parsed, xid: int, two_phase: bool) -> None:
         rb = self.rb
+        if not parsed.xinfo & rm_xact.XACT_XINFO_HAS_DBINFO:
+            # XactLogCommitRecord adds the database to every commit when wal_level is logical
+            raise _wal_level_error(rec.lsn, f"the commit record of transaction {xid} has no database info")
         self.snapbuild.commit_txn(rec.lsn, xid)
         if self._needs_skip(rec.lsn, parsed.dbId, rec.origin):
             for sub in parsed.subxacts:
@@ -431,6 +449,10 @@ class LogicalDecoder:
         too, in first-LSN order, ended by the plugin's ``uncommitted`` line instead of a
         commit: what a crashed or cut-off primary had in flight.
         """
+        if self.snapbuild.state < SNAPBUILD_CONSISTENT:
+            self._warn("no consistent point was reached: the WAL read holds no XLOG_RUNNING_XACTS record that "
+                       "lets decoding start (one is written at every checkpoint and about every 15 s of "
+                       "activity); start earlier or read further")
         open_txns = self.rb.open_transactions()
         try:
             if include_uncommitted:
