@@ -102,27 +102,29 @@ JSONOID = 114
 # src/include/catalog/pg_class.h: relkinds with storage (RELKIND_HAS_STORAGE)
 _RELKINDS_WITH_STORAGE = frozenset("rtmSi")
 
-# src/include/access/heapam_xlog.h
-XLOG_HEAP_INSERT = 0x00
-XLOG_HEAP_DELETE = 0x10
-XLOG_HEAP_UPDATE = 0x20
-XLOG_HEAP_HOT_UPDATE = 0x40
-XLOG_HEAP_INPLACE = 0x70
-XLOG_HEAP_OPMASK = 0x70
-XLOG_HEAP_INIT_PAGE = 0x80
-XLOG_HEAP2_MULTI_INSERT = 0x50
-XLOG_HEAP2_NEW_CID = 0x70
-XLH_UPDATE_PREFIX_FROM_OLD = 1 << 5
-XLH_UPDATE_SUFFIX_FROM_OLD = 1 << 6
-xl_heap_insert = struct.Struct("<HB")  # offnum, flags
-xl_heap_delete = struct.Struct("<IHBB")  # xmax, offnum, infobits_set, flags
-xl_heap_update = struct.Struct("<IHBBIH")  # old_xmax, old_offnum, old_infobits_set, flags, new_xmax, new_offnum
-xl_heap_multi_insert = struct.Struct("<BxH")  # flags, ntuples; offsets[] @4 unless INIT_PAGE
-SizeOfHeapMultiInsert = 4
-xl_multi_insert_tuple = struct.Struct("<HHHB")  # datalen, t_infomask2, t_infomask, t_hoff
-SizeOfMultiInsertTuple = 7
-xl_heap_header = struct.Struct("<HHB")  # t_infomask2, t_infomask, t_hoff
-SizeOfHeapHeader = 5
+# src/include/access/heapam_xlog.h, declared once in the rmgr module
+from .rmgr.heap import (  # noqa: E402
+    SizeOfHeapHeader,
+    SizeOfHeapMultiInsert,
+    SizeOfMultiInsertTuple,
+    XLH_UPDATE_PREFIX_FROM_OLD,
+    XLH_UPDATE_SUFFIX_FROM_OLD,
+    XLOG_HEAP2_MULTI_INSERT,
+    XLOG_HEAP2_NEW_CID,
+    XLOG_HEAP_DELETE,
+    XLOG_HEAP_HOT_UPDATE,
+    XLOG_HEAP_INIT_PAGE,
+    XLOG_HEAP_INPLACE,
+    XLOG_HEAP_INSERT,
+    XLOG_HEAP_OPMASK,
+    XLOG_HEAP_UPDATE,
+    xl_heap_delete,
+    xl_heap_header,
+    xl_heap_insert,
+    xl_heap_multi_insert,
+    xl_heap_update,
+    xl_multi_insert_tuple,
+)
 # src/include/access/htup_details.h: HeapTupleHeaderData up to t_hoff (xmin, xmax, cid, ctid, masks, hoff)
 _tuple_header = struct.Struct("<IIIHHHHHB")
 _tuple_masks = struct.Struct("<HHB")  # at offset 18
@@ -134,22 +136,17 @@ LP_NORMAL = 1
 xl_relmap_update = struct.Struct("<IIi")
 _relmap_header = struct.Struct("<ii")  # magic, num_mappings
 RELMAPPER_FILEMAGIC = 0x592717
-# src/include/access/xact.h
-XLOG_XACT_COMMIT = 0x00
-XLOG_XACT_PREPARE = 0x10
-XLOG_XACT_ABORT = 0x20
-XLOG_XACT_COMMIT_PREPARED = 0x30
-XLOG_XACT_ABORT_PREPARED = 0x40
-XLOG_XACT_ASSIGNMENT = 0x50
-XLOG_XACT_OPMASK = 0x70
-# src/include/access/rmgrlist.h
-RM_XLOG_ID = 0
-RM_XACT_ID = 1
-RM_RELMAP_ID = 7
-RM_STANDBY_ID = 8
-RM_HEAP2_ID = 9
-RM_HEAP_ID = 10
-XLOG_RUNNING_XACTS = 0x10
+from .rmgr import RM_HEAP2_ID, RM_HEAP_ID, RM_RELMAP_ID, RM_STANDBY_ID, RM_XACT_ID, RM_XLOG_ID  # noqa: E402
+from .rmgr.standby import XLOG_RUNNING_XACTS  # noqa: E402
+from .rmgr.xact import (  # noqa: E402
+    XLOG_XACT_ABORT,
+    XLOG_XACT_ABORT_PREPARED,
+    XLOG_XACT_ASSIGNMENT,
+    XLOG_XACT_COMMIT,
+    XLOG_XACT_COMMIT_PREPARED,
+    XLOG_XACT_OPMASK,
+    XLOG_XACT_PREPARE,
+)
 
 _u16 = struct.Struct("<H")
 _u32 = struct.Struct("<I")

@@ -22,7 +22,7 @@ import struct
 from .catalog import Catalog
 from .catalog_history import CatalogHistory
 from .errors import format_lsn
-from .replay import DecodeError, Replayer, SizeOfHeapHeader
+from .replay import DecodeError, Replayer
 from .reorderbuffer import (
     REORDER_BUFFER_CHANGE_DELETE,
     REORDER_BUFFER_CHANGE_INSERT,
@@ -50,29 +50,24 @@ from .rmgr import xact as rm_xact
 from .rmgr import standby as rm_standby
 from .snapbuild import SNAPBUILD_CONSISTENT, SNAPBUILD_FULL_SNAPSHOT, SnapBuilder
 from .xlogrecord import DecodedRecord
+from .rmgr.heap import (  # heapam_xlog.h, declared once in the rmgr module
+    SizeOfHeapDelete,
+    SizeOfHeapUpdate,
+    SizeOfMultiInsertTuple,
+    XLH_DELETE_CONTAINS_OLD,
+    XLH_DELETE_IS_SUPER,
+    XLH_INSERT_CONTAINS_NEW_TUPLE,
+    XLH_INSERT_IS_SPECULATIVE,
+    XLH_INSERT_LAST_IN_MULTI,
+    XLH_UPDATE_CONTAINS_NEW_TUPLE,
+    XLH_UPDATE_CONTAINS_OLD,
+    xl_multi_insert_tuple,
+)
+from .rmgr.heap import xl_heap_header as _xl_heap_header
+from .rmgr.heap import XLOG_HEAP_OPMASK
+from .rmgr.xact import XLOG_XACT_OPMASK
 
-# heapam_xlog.h flag bits used here
-XLH_INSERT_LAST_IN_MULTI = 1 << 1
-XLH_INSERT_IS_SPECULATIVE = 1 << 2
-XLH_INSERT_CONTAINS_NEW_TUPLE = 1 << 3
-XLH_UPDATE_CONTAINS_OLD_TUPLE = 1 << 2
-XLH_UPDATE_CONTAINS_OLD_KEY = 1 << 3
-XLH_UPDATE_CONTAINS_NEW_TUPLE = 1 << 4
-XLH_UPDATE_CONTAINS_OLD = XLH_UPDATE_CONTAINS_OLD_TUPLE | XLH_UPDATE_CONTAINS_OLD_KEY
-XLH_DELETE_CONTAINS_OLD_TUPLE = 1 << 1
-XLH_DELETE_CONTAINS_OLD_KEY = 1 << 2
-XLH_DELETE_IS_SUPER = 1 << 3
-XLH_DELETE_CONTAINS_OLD = XLH_DELETE_CONTAINS_OLD_TUPLE | XLH_DELETE_CONTAINS_OLD_KEY
-SizeOfHeapUpdate = 14
-SizeOfHeapDelete = 8
-SizeOfHeapMultiInsert = 4
-SizeOfMultiInsertTuple = 7
-xl_multi_insert_tuple = struct.Struct("<HHHB")  # datalen, t_infomask2, t_infomask, t_hoff
-_xl_heap_header = struct.Struct("<HHB")
 _u32 = struct.Struct("<I")
-
-XLOG_HEAP_OPMASK = 0x70
-XLOG_XACT_OPMASK = 0x70
 
 # Record types each rmgr knowingly ignores (decode.c lists them per switch)
 _HEAP_IGNORED = {rm_heap.XLOG_HEAP_LOCK}

@@ -36,18 +36,15 @@ from .reorderbuffer import (
     REORDER_BUFFER_CHANGE_UPDATE,
     Change,
 )
-
-# src/include/access/htup_details.h via heapam_xlog.h: xl_heap_header
-xl_heap_header = struct.Struct("<HHB")
-SizeOfHeapHeader = 5
-# heapam_xlog.h: xl_heap_truncate
-xl_heap_truncate = struct.Struct("<IIB3x")
-SizeOfHeapTruncate = 12
-XLH_TRUNCATE_CASCADE = 1 << 0
-XLH_TRUNCATE_RESTART_SEQS = 1 << 1
-# replication/message.h: xl_logical_message
-xl_logical_message = struct.Struct("<IB3xQQ")
-SizeOfLogicalMessage = 24
+from .rmgr.heap import (  # noqa: E402  (heapam_xlog.h, declared once in the rmgr module)
+    XLH_TRUNCATE_CASCADE,
+    XLH_TRUNCATE_RESTART_SEQS,
+    SizeOfHeapHeader,
+    SizeOfHeapTruncate,
+    xl_heap_header,
+    xl_heap_truncate,
+)
+from .rmgr.logicalmsg import SizeOfLogicalMessage, xl_logical_message  # noqa: E402
 
 _ACTION_NAMES = {REORDER_BUFFER_CHANGE_INSERT: "INSERT", REORDER_BUFFER_CHANGE_UPDATE: "UPDATE",
                  REORDER_BUFFER_CHANGE_DELETE: "DELETE"}

@@ -11,7 +11,6 @@ The reader never opens files itself; it asks ``SegmentSet.load``.
 from __future__ import annotations
 
 import gzip
-import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
