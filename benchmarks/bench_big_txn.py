@@ -14,7 +14,6 @@ from __future__ import annotations
 import argparse
 import filecmp
 import os
-import resource
 import shutil
 import subprocess
 import sys
@@ -71,11 +70,7 @@ def main() -> int:
             c.run_bin("pg_recvlogical", "-h", str(c.socket_dir), "-p", str(c.port), "-d", "bench", "-S", "bench",
                       "--start", "-E", end, "--no-loop", "-f", str(out_dir / "expected.txt"), timeout=3600)
             pg_secs = time.perf_counter() - t
-            wal = tmp / "wal"
-            wal.mkdir()
-            for f in c.waldir.iterdir():
-                if len(f.name) == 24:
-                    shutil.copy(f, wal / f.name)
+            wal = c.archive_wal(tmp / "wal")
         expected = out_dir / "expected.txt"
         wal_mb = sum(f.stat().st_size for f in wal.iterdir()) / 2**20
         print(f"WAL {start}..{end} ({wal_mb:.0f} MiB of segments); pg_recvlogical -f: {pg_secs:.1f}s, "

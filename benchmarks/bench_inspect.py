@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import shutil
 import subprocess
 import sys
 import tempfile
@@ -32,9 +31,7 @@ def make_wal(scale: int, transactions: int, dest: Path) -> tuple[str, str]:
         c.run_bin("pgbench", *conn, "-c", "2", "-t", str(transactions), "-n", "postgres")
         end = c.sql("SELECT pg_current_wal_insert_lsn()")[0][0]
         c.sql("CHECKPOINT")
-        for f in sorted(c.waldir.iterdir()):
-            if len(f.name) == 24:
-                shutil.copy(f, dest / f.name)
+        c.archive_wal(dest)
     return str(start), str(end)
 
 

@@ -8,7 +8,6 @@ must print exactly the slot's own output.
 
 from __future__ import annotations
 
-import shutil
 
 import pytest
 
@@ -62,11 +61,7 @@ def test_datadir_and_dsn_snapshots_decode_identically(tmp_path):
             end = conn.execute("SELECT pg_current_wal_insert_lsn()::text").fetchone()[0]
             expected = [bytes(r[0]).decode() for r in conn.execute(
                 "SELECT data FROM pg_logical_slot_peek_binary_changes('s', NULL, NULL)").fetchall()]
-        wal = tmp_path / "wal"
-        wal.mkdir()
-        for f in c.waldir.iterdir():
-            if len(f.name) == 24:
-                shutil.copy(f, wal / f.name)
+        wal = c.archive_wal(tmp_path / "wal")
     finally:
         c.__exit__(None, None, None)
     assert any("d[integer]:42" in row for row in expected)  # the missing value, printed for the old row

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import json
 import re
-import shutil
 
 import psycopg
 import pytest
@@ -218,13 +217,9 @@ class Run:
             rows = conn.execute("SELECT data FROM pg_logical_slot_peek_binary_changes(%s, %s::pg_lsn, NULL"
                                 + ", %s" * len(args) + ")", (self.slot, end_lsn, *args)).fetchall()
             expected = [bytes(r[0]).decode("utf-8", "surrogateescape") for r in rows]
-            wal = tmp_path / "wal"
-            wal.mkdir(parents=True)
             first = conn.execute("SELECT pg_walfile_name(%s::pg_lsn)", (self.restart_lsn,)).fetchone()[0]
             conn.execute("SELECT pg_drop_replication_slot(%s)", (self.slot,))
-        for f in self.c.waldir.iterdir():
-            if len(f.name) == 24 and f.name[8:] >= first[8:]:
-                shutil.copy(f, wal / f.name)
+        wal = self.c.archive_wal(tmp_path / "wal", first)
         got: list[str] = []
         plugin = TestDecoding(self.catalog, got.append, self.options)
         reader = XLogReader([wal], parse_lsn(self.restart_lsn), parse_lsn(end_lsn))

@@ -9,7 +9,6 @@ the workload, must print exactly the same rows.
 
 from __future__ import annotations
 
-import shutil
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -104,11 +103,7 @@ class Run:
             expected = [bytes(r[0]).decode("utf-8", "surrogateescape") for r in rows]
             conn.execute("SELECT pg_drop_replication_slot(%s)", (self.slot,))
         # A copy of the WAL, as an archive would hold it
-        wal = tmp_path / "wal"
-        wal.mkdir(parents=True)
-        for f in self.c.waldir.iterdir():
-            if len(f.name) == 24:
-                shutil.copy(f, wal / f.name)
+        wal = self.c.archive_wal(tmp_path / "wal")
         got: list[str] = []
         plugin = TestDecoding(self.catalog, got.append, self.options)
         reader = XLogReader([wal], parse_lsn(self.restart_lsn), parse_lsn(end_lsn))
@@ -247,11 +242,7 @@ def test_wal_written_below_logical_level_is_refused(tmp_path):
             conn.execute("INSERT INTO r VALUES (1)")  # a commit without invalidations
             conn.execute("CHECKPOINT")
             end = conn.execute("SELECT pg_current_wal_insert_lsn()::text").fetchone()[0]
-        wal = tmp_path / "wal"
-        wal.mkdir()
-        for f in c.waldir.iterdir():
-            if len(f.name) == 24:
-                shutil.copy(f, wal / f.name)
+        wal = c.archive_wal(tmp_path / "wal")
     finally:
         c.__exit__(None, None, None)
     assert catalog.settings["wal_level"] == "replica"
@@ -270,11 +261,7 @@ def test_range_without_a_consistent_point_is_reported(cluster, tmp_path):
         conn.execute("INSERT INTO acct VALUES (7777, 'x', 1, 'y')")
         end = conn.execute("SELECT pg_current_wal_insert_lsn()::text").fetchone()[0]
         conn.execute("CHECKPOINT")
-    wal = tmp_path / "wal"
-    wal.mkdir()
-    for f in cluster.waldir.iterdir():
-        if len(f.name) == 24:
-            shutil.copy(f, wal / f.name)
+    wal = cluster.archive_wal(tmp_path / "wal")
     rows: list[str] = []
     reader = XLogReader([wal], parse_lsn(start), parse_lsn(end))
     decoder = LogicalDecoder(catalog, TestDecoding(catalog, rows.append), segment_size=reader.seg_size)

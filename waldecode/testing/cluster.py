@@ -385,6 +385,18 @@ class Cluster:
             return ""
         return "\n".join(text.splitlines()[-lines:])
 
+    def archive_wal(self, dest: Path | str, from_segment: str | None = None) -> Path:
+        """Copy the WAL segment files of ``pg_wal`` into ``dest``, as an archive would hold them.
+
+        ``from_segment`` (a segment file name) leaves out the older segments.
+        """
+        dest = Path(dest)
+        dest.mkdir(parents=True, exist_ok=True)
+        for f in self.waldir.iterdir():
+            if len(f.name) == 24 and (from_segment is None or f.name[8:] >= from_segment[8:]):
+                shutil.copy(f, dest / f.name)
+        return dest
+
     # -- SQL -----------------------------------------------------------------
 
     def connect(self, dbname: str = "postgres", autocommit: bool = True, **kwargs: Any):
