@@ -24,6 +24,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from fixture_data import all_fixtures
+from live import DB, SlotRun, live_cluster
 from waldecode.catalog import Catalog
 from waldecode.catalog_dsn import parse_single_element_array
 from waldecode.catalog_history import CatalogHistory, HistoricCatalog
@@ -139,7 +140,6 @@ def test_a_snapshot_without_catalogs_disables_the_history():
 
 # -- live ----------------------------------------------------------------------------------------
 
-DB = "hist"
 SCHEMA = """
 CREATE TYPE mood AS ENUM ('sad', 'ok');
 CREATE SCHEMA other;
@@ -158,84 +158,12 @@ INSERT INTO clustered SELECT g, 'c ' || g FROM generate_series(1, 20) g;
 
 @pytest.fixture(scope="module")
 def cluster():
-    from waldecode.testing.cluster import Cluster, ClusterError
-
-    try:
-        # lock_timeout: a workload waiting on a lock fails instead of hanging the suite
-        c = Cluster(15, settings={"max_replication_slots": 40, "lock_timeout": "20s",
-                                  "max_prepared_transactions": 5})
-        c.__enter__()
-    except ClusterError as e:
-        pytest.skip(f"PostgreSQL 15 is not available: {e}")
-    try:
-        c.sql(f"CREATE DATABASE {DB}")
-        with c.connect(DB) as conn:
-            conn.execute(SCHEMA)
+    # lock_timeout: a workload waiting on a lock fails instead of hanging the suite
+    with live_cluster(SCHEMA, max_replication_slots=40, lock_timeout="20s", max_prepared_transactions=5) as c:
         yield c
-    finally:
-        c.__exit__(None, None, None)
 
 
-class Run:
-    """A workload between a catalog snapshot and a checkpoint, decoded by the server's slot and offline."""
-
-    _n = 0
-
-    def __init__(self, cluster, before_slot: str | None = None, after_checkpoint: str | None = None,
-                 two_phase: bool = False, options: dict | None = None):
-        Run._n += 1
-        self.c = cluster
-        self.slot = f"hist_{Run._n}"
-        self.two_phase = two_phase
-        self.options = options or {}
-        with cluster.connect(DB) as conn:
-            self.catalog = snapshot_from(conn)
-            if before_slot:
-                conn.execute(before_slot)
-            conn.execute("CHECKPOINT")
-            if after_checkpoint:
-                conn.execute(after_checkpoint)
-            conn.execute("SELECT pg_create_logical_replication_slot(%s, 'test_decoding', false, %s)",
-                         (self.slot, two_phase))
-            self.restart_lsn = conn.execute("SELECT restart_lsn::text FROM pg_replication_slots "
-                                            "WHERE slot_name = %s", (self.slot,)).fetchone()[0]
-
-    def sql(self, *statements: str, conn=None) -> None:
-        if conn is not None:
-            for s in statements:
-                conn.execute(s)
-            return
-        with self.c.connect(DB) as conn:
-            for s in statements:
-                conn.execute(s)
-
-    def finish(self, tmp_path):
-        with self.c.connect(DB) as conn:
-            conn.execute("CHECKPOINT")
-            end_lsn = conn.execute("SELECT pg_current_wal_insert_lsn()::text").fetchone()[0]
-            args = [x for kv in self.options.items() for x in kv]
-            rows = conn.execute("SELECT data FROM pg_logical_slot_peek_binary_changes(%s, %s::pg_lsn, NULL"
-                                + ", %s" * len(args) + ")", (self.slot, end_lsn, *args)).fetchall()
-            expected = [bytes(r[0]).decode("utf-8", "surrogateescape") for r in rows]
-            first = conn.execute("SELECT pg_walfile_name(%s::pg_lsn)", (self.restart_lsn,)).fetchone()[0]
-            conn.execute("SELECT pg_drop_replication_slot(%s)", (self.slot,))
-        wal = self.c.archive_wal(tmp_path / "wal", first)
-        got: list[str] = []
-        plugin = TestDecoding(self.catalog, got.append, self.options)
-        reader = XLogReader([wal], parse_lsn(self.restart_lsn), parse_lsn(end_lsn))
-        decoder = LogicalDecoder(self.catalog, plugin, two_phase=self.two_phase, segment_size=reader.seg_size,
-                                 include_rewrites=plugin.include_rewrites)
-        for rec in reader:
-            decoder.process(rec)
-        decoder.finish()
-        self.decoder = decoder
-        return got, expected
-
-
-def snapshot_from(conn):
-    from waldecode.catalog_dsn import snapshot_from_connection
-
-    return snapshot_from_connection(conn)
+Run = SlotRun
 
 
 def check(run: Run, tmp_path, must_contain=()) -> list[str]:

@@ -14,6 +14,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from live import DB, SlotRun, live_cluster
 from waldecode.catalog_dsn import snapshot_from_connection
 from waldecode.decode import LogicalDecoder
 from waldecode.output.test_decoding import TestDecoding
@@ -21,7 +22,6 @@ from waldecode.xlogreader import XLogReader, parse_lsn
 
 pytestmark = [pytest.mark.server]
 
-DB = "live"
 SCHEMA = """
 CREATE TYPE mood AS ENUM ('sad', 'ok', 'happy');
 CREATE TYPE pair AS (x int, y text);
@@ -57,64 +57,13 @@ INSERT INTO trunc_b VALUES (1, 'ref');
 
 @pytest.fixture(scope="module")
 def cluster():
-    from waldecode.testing.cluster import Cluster, ClusterError
-
-    try:
-        c = Cluster(15, settings={"max_prepared_transactions": 10, "max_replication_slots": 20})
-        c.__enter__()
-    except ClusterError as e:
-        pytest.skip(f"PostgreSQL 15 is not available: {e}")
-    try:
-        c.sql(f"CREATE DATABASE {DB}")
-        with c.connect(DB) as conn:
-            conn.execute(SCHEMA)
+    with live_cluster(SCHEMA, max_prepared_transactions=10, max_replication_slots=20) as c:
         yield c
-    finally:
-        c.__exit__(None, None, None)
 
 
-class Run:
-    """One workload between a slot's creation and a checkpoint, decoded both ways."""
-
-    _n = 0
-
-    def __init__(self, cluster, two_phase: bool = False, options: dict | None = None):
-        Run._n += 1
-        self.c = cluster
-        self.slot = f"live_{Run._n}"
-        self.two_phase = two_phase
-        self.options = options or {}
-        with cluster.connect(DB) as conn:
-            self.catalog = snapshot_from_connection(conn)
-            conn.execute("CHECKPOINT")
-            conn.execute("SELECT pg_create_logical_replication_slot(%s, 'test_decoding', false, %s)",
-                         (self.slot, two_phase))
-            self.restart_lsn = conn.execute("SELECT restart_lsn::text FROM pg_replication_slots WHERE slot_name = %s",
-                                            (self.slot,)).fetchone()[0]
-
-    def finish(self, tmp_path) -> tuple[list[str], list[str]]:
-        with self.c.connect(DB) as conn:
-            conn.execute("CHECKPOINT")
-            end_lsn = conn.execute("SELECT pg_current_wal_insert_lsn()::text").fetchone()[0]
-            args = [x for kv in self.options.items() for x in kv]
-            rows = conn.execute(
-                "SELECT data FROM pg_logical_slot_peek_binary_changes(%s, %s::pg_lsn, NULL"
-                + ", %s" * len(args) + ")", (self.slot, end_lsn, *args)).fetchall()
-            expected = [bytes(r[0]).decode("utf-8", "surrogateescape") for r in rows]
-            conn.execute("SELECT pg_drop_replication_slot(%s)", (self.slot,))
-        # A copy of the WAL, as an archive would hold it
-        wal = self.c.archive_wal(tmp_path / "wal")
-        got: list[str] = []
-        plugin = TestDecoding(self.catalog, got.append, self.options)
-        reader = XLogReader([wal], parse_lsn(self.restart_lsn), parse_lsn(end_lsn))
-        decoder = LogicalDecoder(self.catalog, plugin, two_phase=self.two_phase, segment_size=reader.seg_size,
-                                 spill_threshold=64, spill_dir=str(tmp_path / "spill"))
-        (tmp_path / "spill").mkdir()
-        for rec in reader:
-            decoder.process(rec)
-        decoder.finish()
-        assert list((tmp_path / "spill").iterdir()) == []
-        return got, expected
+def Run(cluster, **kw) -> SlotRun:
+    """Decoded with a small spill threshold, so the live workloads go through .spill files too."""
+    return SlotRun(cluster, spill_threshold=64, **kw)
 
 
 SESSION_OPS = st.lists(
@@ -131,7 +80,7 @@ def test_random_interleaved_sessions(cluster, tmp_path_factory, ops):
     run = Run(cluster)
     conns = [cluster.connect(DB, autocommit=False) for _ in range(3)]
     depth = [0, 0, 0]
-    next_id = [1000 * (k + 1) + Run._n * 100000 for k in range(3)]
+    next_id = [1000 * (k + 1) + SlotRun._n * 100000 for k in range(3)]
     try:
         for s, op in ops:
             cur = conns[s]

@@ -1,0 +1,100 @@
+"""Harness for live differential tests: a server's own test_decoding slot against waldecode.
+
+``live_cluster(schema, **settings)`` runs a module's throw-away PostgreSQL 15 with a database
+``live`` holding ``schema``; ``SlotRun`` takes a catalog snapshot, a CHECKPOINT and a
+test_decoding slot, lets the test run its workload, then ``finish`` peeks the slot and
+decodes a copy of the WAL offline with the same options: ``(got, expected)``.
+"""
+
+from __future__ import annotations
+
+from contextlib import contextmanager
+
+import pytest
+
+from waldecode.catalog_dsn import snapshot_from_connection
+from waldecode.decode import LogicalDecoder
+from waldecode.output.test_decoding import TestDecoding
+from waldecode.xlogreader import XLogReader, parse_lsn
+
+DB = "live"
+
+
+@contextmanager
+def live_cluster(schema: str, **settings):
+    from waldecode.testing.cluster import Cluster, ClusterError
+
+    try:
+        c = Cluster(15, settings=settings)
+        c.__enter__()
+    except ClusterError as e:
+        pytest.skip(f"PostgreSQL 15 is not available: {e}")
+    try:
+        c.sql(f"CREATE DATABASE {DB}")
+        with c.connect(DB) as conn:
+            conn.execute(schema)
+        yield c
+    finally:
+        c.__exit__(None, None, None)
+
+
+class SlotRun:
+    """A workload between a catalog snapshot and a checkpoint, decoded by the server's slot and offline."""
+
+    _n = 0
+
+    def __init__(self, cluster, *, two_phase: bool = False, options: dict | None = None,
+                 before_slot: str | None = None, after_checkpoint: str | None = None, **decoder_kw):
+        SlotRun._n += 1
+        self.c = cluster
+        self.slot = f"live_{SlotRun._n}"
+        self.two_phase = two_phase
+        self.options = options or {}
+        self.decoder_kw = decoder_kw
+        self.decoder: LogicalDecoder | None = None
+        with cluster.connect(DB) as conn:
+            self.catalog = snapshot_from_connection(conn)
+            if before_slot:
+                conn.execute(before_slot)
+            conn.execute("CHECKPOINT")
+            if after_checkpoint:
+                conn.execute(after_checkpoint)
+            conn.execute("SELECT pg_create_logical_replication_slot(%s, 'test_decoding', false, %s)",
+                         (self.slot, two_phase))
+            self.restart_lsn = conn.execute("SELECT restart_lsn::text FROM pg_replication_slots "
+                                            "WHERE slot_name = %s", (self.slot,)).fetchone()[0]
+
+    def sql(self, *statements: str, conn=None) -> None:
+        if conn is not None:
+            for s in statements:
+                conn.execute(s)
+            return
+        with self.c.connect(DB) as conn:
+            for s in statements:
+                conn.execute(s)
+
+    def finish(self, tmp_path) -> tuple[list[str], list[str]]:
+        with self.c.connect(DB) as conn:
+            conn.execute("CHECKPOINT")
+            end_lsn = conn.execute("SELECT pg_current_wal_insert_lsn()::text").fetchone()[0]
+            args = [x for kv in self.options.items() for x in kv]
+            rows = conn.execute("SELECT data FROM pg_logical_slot_peek_binary_changes(%s, %s::pg_lsn, NULL"
+                                + ", %s" * len(args) + ")", (self.slot, end_lsn, *args)).fetchall()
+            expected = [bytes(r[0]).decode("utf-8", "surrogateescape") for r in rows]
+            first = conn.execute("SELECT pg_walfile_name(%s::pg_lsn)", (self.restart_lsn,)).fetchone()[0]
+            conn.execute("SELECT pg_drop_replication_slot(%s)", (self.slot,))
+        # A copy of the WAL, as an archive would hold it
+        wal = self.c.archive_wal(tmp_path / "wal", first)
+        got: list[str] = []
+        plugin = TestDecoding(self.catalog, got.append, self.options)
+        reader = XLogReader([wal], parse_lsn(self.restart_lsn), parse_lsn(end_lsn))
+        spill = tmp_path / "spill"
+        spill.mkdir()
+        self.decoder = LogicalDecoder(self.catalog, plugin, two_phase=self.two_phase, segment_size=reader.seg_size,
+                                      include_rewrites=plugin.include_rewrites, spill_dir=str(spill),
+                                      **self.decoder_kw)
+        for rec in reader:
+            self.decoder.process(rec)
+        self.decoder.finish()
+        assert list(spill.iterdir()) == [], "spill files left behind"
+        return got, expected
