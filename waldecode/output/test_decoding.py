@@ -172,20 +172,39 @@ class TestDecoding:
         return quote_qualified_identifier(rel.nspname, name, self.major)
 
     def _columns(self, rel: Relation) -> list:
-        """Per column: (prefix ' name[type]:', type OID), or None for a dropped column; cached per relation."""
+        """Per column: (prefix ' name[type]:', formatter of a non-NULL value), or None for a dropped
+        column; cached per relation, so a row costs one call per value."""
         hit = self._column_cache.get(rel.oid)
         if hit is not None and hit[0] is rel.attributes:
             return hit[1]
         cols = [None if att.attisdropped else
-                (f" {quote_identifier(att.attname, self.major)}[{att.type_name}]:", att.atttypid)
+                (f" {quote_identifier(att.attname, self.major)}[{att.type_name}]:", self._formatter(att.atttypid))
                 for att in rel.attributes]
         self._column_cache[rel.oid] = (rel.attributes, cols)
         return cols
 
+    def _formatter(self, typeoid: int):
+        """value -> what print_literal prints for it: the type's output text, quoted by the column's type OID."""
+        ctx = self.ctx
+        output = ctx.output
+        fn, typ = ctx.function(typeoid)
+        literal = types.test_decoding_value
+
+        def text_of(v) -> str:
+            # bytes are the common case; markers (missing values) take the general path
+            return fn(v, typ, ctx) if v.__class__ is bytes else output(typeoid, v)
+
+        quoted = literal(typeoid, "") == "''"
+        if quoted:
+            def fmt(v) -> str:
+                return "'" + text_of(v).replace("'", "''") + "'"
+        else:
+            def fmt(v) -> str:
+                return literal(typeoid, text_of(v))
+        return fmt
+
     def _tuple(self, rel: Relation, values, skip_nulls: bool) -> str:
         out = []
-        output = self.ctx.output
-        literal = types.test_decoding_value
         for col, value in zip(self._columns(rel), values):
             if col is None:
                 continue
@@ -196,7 +215,7 @@ class TestDecoding:
             elif value is UNCHANGED_TOAST:
                 out.append(col[0] + "unchanged-toast-datum")
             else:
-                out.append(col[0] + literal(col[1], output(col[1], value)))
+                out.append(col[0] + col[1](value))
         return "".join(out)
 
     def change(self, xid: int, rel: Relation, action: str, newvals, oldvals) -> None:

@@ -138,10 +138,8 @@ class OutputContext:
             raise UnsupportedTypeError(typeoid, None)
         return typ
 
-    def output(self, typeoid: int, value) -> str:
-        """The output function of type ``typeoid`` applied to ``value``."""
-        if value.__class__ is MissingValue:
-            return value.text
+    def function(self, typeoid: int) -> tuple:
+        """(output function, TypeInfo) of type ``typeoid``; the function is called as fn(value, typ, ctx)."""
         entry = self._funcs.get(typeoid)
         if entry is None:
             typ = self.type(typeoid)
@@ -149,6 +147,13 @@ class OutputContext:
             if fn is None:
                 raise UnsupportedTypeError(typeoid, typ.typname, typ.typoutput)
             entry = self._funcs[typeoid] = (fn, typ)
+        return entry
+
+    def output(self, typeoid: int, value) -> str:
+        """The output function of type ``typeoid`` applied to ``value``."""
+        if value.__class__ is MissingValue:
+            return value.text
+        entry = self._funcs.get(typeoid) or self.function(typeoid)
         if value.__class__ is ToastPointer:
             raise TypeOutputError(f"value of type {entry[1].typname} is still a TOAST pointer "
                                   f"(value {value.va_valueid} of TOAST relation {value.va_toastrelid}): "
