@@ -92,17 +92,25 @@ def block_ref_info(record, major: int, detailed: bool = False) -> str:
     return "".join(out)
 
 
+# (major, rmid, info) -> (padded resource manager name, "desc: TYPE "): a few dozen kinds per WAL
+_HEAD_PARTS: dict = {}
+
+
+def _head_parts(major: int, rmid: int, info: int) -> tuple[str, str]:
+    parts = _HEAD_PARTS.get((major, rmid, info))
+    if parts is None:
+        ident = rmgr.identify(rmid, info, major)
+        kind = "desc: UNKNOWN (%x) " % (info & ~XLR_INFO_MASK & 0xFF) if ident is None else "desc: %s " % ident
+        parts = _HEAD_PARTS[(major, rmid, info)] = ("%-11s" % rmgr.rmgr_name(rmid, major), kind)
+    return parts
+
+
 def _record_head(record, major: int) -> str:
     rec_len, _fpi_len = record_lengths(record)
-    head = "rmgr: %-11s len (rec/tot): %6u/%6u, tx: %10u, lsn: %s, prev %s, " % (
-        rmgr.rmgr_name(record.xl_rmid, major), rec_len, record.xl_tot_len, record.xl_xid,
-        _lsn(record.lsn), _lsn(record.xl_prev))
-    ident = rmgr.identify(record.xl_rmid, record.xl_info, major)
-    if ident is None:
-        head += "desc: UNKNOWN (%x) " % (record.xl_info & ~XLR_INFO_MASK & 0xFF)
-    else:
-        head += "desc: %s " % ident
-    return head + rmgr.desc(record, major)
+    name, kind = _head_parts(major, record.xl_rmid, record.xl_info)
+    return ("rmgr: %s len (rec/tot): %6u/%6u, tx: %10u, lsn: %X/%08X, prev %X/%08X, " % (
+        name, rec_len, record.xl_tot_len, record.xl_xid, record.lsn >> 32, record.lsn & 0xFFFFFFFF,
+        record.xl_prev >> 32, record.xl_prev & 0xFFFFFFFF)) + kind + rmgr.desc(record, major)
 
 
 def format_record(record, major: int) -> str:
