@@ -40,8 +40,9 @@ def _build_parser() -> argparse.ArgumentParser:
                      help="WAL segment files or directories (pg_wal, an archive); .partial, .gz, .lz4, .zst accepted")
     ins.add_argument("-s", "--start-lsn", type=_lsn_arg, help="start at the first record at or after this LSN")
     ins.add_argument("-e", "--end-lsn", type=_lsn_arg, help="stop before the first record that ends after this LSN")
-    ins.add_argument("-z", "--stats", nargs="?", const="rmgr", choices=("rmgr", "record"),
-                     help="print statistics instead of records (per resource manager, or per record type)")
+    ins.add_argument("-z", "--stats", nargs="?", const="record", choices=("record", "rmgr"),
+                     help="print pg_waldump's statistics instead of records: per record type (the default, "
+                          "as pg_waldump --stats=record) or per resource manager (--stats=rmgr)")
     ins.add_argument("-b", "--bkp-details", action="store_true", help="print details of the block references")
     ins.add_argument("-r", "--rmgr", action="append", help="only records of this resource manager (repeatable)")
     ins.add_argument("-x", "--xid", type=int, help="only records of this transaction id")
