@@ -108,3 +108,22 @@ def test_decode_with_a_catalog_whose_column_types_do_not_fit_the_rows(tmp_path):
     err = out.stderr.decode()
     assert out.returncode != 0 and "Traceback" not in err, err
     assert "dml_pk" in err and "LSN" in err, err
+
+
+PG_WALDUMP_15 = "/usr/lib/postgresql/15/bin/pg_waldump"
+
+
+@pytest.mark.skipif(not __import__("os").path.exists(PG_WALDUMP_15), reason="pg_waldump 15 not installed")
+def test_inspect_stats_rmgr_equals_pg_waldump_stats(tmp_path):
+    """--stats=rmgr against PostgreSQL 15's own pg_waldump --stats, run here on the same segments."""
+    import gzip
+
+    fx = FIXTURES["pg15-lz4/checkpoint_fpi"]
+    for seg in fx.wal_dir.iterdir():
+        (tmp_path / seg.name.removesuffix(".gz")).write_bytes(gzip.decompress(seg.read_bytes()))
+    rng = ["--start", fx.meta["start_lsn"], "--end", fx.meta["end_lsn"]]
+    expected = subprocess.run([PG_WALDUMP_15, "-p", tmp_path, *rng, "--stats"], capture_output=True, check=True)
+    out = run("inspect", "--stats=rmgr", "--start-lsn", fx.meta["start_lsn"], "--end-lsn", fx.meta["end_lsn"],
+              tmp_path)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout == expected.stdout
