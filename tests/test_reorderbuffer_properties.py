@@ -215,3 +215,18 @@ def test_spill_files_are_named_as_postgresql_names_them(tmp_path):
     dec.process(commit)
     assert list(tmp_path.iterdir()) == []
     assert rows == model.expected
+
+
+def test_cleanup_forgets_every_subtransaction_and_its_spill_files(tmp_path):
+    """A transaction with several spilled subtransactions leaves nothing behind when it ends."""
+    from waldecode.reorderbuffer import Change, ReorderBuffer
+
+    rb = ReorderBuffer(str(tmp_path), spill_threshold=1, segment_size=1 << 20)
+    for xid in (10, 11, 12, 13):
+        rb.queue_change(xid, Change(0x100000 + xid, 0, SPC, REL, 0, True, b"x", None, None))
+    for sub in (11, 12, 13):
+        rb.assign_child(10, sub, 0)
+    assert len(list(tmp_path.iterdir())) == 4
+    rb.cleanup(rb.by_xid[10])
+    assert list(tmp_path.iterdir()) == []
+    assert rb.by_xid == {} and rb.size == 0

@@ -427,13 +427,7 @@ class LogicalDecoder:
             self.replayer.replay(xid, rb.iter_changes(txn),
                                  lambda: self.plugin.prepare(xid, txn.gid, prepare_time))
         # The transaction stays known, without its changes, until COMMIT/ROLLBACK PREPARED
-        for sub in list(txn.subtxns):
-            rb.cleanup(sub)
-        rb._remove_spill_files(txn)
-        rb.size -= txn.size
-        txn.size = 0
-        txn.changes = []
-        txn.nentries = txn.nentries_mem = 0
+        rb.truncate(txn)
 
     # -- end -----------------------------------------------------------------------------------
 

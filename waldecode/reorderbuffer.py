@@ -319,15 +319,21 @@ class ReorderBuffer:
         sub.end_lsn = end_lsn
         self.assign_child(xid, subxid, commit_lsn)
 
-    def cleanup(self, txn: TXN) -> None:
-        """ReorderBufferCleanupTXN: forget a transaction and its subtransactions, spill files included."""
-        for sub in txn.subtxns:
+    def truncate(self, txn: TXN) -> None:
+        """ReorderBufferTruncateTXN: drop a transaction's changes (its subtransactions whole, spill files
+        included) but keep the transaction known, as a prepared one is until COMMIT/ROLLBACK PREPARED."""
+        for sub in list(txn.subtxns):
             self.cleanup(sub)
         txn.subtxns = []
         self._remove_spill_files(txn)
         self.size -= txn.size
         txn.size = 0
         txn.changes = []
+        txn.nentries = txn.nentries_mem = 0
+
+    def cleanup(self, txn: TXN) -> None:
+        """ReorderBufferCleanupTXN: forget a transaction and its subtransactions, spill files included."""
+        self.truncate(txn)
         self.by_xid.pop(txn.xid, None)
         self.toplevel.pop(txn.xid, None)
         if txn.toptxn is not None and txn in txn.toptxn.subtxns:
