@@ -15,7 +15,8 @@ import pytest
 from waldecode.catalog_dsn import snapshot_from_connection
 from waldecode.decode import LogicalDecoder
 from waldecode.output.test_decoding import TestDecoding
-from waldecode.xlogreader import XLogReader, parse_lsn
+from waldecode.session import decode_wal
+from waldecode.xlogreader import parse_lsn
 
 DB = "live"
 
@@ -61,8 +62,9 @@ class SlotRun:
                 conn.execute(after_checkpoint)
             conn.execute("SELECT pg_create_logical_replication_slot(%s, 'test_decoding', false, %s)",
                          (self.slot, two_phase))
-            self.restart_lsn = conn.execute("SELECT restart_lsn::text FROM pg_replication_slots "
-                                            "WHERE slot_name = %s", (self.slot,)).fetchone()[0]
+            self.restart_lsn, self.confirmed_lsn = conn.execute(
+                "SELECT restart_lsn::text, confirmed_flush_lsn::text FROM pg_replication_slots "
+                "WHERE slot_name = %s", (self.slot,)).fetchone()
 
     def sql(self, *statements: str, conn=None) -> None:
         if conn is not None:
@@ -87,14 +89,14 @@ class SlotRun:
         wal = self.c.archive_wal(tmp_path / "wal", first)
         got: list[str] = []
         plugin = TestDecoding(self.catalog, got.append, self.options)
-        reader = XLogReader([wal], parse_lsn(self.restart_lsn), parse_lsn(end_lsn))
         spill = tmp_path / "spill"
         spill.mkdir()
-        self.decoder = LogicalDecoder(self.catalog, plugin, two_phase=self.two_phase, segment_size=reader.seg_size,
-                                      include_rewrites=plugin.include_rewrites, spill_dir=str(spill),
-                                      **self.decoder_kw)
-        for rec in reader:
-            self.decoder.process(rec)
-        self.decoder.finish()
+        # Decoded as the slot decodes: from its confirmed position, reading back as far as needed
+        result = decode_wal([wal], self.catalog, plugin, start_lsn=parse_lsn(self.confirmed_lsn),
+                            end_lsn=parse_lsn(end_lsn), two_phase=self.two_phase, spill_dir=str(spill),
+                            **self.decoder_kw)
+        self.result = result
+        self.decoder = result.decoder
+        assert result.not_decoded == [], result.not_decoded
         assert list(spill.iterdir()) == [], "spill files left behind"
         return got, expected

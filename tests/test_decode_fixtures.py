@@ -18,9 +18,9 @@ import pytest
 
 from fixture_data import all_fixtures
 from waldecode.catalog import Catalog
-from waldecode.decode import LogicalDecoder
 from waldecode.output.test_decoding import TestDecoding
-from waldecode.xlogreader import XLogReader, parse_lsn
+from waldecode.session import decode_wal
+from waldecode.xlogreader import parse_lsn
 
 CASES = []
 for fx in all_fixtures():
@@ -42,24 +42,25 @@ def expected_rows(fx, out_file) -> list[str]:
     return rows
 
 
-def decode_fixture(fx, meta, spill_threshold=4096, memory_budget=64 << 20, spill_dir=None):
+def decode_fixture(fx, meta, spill_threshold=4096, memory_budget=64 << 20, spill_dir=None, restart=False):
+    """Decode as the fixture's slot: from its confirmed position (and, with ``restart``, its restart LSN)."""
     catalog = Catalog.load(fx.path / "snapshot.json.gz")
     slot = next(s for s in fx.meta["slots"] if s["name"] == meta["slot"])
     rows: list[str] = []
     plugin = TestDecoding(catalog, rows.append, {k: v for k, v in meta["options"].items()})
-    reader = XLogReader([fx.wal_dir], parse_lsn(slot["restart_lsn"]), fx.end_lsn)
-    decoder = LogicalDecoder(catalog, plugin, two_phase=slot["two_phase"], spill_threshold=spill_threshold,
-                             memory_budget=memory_budget, segment_size=reader.seg_size, spill_dir=spill_dir)
-    for rec in reader:
-        decoder.process(rec)
-    open_txns = decoder.finish()
-    assert reader.stop.kind == "limit"
-    return rows, open_txns, decoder
+    result = decode_wal([fx.wal_dir], catalog, plugin, start_lsn=parse_lsn(slot["confirmed_flush_lsn"]),
+                        restart_lsn=parse_lsn(slot["restart_lsn"]) if restart else None, end_lsn=fx.end_lsn,
+                        two_phase=slot["two_phase"], spill_threshold=spill_threshold,
+                        memory_budget=memory_budget, spill_dir=spill_dir)
+    assert result.stop.kind == "limit"
+    assert result.not_decoded == []
+    return rows, result.open_transactions, result.decoder
 
 
+@pytest.mark.parametrize("restart", [False, True], ids=["confirmed", "confirmed+restart"])
 @pytest.mark.parametrize("fx,out_file,meta", CASES)
-def test_decode_equals_test_decoding(fx, out_file, meta, impl):
-    rows, _open, decoder = decode_fixture(fx, meta)
+def test_decode_equals_test_decoding(fx, out_file, meta, impl, restart):
+    rows, _open, decoder = decode_fixture(fx, meta, restart=restart)
     expected = expected_rows(fx, out_file)
     for i, (got, exp) in enumerate(zip(rows, expected)):
         assert got == exp, f"{fx.name}/{out_file}: row {i} differs"

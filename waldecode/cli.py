@@ -40,9 +40,11 @@ def _build_parser() -> argparse.ArgumentParser:
                      help="WAL segment files or directories (pg_wal, an archive); .partial, .gz, .lz4, .zst accepted")
     ins.add_argument("-s", "--start-lsn", type=_lsn_arg, help="start at the first record at or after this LSN")
     ins.add_argument("-e", "--end-lsn", type=_lsn_arg, help="stop before the first record that ends after this LSN")
-    ins.add_argument("-z", "--stats", nargs="?", const="record", choices=("record", "rmgr"),
+    # pg_waldump's -z/--stats[=record]: the value only in the "=" form, so "--stats FILE" takes no value
+    ins.add_argument("-z", "--stats", action="store_const", const="record",
                      help="print pg_waldump's statistics instead of records: per record type (the default, "
                           "as pg_waldump --stats=record) or per resource manager (--stats=rmgr)")
+    ins.add_argument("--stats=", dest="stats_kind", choices=("record", "rmgr"), help=argparse.SUPPRESS)
     ins.add_argument("-b", "--bkp-details", action="store_true", help="print details of the block references")
     ins.add_argument("-r", "--rmgr", action="append", help="only records of this resource manager (repeatable)")
     ins.add_argument("-x", "--xid", type=int, help="only records of this transaction id")
@@ -61,7 +63,13 @@ def _build_parser() -> argparse.ArgumentParser:
     dec.add_argument("-o", "--option", dest="options", action="append", default=[], metavar="NAME[=VALUE]",
                      help="output plugin option, as pg_recvlogical -o passes it (repeatable)")
     dec.add_argument("-s", "--start-lsn", type=_lsn_arg,
-                     help="decode what a logical slot created at this LSN would decode")
+                     help="decode what a logical slot confirmed up to this LSN (its confirmed_flush_lsn, "
+                          "pg_recvlogical --startpos) decodes: every transaction committing at or after it, "
+                          "whole, reading back through the input as far as needed; default: what a slot "
+                          "created at the input's first record decodes")
+    dec.add_argument("--restart-lsn", type=_lsn_arg,
+                     help="with --start-lsn: the slot's restart_lsn; reading begins there, consistent from "
+                          "there on as the server's slot is")
     dec.add_argument("-e", "--end-lsn", type=_lsn_arg, help="stop before the first record that ends after this LSN")
     dec.add_argument("--two-phase", action="store_true",
                      help="decode prepared transactions at PREPARE, as a slot created with two_phase")
@@ -113,13 +121,16 @@ def _plugin_options(items) -> dict:
 
 def _report_stop(reader: XLogReader, prog: str = "waldecode") -> int:
     """Say why reading stopped; non-zero when WAL was damaged rather than ended."""
-    stop = reader.stop
+    return _report_stop_of(reader.stop, reader.end_lsn, prog)
+
+
+def _report_stop_of(stop, end_lsn: int | None, prog: str = "waldecode") -> int:
     if stop is None or stop.kind == "limit":
         return EXIT_OK
     where = f" in {stop.path}" if stop.path else ""
-    if reader.end_lsn is not None and stop.lsn < reader.end_lsn:
+    if end_lsn is not None and stop.lsn < end_lsn:
         print(f"{prog}: error: WAL ended at {format_lsn(stop.lsn)}{where} before the requested end "
-              f"{format_lsn(reader.end_lsn)}: {stop.reason}", file=sys.stderr)
+              f"{format_lsn(end_lsn)}: {stop.reason}", file=sys.stderr)
         return EXIT_CORRUPT
     if stop.kind == "invalid":
         print(f"{prog}: error: invalid WAL record at {format_lsn(stop.lsn)}{where}: {stop.reason}; "
@@ -165,8 +176,9 @@ def cmd_inspect(args) -> int:
 
 def cmd_decode(args) -> int:
     from .catalog import Catalog
-    from .decode import LogicalDecoder
     from .output.test_decoding import TestDecoding
+    from .session import decode_wal, missing_start_message
+    from .walfile import discover
 
     catalog = Catalog.load(args.catalog)
     for item in args.settings:
@@ -174,40 +186,73 @@ def cmd_decode(args) -> int:
         if not sep or not name:
             raise UsageError(f"--set expects NAME=VALUE, not {item!r}")
         catalog.settings[name] = value
-    reader = XLogReader(args.paths, args.start_lsn, args.end_lsn, timeline=args.timeline)
-    if reader.major != catalog.major:
-        raise UsageError(f"the WAL was written by PostgreSQL {reader.major} but the catalog snapshot "
+    if args.restart_lsn is not None and args.start_lsn is None:
+        raise UsageError("--restart-lsn goes with --start-lsn (the slot's confirmed_flush_lsn)")
+    segments = discover(args.paths, args.timeline)
+    if segments.major != catalog.major:
+        raise UsageError(f"the WAL was written by PostgreSQL {segments.major} but the catalog snapshot "
                          f"{args.catalog} is from PostgreSQL {catalog.major}")
-    out = open(args.output, "wb") if args.output else sys.stdout.buffer
-
-    def write(line: str) -> None:
-        out.write(line.encode("utf-8", "surrogateescape"))
-        out.write(b"\n")
-
-    plugin = TestDecoding(catalog, write, _plugin_options(args.options))
-    decoder = LogicalDecoder(catalog, plugin, two_phase=args.two_phase, spill_dir=args.spill_dir,
-                             spill_threshold=args.spill_threshold, memory_budget=args.memory_budget,
-                             segment_size=reader.seg_size, include_rewrites=plugin.include_rewrites,
-                             on_warning=lambda m: print(f"waldecode: warning: {m}", file=sys.stderr))
+    out = _LazyOutput(args.output)
+    plugin = TestDecoding(catalog, out.write_line, _plugin_options(args.options))
+    warn = lambda m: print(f"waldecode: warning: {m}", file=sys.stderr)  # noqa: E731
     try:
-        for rec in reader:
-            decoder.process(rec)
+        result = decode_wal(segments, catalog, plugin, start_lsn=args.start_lsn, restart_lsn=args.restart_lsn,
+                            end_lsn=args.end_lsn, two_phase=args.two_phase, spill_dir=args.spill_dir,
+                            spill_threshold=args.spill_threshold, memory_budget=args.memory_budget,
+                            include_uncommitted=args.include_uncommitted, on_warning=warn)
     finally:
-        open_txns = decoder.finish(args.include_uncommitted)
-        out.flush()
-        if args.output:
-            out.close()
-    for t in open_txns:
+        out.close()
+    if result.consistent_lsn is None:
+        # Without a consistent point nothing was decoded: say what became of each transaction seen
+        for nd in result.ended_early:
+            if nd not in result.not_decoded:
+                print(f"waldecode: {nd.describe()}", file=sys.stderr)
+    for t in result.open_transactions:
         print(f"waldecode: transaction {t.xid} is still open at the end of the WAL read "
               f"(first LSN {format_lsn(t.first_lsn)}, {t.nchanges} changes"
               + (f", prepared as {t.gid!r}" if t.prepared else "") + ")", file=sys.stderr)
-    status = _report_stop(reader)
-    if decoder.warnings:
+    status = _report_stop_of(result.stop, result.end_lsn)
+    if result.not_decoded:
+        for nd in result.not_decoded[:_MAX_LISTED]:
+            print(f"waldecode: error: {nd.describe()}", file=sys.stderr)
+        if len(result.not_decoded) > _MAX_LISTED:
+            print(f"waldecode: error: ... and {len(result.not_decoded) - _MAX_LISTED} more", file=sys.stderr)
+        why = (missing_start_message(result.plan, segments.name(segments.first_segno))
+               if result.plan is not None and not result.plan.reaches else "")
+        print(f"waldecode: error: {len(result.not_decoded)} transaction(s) committed at or after "
+              f"{format_lsn(args.start_lsn)} are missing from the output" + (f": {why}" if why else ""),
+              file=sys.stderr)
+        return EXIT_CORRUPT
+    if result.warnings:
         # The output is complete but for what the warnings name: never let that pass as success
-        print(f"waldecode: error: {len(decoder.warnings)} warning(s) above: the output lacks what they name",
+        print(f"waldecode: error: {len(result.warnings)} warning(s) above: the output lacks what they name",
               file=sys.stderr)
         return EXIT_CORRUPT
     return status
+
+
+_MAX_LISTED = 50
+
+
+class _LazyOutput:
+    """The output file, created at the first line (or at the end), so that an input error comes alone."""
+
+    def __init__(self, path: str | None):
+        self.path = path
+        self.f = None if path else sys.stdout.buffer
+
+    def write_line(self, line: str) -> None:
+        f = self.f
+        if f is None:
+            f = self.f = open(self.path, "wb")
+        f.write(line.encode("utf-8", "surrogateescape"))
+        f.write(b"\n")
+
+    def close(self) -> None:
+        if self.path is None:
+            self.f.flush()
+        elif self.f is not None:
+            self.f.close()
 
 
 def cmd_catalog(args) -> int:
@@ -228,7 +273,12 @@ class UsageError(Exception):
 
 def main(argv=None) -> int:
     parser = _build_parser()
+    argv = list(sys.argv[1:] if argv is None else argv)
+    # "--stats=rmgr" goes to the hidden "--stats=" option ("--stats= rmgr" to argparse)
+    argv = [x for a in argv for x in (("--stats=", a[8:]) if a.startswith("--stats=") else (a,))]
     args = parser.parse_args(argv)
+    if getattr(args, "stats_kind", None):
+        args.stats = args.stats_kind
     try:
         return args.func(args)
     except WALError as e:

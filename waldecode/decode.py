@@ -18,6 +18,7 @@ skipped with a warning in ``warnings`` (and to ``on_warning``), not an error.
 from __future__ import annotations
 
 import struct
+from typing import NamedTuple
 
 from .catalog import Catalog
 from .catalog_history import CatalogHistory
@@ -86,21 +87,39 @@ def _wal_level_error(lsn: int, evidence: str) -> DecodeError:
                        "the row data logical decoding needs", lsn=lsn)
 
 
+class NotDecoded(NamedTuple):
+    """A transaction that ended inside the WAL read and was not decoded, and why."""
+
+    xid: int
+    lsn: int  # of its commit, abort or prepare record
+    outcome: str  # "committed", "aborted", "prepared"
+    gid: str
+    reason: str
+
+    def describe(self) -> str:
+        gid = f" (prepared as {self.gid!r})" if self.gid else ""
+        return f"transaction {self.xid}{gid} {self.outcome} at {format_lsn(self.lsn)}, not decoded: {self.reason}"
+
+
 class LogicalDecoder:
     """LogicalDecodingProcessRecord for one database, as a slot created at the first record read."""
 
     def __init__(self, catalog: Catalog, plugin, *, two_phase: bool = False, spill_dir: str | None = None,
                  spill_threshold: int = DEFAULT_SPILL_THRESHOLD, memory_budget: int = DEFAULT_MEMORY_BUDGET,
                  segment_size: int = 16 * 1024 * 1024, include_rewrites: bool = False,
-                 start_decoding_at: int = 0, major: int | None = None, catalog_history: bool = True,
-                 on_warning=None):
+                 start_decoding_at: int = 0, assume_consistent: bool = False, major: int | None = None,
+                 catalog_history: bool = True, on_warning=None):
         self.catalog = catalog
         self.database = catalog.database_oid
         self.plugin = plugin
         self.two_phase = two_phase
         self.major = major or catalog.major
         self.rb = ReorderBuffer(spill_dir, spill_threshold, memory_budget, segment_size)
-        self.snapbuild = SnapBuilder(start_decoding_at)
+        self.snapbuild = SnapBuilder(start_decoding_at, assume_consistent)
+        # The confirmed position asked for: every commit from it on must be decoded, or reported
+        self.requested_start = start_decoding_at or None
+        self.not_decoded: list[NotDecoded] = []
+        self.finished_early: dict[int, NotDecoded] = {}  # xid -> how it ended before the consistent point
         self.warnings: list[str] = []
         self.on_warning = on_warning
         history = CatalogHistory(catalog, self.major, warn=self._warn) if catalog_history else None
@@ -327,6 +346,8 @@ class LogicalDecoder:
                 rb.assign_child(xtop, sub, rec.lsn)
             return
         if self.snapbuild.state < SNAPBUILD_FULL_SNAPSHOT:
+            # xact_decode bails out here; offline, what ended is still told, never left "open"
+            self._ended_before_snapshot(rec, info)
             return
         if info in (rm_xact.XLOG_XACT_COMMIT, rm_xact.XLOG_XACT_COMMIT_PREPARED):
             parsed = rm_xact.parse_commit_or_abort(rec.xl_info, rec.main_data, major, True)
@@ -341,13 +362,46 @@ class LogicalDecoder:
         elif info == rm_xact.XLOG_XACT_PREPARE:
             parsed, _initfileinval = rm_xact.parse_prepare(rec.main_data, major)
             if not self._decode_prepared(parsed.twophase_gid):
-                rb.process_xid(parsed.twophase_xid, rec.lsn)
+                rb.prepare(parsed.twophase_xid, parsed.twophase_gid, rec.lsn, rec.end_lsn)
                 return
             self._decode_prepare(rec, parsed)
         elif info == rm_xact.XLOG_XACT_INVALIDATIONS:
             return  # the catalog history follows the catalog rows themselves, not invalidations
         else:
             raise DecodeError(f"unexpected RM_XACT_ID record type: {info}", lsn=rec.lsn)
+
+    def _ended_before_snapshot(self, rec: DecodedRecord, info: int) -> None:
+        rb = self.rb
+        if info == rm_xact.XLOG_XACT_PREPARE:
+            parsed, _initfileinval = rm_xact.parse_prepare(rec.main_data, self.major)
+            rb.prepare(parsed.twophase_xid, parsed.twophase_gid, rec.lsn, rec.end_lsn)
+            self._ended_early(parsed.twophase_xid, rec, "prepared", parsed.twophase_gid, parsed.dbId)
+            return
+        is_commit = info in (rm_xact.XLOG_XACT_COMMIT, rm_xact.XLOG_XACT_COMMIT_PREPARED)
+        if not is_commit and info not in (rm_xact.XLOG_XACT_ABORT, rm_xact.XLOG_XACT_ABORT_PREPARED):
+            return
+        parsed = rm_xact.parse_commit_or_abort(rec.xl_info, rec.main_data, self.major, is_commit)
+        xid = parsed.twophase_xid or rec.xl_xid
+        gid = parsed.twophase_gid or ""
+        if not gid:
+            txn = rb.txn_by_xid(xid, False)
+            gid = txn.gid if txn is not None else ""
+        # No change of these was collected (SnapBuildProcessChange refuses them before FULL_SNAPSHOT)
+        for sub in parsed.subxacts:
+            rb.forget(sub)
+        rb.forget(xid)
+        self._ended_early(xid, rec, "committed" if is_commit else "aborted", gid, parsed.dbId)
+
+    def _ended_early(self, xid: int, rec: DecodedRecord, outcome: str, gid: str, dbId: int) -> None:
+        nd = NotDecoded(xid, rec.lsn, outcome, gid or "", "before the consistent point")
+        self.finished_early[xid] = nd
+        if outcome == "committed" and self._wanted(rec.lsn, dbId, rec.origin):
+            self.not_decoded.append(nd)
+
+    def _wanted(self, lsn: int, dbId: int, origin: int) -> bool:
+        """Is a transaction ending at ``lsn`` one the caller asked for (at or after the requested start)?"""
+        return (self.requested_start is not None and lsn >= self.requested_start
+                and dbId in (0, self.database) and not self._filter_origin(origin))
 
     def _decode_prepared(self, gid: str) -> bool:
         """not FilterPrepare(): is this transaction decoded at PREPARE time?"""
@@ -369,6 +423,8 @@ class LogicalDecoder:
             raise _wal_level_error(rec.lsn, f"the commit record of transaction {xid} has no database info")
         self.snapbuild.commit_txn(rec.lsn, xid)
         if self._needs_skip(rec.lsn, parsed.dbId, rec.origin):
+            if self.snapbuild.state < SNAPBUILD_CONSISTENT:
+                self._ended_early(xid, rec, "committed", parsed.twophase_gid or "", parsed.dbId)
             for sub in parsed.subxacts:
                 rb.forget(sub)
             rb.forget(xid)
@@ -412,16 +468,15 @@ class LogicalDecoder:
         rb = self.rb
         xid = parsed.twophase_xid
         if self._needs_skip(rec.lsn, parsed.dbId, rec.origin):
+            if self.snapbuild.state < SNAPBUILD_CONSISTENT:
+                self._ended_early(xid, rec, "prepared", parsed.twophase_gid, parsed.dbId)
+            rb.prepare(xid, parsed.twophase_gid, rec.lsn, rec.end_lsn)
             return  # ReorderBufferSkipPrepare: decoded at COMMIT PREPARED instead
         for sub in parsed.subxacts:
             rb.commit_child(xid, sub, rec.lsn, rec.end_lsn)
-        txn = rb.txn_by_xid(xid, False)
+        txn = rb.prepare(xid, parsed.twophase_gid, rec.lsn, rec.end_lsn, create=False)
         if txn is None:
             return
-        txn.prepared = True
-        txn.gid = parsed.twophase_gid
-        txn.final_lsn = rec.lsn
-        txn.end_lsn = rec.end_lsn
         prepare_time = parsed.origin_timestamp if parsed.origin_lsn else parsed.xact_time
         if txn.has_base_snapshot:
             self.replayer.replay(xid, rb.iter_changes(txn),
@@ -431,7 +486,7 @@ class LogicalDecoder:
 
     # -- end -----------------------------------------------------------------------------------
 
-    def finish(self, include_uncommitted: bool = False):
+    def finish(self, include_uncommitted: bool = False, hint: str = "start earlier or read further"):
         """The transactions left open at the end of the WAL read; spill files are removed.
 
         With ``include_uncommitted``, the changes of each open transaction are replayed
@@ -441,12 +496,13 @@ class LogicalDecoder:
         if self.snapbuild.state < SNAPBUILD_CONSISTENT:
             self._warn("no consistent point was reached: the WAL read holds no XLOG_RUNNING_XACTS record that "
                        "lets decoding start (one is written at every checkpoint and about every 15 s of "
-                       "activity); start earlier or read further")
+                       f"activity); {hint}")
         open_txns = self.rb.open_transactions()
         try:
             if include_uncommitted:
                 for txn in list(self.rb.toplevel.values()):
-                    if txn.has_base_snapshot and not txn.prepared:
+                    # a prepared transaction decoded at PREPARE kept nothing: its changes were printed
+                    if txn.has_base_snapshot and not (txn.prepared and not txn.total_changes):
                         self.replayer.replay(txn.xid, self.rb.iter_changes(txn),
                                              lambda xid=txn.xid: self.plugin.uncommitted(xid))
         finally:

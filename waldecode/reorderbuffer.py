@@ -319,6 +319,16 @@ class ReorderBuffer:
         sub.end_lsn = end_lsn
         self.assign_child(xid, subxid, commit_lsn)
 
+    def prepare(self, xid: int, gid: str, lsn: int, end_lsn: int, create: bool = True) -> TXN | None:
+        """ReorderBufferRememberPrepareInfo: the transaction is prepared as ``gid`` at ``lsn``."""
+        txn = self.txn_by_xid(xid, create, lsn)
+        if txn is not None:
+            txn.prepared = True
+            txn.gid = gid
+            txn.final_lsn = lsn
+            txn.end_lsn = end_lsn
+        return txn
+
     def truncate(self, txn: TXN) -> None:
         """ReorderBufferTruncateTXN: drop a transaction's changes (its subtransactions whole, spill files
         included) but keep the transaction known, as a prepared one is until COMMIT/ROLLBACK PREPARED."""

@@ -1,0 +1,130 @@
+"""One decoding run: segments in, an output plugin's calls out, and what happened.
+
+Owns the wiring every caller needs — the CLI, the demo, the tests, and later Spark and
+forensics: find the segments, plan where reading must begin for the requested start
+(``startpoint``), read records (``xlogreader``), decode them (``decode.LogicalDecoder``)
+and finish, collecting why reading stopped, the transactions left open, the commits
+that could not be decoded and the warnings.  Printing and exit codes belong to the
+CLI; this module only reports.  The segment size always comes from the WAL itself.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from .catalog import Catalog
+from .decode import LogicalDecoder, NotDecoded
+from .errors import WALError, format_lsn
+from .reorderbuffer import DEFAULT_MEMORY_BUDGET, DEFAULT_SPILL_THRESHOLD, OpenTransaction
+from .snapbuild import SNAPBUILD_CONSISTENT
+from .startpoint import StartPlan, check_start_in_input, plan_start
+from .walfile import SegmentSet, discover
+from .xlogpage import ReadStop
+from .xlogreader import XLogReader
+
+
+class VersionMismatchError(WALError):
+    """The catalog snapshot and the WAL come from different PostgreSQL major versions."""
+
+
+@dataclass
+class DecodeResult:
+    """What a run did besides calling the plugin."""
+
+    plan: StartPlan | None
+    read_from: int | None  # the LSN reading began at
+    stop: ReadStop | None  # why reading ended
+    end_lsn: int | None  # the end asked for
+    open_transactions: list[OpenTransaction] = field(default_factory=list)
+    not_decoded: list[NotDecoded] = field(default_factory=list)  # commits at/after the start, not decoded
+    ended_early: list[NotDecoded] = field(default_factory=list)  # ended before the consistent point
+    warnings: list[str] = field(default_factory=list)
+    consistent_lsn: int | None = None
+    last_end_lsn: int | None = None  # end of the last record read
+    decoder: LogicalDecoder | None = None  # for inspection (its catalog history, reorder buffer statistics)
+
+    @property
+    def complete(self) -> bool:
+        """Everything asked for was decoded: no warning, no commit left out."""
+        return not self.warnings and not self.not_decoded
+
+
+def decode_wal(source, catalog: Catalog, plugin, *, start_lsn: int | None = None, restart_lsn: int | None = None,
+               end_lsn: int | None = None, timeline: int | None = None, two_phase: bool = False,
+               spill_dir: str | None = None, spill_threshold: int = DEFAULT_SPILL_THRESHOLD,
+               memory_budget: int = DEFAULT_MEMORY_BUDGET, include_uncommitted: bool = False,
+               on_warning=None, on_record=None) -> DecodeResult:
+    """Decode ``source`` (paths, or a ``walfile.SegmentSet``) through ``plugin``.
+
+    ``start_lsn`` is a slot's confirmed position: every transaction committing at or after
+    it is decoded whole, reading as far back as needed (``startpoint.plan_start``), or
+    reported in ``not_decoded`` when the input does not reach back far enough.
+    ``restart_lsn``, when the slot's is known, is where reading begins, consistent from
+    there on as the server's restored snapshot is.  Without ``start_lsn`` decoding is what
+    a slot created at ``restart_lsn`` (default: the input's first record) decodes.
+    """
+    segments = source if isinstance(source, SegmentSet) else discover(source, timeline)
+    if segments.major != catalog.major:
+        raise VersionMismatchError(f"the WAL was written by PostgreSQL {segments.major} but the catalog snapshot "
+                                   f"is from PostgreSQL {catalog.major}")
+    plan = None
+    read_from = None
+    if start_lsn is not None:
+        plan = plan_start(segments, start_lsn, restart_lsn)
+        # Never after the start itself: commits between it and a later first running-xacts record
+        # must be read, to be reported
+        read_from = start_lsn if plan.read_from is None else min(plan.read_from, start_lsn)
+    elif restart_lsn is not None:
+        check_start_in_input(segments, restart_lsn, "restart LSN")
+        read_from = restart_lsn
+    reader = XLogReader(segments=segments, start_lsn=read_from, end_lsn=end_lsn)
+    decoder = LogicalDecoder(catalog, plugin, two_phase=two_phase, spill_dir=spill_dir,
+                             spill_threshold=spill_threshold, memory_budget=memory_budget,
+                             segment_size=segments.seg_size, include_rewrites=plugin.include_rewrites,
+                             start_decoding_at=start_lsn or 0,
+                             assume_consistent=plan is not None and plan.assume_consistent,
+                             on_warning=on_warning)
+    result = DecodeResult(plan, read_from, None, end_lsn, decoder=decoder)
+    try:
+        if on_record is None:
+            for rec in reader:
+                decoder.process(rec)
+        else:
+            for rec in reader:
+                decoder.process(rec)
+                on_record(rec)
+    finally:
+        result.open_transactions = decoder.finish(include_uncommitted, hint=_start_hint(plan, segments))
+        result.stop = reader.stop
+        result.last_end_lsn = reader.last_end_lsn
+        result.not_decoded = decoder.not_decoded
+        result.ended_early = list(decoder.finished_early.values())
+        result.warnings = decoder.warnings
+        if decoder.snapbuild.state == SNAPBUILD_CONSISTENT:
+            result.consistent_lsn = decoder.snapbuild.consistent_lsn
+    return result
+
+
+def _start_hint(plan: StartPlan | None, segments: SegmentSet) -> str:
+    """What to do when no consistent point was reached: a usable start when the input holds one."""
+    if plan is None or plan.reaches:
+        return "start earlier or read further"
+    parts = []
+    if plan.needed_segment:
+        parts.append(f"add the segments before {segments.name(segments.first_segno)} "
+                     f"(from {plan.needed_segment} back)")
+    if plan.earliest_lsn is not None:
+        parts.append(f"or start at {format_lsn(plan.earliest_lsn)} or later (--start-lsn), the earliest "
+                     "position this input can serve")
+    return "; ".join(parts) if parts else "start earlier or read further"
+
+
+def missing_start_message(plan: StartPlan, segments_first: str) -> str:
+    """Why the requested start cannot be served, naming what is needed."""
+    text = (f"the input does not reach back far enough to decode from {format_lsn(plan.confirmed_lsn)}: "
+            "transactions running there began before the earliest usable point of the input")
+    if plan.needed_segment:
+        text += f"; the segments before {segments_first} (from {plan.needed_segment} back) are needed"
+    if plan.earliest_lsn is not None:
+        text += f"; the earliest position this input can serve is {format_lsn(plan.earliest_lsn)}"
+    return text
