@@ -204,8 +204,9 @@ def cmd_decode(args) -> int:
         out.close()
     if result.consistent_lsn is None:
         # Without a consistent point nothing was decoded: say what became of each transaction seen
+        open_xids = {t.xid for t in result.open_transactions}
         for nd in result.ended_early:
-            if nd not in result.not_decoded:
+            if nd not in result.not_decoded and nd.xid not in open_xids:
                 print(f"waldecode: {nd.describe()}", file=sys.stderr)
     for t in result.open_transactions:
         print(f"waldecode: transaction {t.xid} is still open at the end of the WAL read "

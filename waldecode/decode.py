@@ -120,6 +120,7 @@ class LogicalDecoder:
         self.requested_start = start_decoding_at or None
         self.not_decoded: list[NotDecoded] = []
         self.finished_early: dict[int, NotDecoded] = {}  # xid -> how it ended before the consistent point
+        self.first_running: tuple[int, set] | None = None  # (LSN, xids) of the first running-xacts record
         self.warnings: list[str] = []
         self.on_warning = on_warning
         history = CatalogHistory(catalog, self.major, warn=self._warn) if catalog_history else None
@@ -172,8 +173,12 @@ class LogicalDecoder:
         self.rb.process_xid(rec.xl_xid, rec.lsn)
         info = rec.xl_info & 0xF0
         if info == rm_standby.XLOG_RUNNING_XACTS:
-            _xcnt, _subxcnt, _overflow, nextXid, oldestRunningXid, _latest = \
+            xcnt, subxcnt, _overflow, nextXid, oldestRunningXid, _latest = \
                 rm_standby.xl_running_xacts.unpack_from(rec.main_data, 0)
+            if self.first_running is None:
+                # What was running where the builder started: those transactions began before it
+                self.first_running = (rec.lsn, set(struct.unpack_from(
+                    f"<{xcnt + subxcnt}I", rec.main_data, rm_standby.xl_running_xacts.size)))
             self.snapbuild.process_running_xacts(rec.lsn, rec.end_lsn, nextXid, oldestRunningXid)
             self.crashed.extend(self.rb.abort_old(oldestRunningXid))
         elif info not in (rm_standby.XLOG_STANDBY_LOCK, rm_standby.XLOG_INVALIDATIONS):
@@ -390,10 +395,15 @@ class LogicalDecoder:
         for sub in parsed.subxacts:
             rb.forget(sub)
         rb.forget(xid)
-        self._ended_early(xid, rec, "committed" if is_commit else "aborted", gid, parsed.dbId)
+        self._ended_early(xid, rec, "committed" if is_commit else "aborted", gid, parsed.dbId, parsed.subxacts)
 
-    def _ended_early(self, xid: int, rec: DecodedRecord, outcome: str, gid: str, dbId: int) -> None:
-        nd = NotDecoded(xid, rec.lsn, outcome, gid or "", "before the consistent point")
+    def _ended_early(self, xid: int, rec: DecodedRecord, outcome: str, gid: str, dbId: int,
+                     subxacts=()) -> None:
+        reason = "before the consistent point"
+        if self.first_running is not None and ({xid, *subxacts} & self.first_running[1]):
+            reason += (f": it was running at the first running-xacts record read ({format_lsn(self.first_running[0])}),"
+                       " so it began before")
+        nd = NotDecoded(xid, rec.lsn, outcome, gid or "", reason)
         self.finished_early[xid] = nd
         if outcome == "committed" and self._wanted(rec.lsn, dbId, rec.origin):
             self.not_decoded.append(nd)
@@ -424,7 +434,7 @@ class LogicalDecoder:
         self.snapbuild.commit_txn(rec.lsn, xid)
         if self._needs_skip(rec.lsn, parsed.dbId, rec.origin):
             if self.snapbuild.state < SNAPBUILD_CONSISTENT:
-                self._ended_early(xid, rec, "committed", parsed.twophase_gid or "", parsed.dbId)
+                self._ended_early(xid, rec, "committed", parsed.twophase_gid or "", parsed.dbId, parsed.subxacts)
             for sub in parsed.subxacts:
                 rb.forget(sub)
             rb.forget(xid)
