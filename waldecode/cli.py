@@ -8,6 +8,7 @@ writes them.
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 
 from .catalog import CatalogError
@@ -57,8 +58,9 @@ def _build_parser() -> argparse.ArgumentParser:
     dec = sub.add_parser("decode", help="decode WAL into row changes, as a logical slot would",
                          description="Decode WAL offline into the text an output plugin prints (test_decoding).")
     dec.add_argument("paths", nargs="+", metavar="PATH", help="WAL segment files or directories")
-    dec.add_argument("--catalog", required=True, metavar="FILE",
-                     help="catalog snapshot written by 'waldecode catalog' (relations, types, settings)")
+    dec.add_argument("--catalog", metavar="FILE",
+                     help="catalog snapshot written by 'waldecode catalog' (relations, types, settings); "
+                          "not needed when --slot resumes")
     dec.add_argument("--format", default="test_decoding", choices=("test_decoding",), help="output plugin")
     dec.add_argument("-o", "--option", dest="options", action="append", default=[], metavar="NAME[=VALUE]",
                      help="output plugin option, as pg_recvlogical -o passes it (repeatable)")
@@ -85,6 +87,11 @@ def _build_parser() -> argparse.ArgumentParser:
                      help="after the committed ones, print the changes of transactions still open at the end "
                           "of the WAL read, each ended by an 'UNCOMMITTED <xid>' line")
     dec.add_argument("--output", metavar="FILE", help="write to this file instead of standard output")
+    dec.add_argument("--slot", metavar="FILE",
+                     help="an offline replication slot: created when absent, else decoding resumes where it "
+                          "stopped and --output is continued (needs --output)")
+    dec.add_argument("--slot-interval", type=float, default=5.0, metavar="SECONDS",
+                     help="with --slot: update the slot file at most this often (default 5 s; always at the end)")
     dec.add_argument("-t", "--timeline", type=int, help="read this timeline when the input holds several")
     dec.set_defaults(func=cmd_decode)
 
@@ -177,29 +184,61 @@ def cmd_inspect(args) -> int:
 def cmd_decode(args) -> int:
     from .catalog import Catalog
     from .output.test_decoding import TestDecoding
-    from .session import decode_wal, missing_start_message
+    from .session import decode_wal
     from .walfile import discover
 
-    catalog = Catalog.load(args.catalog)
+    if args.restart_lsn is not None and args.start_lsn is None:
+        raise UsageError("--restart-lsn goes with --start-lsn (the slot's confirmed_flush_lsn)")
+    segments = discover(args.paths, args.timeline)
+    options = _plugin_options(args.options)
+    slot_state = None
+    if args.slot:
+        slot_state = _open_slot(args, segments, options)
+    if slot_state is not None:
+        catalog = slot_state.catalog
+        # As a server slot: an earlier start position is ignored, a later one is taken
+        start_lsn = max(slot_state.confirmed_lsn, args.start_lsn or 0)
+        restart_lsn = slot_state.restart_lsn
+    else:
+        if not args.catalog:
+            raise UsageError("--catalog FILE is needed (a snapshot written by 'waldecode catalog')")
+        catalog = Catalog.load(args.catalog)
+        start_lsn, restart_lsn = args.start_lsn, args.restart_lsn
     for item in args.settings:
         name, sep, value = item.partition("=")
         if not sep or not name:
             raise UsageError(f"--set expects NAME=VALUE, not {item!r}")
         catalog.settings[name] = value
-    if args.restart_lsn is not None and args.start_lsn is None:
-        raise UsageError("--restart-lsn goes with --start-lsn (the slot's confirmed_flush_lsn)")
-    segments = discover(args.paths, args.timeline)
     if segments.major != catalog.major:
         raise UsageError(f"the WAL was written by PostgreSQL {segments.major} but the catalog snapshot "
                          f"{args.catalog} is from PostgreSQL {catalog.major}")
-    out = _LazyOutput(args.output)
-    plugin = TestDecoding(catalog, out.write_line, _plugin_options(args.options))
+    keeper = None
+    spill_dir = args.spill_dir
+    if args.slot:
+        from .slot import SlotKeeper, SlotState
+
+        if args.include_uncommitted:
+            raise UsageError("--include-uncommitted does not go with --slot: a slot prints committed "
+                             "transactions only")
+        new = slot_state is None
+        if new:
+            slot_state = SlotState(segments.sysid, segments.tli, segments.major, args.format, options,
+                                   args.two_phase, 0, start_lsn or 0, 0, catalog)
+        out = _LazyOutput(args.output, keep_bytes=None if new else slot_state.output_bytes)
+        keeper = SlotKeeper(args.slot, slot_state, out, interval=args.slot_interval, new=new)
+        if spill_dir is None:
+            # A fixed place, emptied at every start: a killed run's spill files do not pile up
+            spill_dir = _fresh_dir(args.slot + ".spill")
+    else:
+        out = _LazyOutput(args.output)
+    plugin = TestDecoding(catalog, out.write_line, options)
     warn = lambda m: print(f"waldecode: warning: {m}", file=sys.stderr)  # noqa: E731
     try:
-        result = decode_wal(segments, catalog, plugin, start_lsn=args.start_lsn, restart_lsn=args.restart_lsn,
-                            end_lsn=args.end_lsn, two_phase=args.two_phase, spill_dir=args.spill_dir,
-                            spill_threshold=args.spill_threshold, memory_budget=args.memory_budget,
-                            include_uncommitted=args.include_uncommitted, on_warning=warn)
+        result = decode_wal(segments, catalog, plugin, start_lsn=start_lsn, restart_lsn=restart_lsn,
+                            end_lsn=args.end_lsn, two_phase=slot_state.two_phase if slot_state else args.two_phase,
+                            spill_dir=spill_dir, spill_threshold=args.spill_threshold,
+                            memory_budget=args.memory_budget, include_uncommitted=args.include_uncommitted,
+                            on_warning=warn, observer=keeper)
     finally:
         out.close()
     if result.consistent_lsn is None:
@@ -221,7 +260,7 @@ def cmd_decode(args) -> int:
         why = (missing_start_message(result.plan, segments.name(segments.first_segno))
                if result.plan is not None and not result.plan.reaches else "")
         print(f"waldecode: error: {len(result.not_decoded)} transaction(s) committed at or after "
-              f"{format_lsn(args.start_lsn)} are missing from the output" + (f": {why}" if why else ""),
+              f"{format_lsn(start_lsn)} are missing from the output" + (f": {why}" if why else ""),
               file=sys.stderr)
         return EXIT_CORRUPT
     if result.warnings:
@@ -236,24 +275,73 @@ _MAX_LISTED = 50
 
 
 class _LazyOutput:
-    """The output file, created at the first line (or at the end), so that an input error comes alone."""
+    """The output file, created at the first line (or at the end), so that an input error comes alone.
 
-    def __init__(self, path: str | None):
+    ``keep_bytes``: continue an existing file after its first ``keep_bytes`` bytes (what a slot
+    confirmed), cutting off whatever a killed run wrote past them.
+    """
+
+    def __init__(self, path: str | None, keep_bytes: int | None = None):
         self.path = path
+        self.keep_bytes = keep_bytes
         self.f = None if path else sys.stdout.buffer
+        if path and keep_bytes is not None:
+            try:
+                self.f = open(path, "r+b")
+            except FileNotFoundError:
+                raise UsageError(f"the slot confirmed {keep_bytes} bytes of {path}, which does not exist: "
+                                 "restore it, or start over with a new slot file") from None
+            size = os.fstat(self.f.fileno()).st_size
+            if size < keep_bytes:
+                raise UsageError(f"the slot confirmed {keep_bytes} bytes of {path}, but it holds only {size}: "
+                                 "it is not the output this slot wrote")
+            self.f.truncate(keep_bytes)
+            self.f.seek(keep_bytes)
+
+    def _open(self):
+        if self.f is None:
+            self.f = open(self.path, "wb")
+        return self.f
 
     def write_line(self, line: str) -> None:
-        f = self.f
-        if f is None:
-            f = self.f = open(self.path, "wb")
+        f = self.f or self._open()
         f.write(line.encode("utf-8", "surrogateescape"))
         f.write(b"\n")
+
+    def flush_and_sync(self) -> int:
+        """Make everything written durable; the number of bytes the file holds."""
+        f = self.f or self._open()
+        f.flush()
+        os.fsync(f.fileno())
+        return f.tell()
 
     def close(self) -> None:
         if self.path is None:
             self.f.flush()
-        elif self.f is not None:
-            self.f.close()
+        else:
+            (self.f or self._open()).close()
+
+
+def _fresh_dir(path: str) -> str:
+    import shutil
+
+    shutil.rmtree(path, ignore_errors=True)
+    os.makedirs(path)
+    return path
+
+
+def _open_slot(args, segments, options: dict):
+    """The slot file's state when it exists (checked against this input and run), else None."""
+    from .slot import SlotState
+
+    if not args.output:
+        raise UsageError("--slot needs --output FILE: the slot records how much of it is confirmed")
+    if not os.path.exists(args.slot):
+        return None
+    state = SlotState.load(args.slot)
+    state.check_matches(args.slot, segments.sysid, segments.tli, args.format, options,
+                        state.two_phase if not args.two_phase else True)
+    return state
 
 
 def cmd_catalog(args) -> int:

@@ -25,6 +25,8 @@ from typing import NamedTuple
 
 import lz4.frame
 
+from .faults import crashpoint
+
 # src/include/replication/reorderbuffer.h: ReorderBufferChangeType (the ones that are queued here)
 REORDER_BUFFER_CHANGE_INSERT = 0
 REORDER_BUFFER_CHANGE_UPDATE = 1
@@ -260,6 +262,7 @@ class ReorderBuffer:
             except OSError as e:
                 raise SpillError(f"could not write spill file {path}: {e.strerror}") from None
             self.spilled_bytes += len(payload)
+            crashpoint("spill")
         self.size -= txn.size
         txn.size = 0
         txn.changes = []
@@ -371,6 +374,11 @@ class ReorderBuffer:
             else:
                 break
         return dropped
+
+    def oldest_first_lsn(self) -> int | None:
+        """The first LSN of the oldest transaction still open (ReorderBufferGetOldestTXN), subtransactions
+        included: where reading must restart to see every open transaction whole."""
+        return min((t.first_lsn for t in self.by_xid.values()), default=None)
 
     def open_transactions(self) -> list[OpenTransaction]:
         return [OpenTransaction(t.xid, t.first_lsn, t.total_changes, tuple(s.xid for s in t.subtxns), t.prepared,

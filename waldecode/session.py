@@ -53,7 +53,7 @@ def decode_wal(source, catalog: Catalog, plugin, *, start_lsn: int | None = None
                end_lsn: int | None = None, timeline: int | None = None, two_phase: bool = False,
                spill_dir: str | None = None, spill_threshold: int = DEFAULT_SPILL_THRESHOLD,
                memory_budget: int = DEFAULT_MEMORY_BUDGET, include_uncommitted: bool = False,
-               on_warning=None, on_record=None) -> DecodeResult:
+               on_warning=None, observer=None) -> DecodeResult:
     """Decode ``source`` (paths, or a ``walfile.SegmentSet``) through ``plugin``.
 
     ``start_lsn`` is a slot's confirmed position: every transaction committing at or after
@@ -62,6 +62,9 @@ def decode_wal(source, catalog: Catalog, plugin, *, start_lsn: int | None = None
     ``restart_lsn``, when the slot's is known, is where reading begins, consistent from
     there on as the server's restored snapshot is.  Without ``start_lsn`` decoding is what
     a slot created at ``restart_lsn`` (default: the input's first record) decodes.
+    ``observer`` (e.g. ``slot.SlotKeeper``) is told ``begin(read_from, decoder)``, then
+    ``after_record(rec, decoder)`` after each record, and ``finish(end, decoder)`` after
+    the last one unless an error ended the run.
     """
     segments = source if isinstance(source, SegmentSet) else discover(source, timeline)
     if segments.major != catalog.major:
@@ -86,13 +89,17 @@ def decode_wal(source, catalog: Catalog, plugin, *, start_lsn: int | None = None
                              on_warning=on_warning)
     result = DecodeResult(plan, read_from, None, end_lsn, decoder=decoder)
     try:
-        if on_record is None:
+        if observer is None:
             for rec in reader:
                 decoder.process(rec)
         else:
+            observer.begin(read_from if read_from is not None else segments.first_segno * segments.seg_size, decoder)
+            after = observer.after_record
             for rec in reader:
                 decoder.process(rec)
-                on_record(rec)
+                after(rec, decoder)
+            if not decoder.not_decoded:
+                observer.finish(reader.last_end_lsn, decoder)
     finally:
         result.open_transactions = decoder.finish(include_uncommitted, hint=_start_hint(plan, segments))
         result.stop = reader.stop

@@ -92,9 +92,14 @@ def check_start_in_input(segments: SegmentSet, lsn: int, what: str = "start LSN"
 
 def plan_start(segments: SegmentSet, confirmed_lsn: int, restart_lsn: int | None = None,
                verify_crc: bool = True) -> StartPlan:
-    """The reading start for a slot confirmed up to ``confirmed_lsn`` (and, if known, its restart LSN)."""
-    check_start_in_input(segments, confirmed_lsn)
-    if restart_lsn is not None:
+    """The reading start for a slot confirmed up to ``confirmed_lsn`` (and, if known, its restart LSN).
+
+    With the restart LSN only that must be in the input: the confirmed position may lie at its
+    end (a slot that has read all there was, waiting for the next segment).
+    """
+    if restart_lsn is None:
+        check_start_in_input(segments, confirmed_lsn)
+    else:
         if restart_lsn > confirmed_lsn:
             raise MissingSegmentError(f"the restart LSN {format_lsn(restart_lsn)} lies after the confirmed "
                                       f"position {format_lsn(confirmed_lsn)}: a slot's restart_lsn never does",
