@@ -184,7 +184,7 @@ def cmd_inspect(args) -> int:
 def cmd_decode(args) -> int:
     from .catalog import Catalog
     from .output.test_decoding import TestDecoding
-    from .session import decode_wal
+    from .session import decode_wal, missing_start_message
     from .walfile import discover
 
     if args.restart_lsn is not None and args.start_lsn is None:
@@ -239,8 +239,10 @@ def cmd_decode(args) -> int:
                             spill_dir=spill_dir, spill_threshold=args.spill_threshold,
                             memory_budget=args.memory_budget, include_uncommitted=args.include_uncommitted,
                             on_warning=warn, observer=keeper)
-    finally:
-        out.close()
+    except BaseException:
+        out.close(create=False)  # an input error before any output leaves no empty file behind
+        raise
+    out.close()
     if result.consistent_lsn is None:
         # Without a consistent point nothing was decoded: say what became of each transaction seen
         open_xids = {t.xid for t in result.open_transactions}
@@ -315,10 +317,10 @@ class _LazyOutput:
         os.fsync(f.fileno())
         return f.tell()
 
-    def close(self) -> None:
+    def close(self, create: bool = True) -> None:
         if self.path is None:
             self.f.flush()
-        else:
+        elif self.f is not None or create:
             (self.f or self._open()).close()
 
 
