@@ -219,3 +219,36 @@ def test_range_without_a_consistent_point_is_reported(cluster, tmp_path):
     decoder.finish()
     assert rows == []
     assert any("no consistent point" in w for w in decoder.warnings), decoder.warnings
+
+
+def test_catalog_only_transactions_print_as_the_server_prints_them(cluster, tmp_path):
+    """With default options (skip-empty-xacts off) a transaction that changed the catalog is printed
+    even with no change of its own to print: REINDEX of a mapped catalog index (relation-map update
+    and invalidations only), VACUUM FULL of a mapped catalog, CREATE INDEX CONCURRENTLY's in-place
+    updates, shared-catalog rows; a transaction with an xid and nothing else is not."""
+    statements = [
+        "REINDEX INDEX pg_class_oid_index",
+        # again: the index statistics do not change, so no in-place update of pg_class either
+        "REINDEX INDEX pg_class_oid_index",
+        "VACUUM FULL pg_class",
+        "VACUUM FULL pg_class",
+        "REINDEX TABLE pg_type",
+        "CREATE INDEX CONCURRENTLY acct_owner_cic ON acct (owner)",
+        "DROP INDEX acct_owner_cic",
+        "CREATE ROLE wd_catalog_only",
+        "ALTER DATABASE live SET work_mem = '8MB'",
+        "ALTER DATABASE live RESET work_mem",
+        "DROP ROLE wd_catalog_only",
+        "ANALYZE acct",
+        "SELECT txid_current()",
+        "INSERT INTO acct VALUES (4242, 'after the catalog-only ones', 1, NULL)",
+        "DELETE FROM acct WHERE id = 4242",
+    ]
+    for options in ({}, {"skip-empty-xacts": "1"}):
+        run = Run(cluster, options=options)
+        run.sql(*statements)
+        got, expected = run.finish(tmp_path / str(len(options)))
+        assert got == expected
+        assert run.decoder.warnings == []
+        if not options:
+            assert sum(1 for r in expected if r.startswith("BEGIN")) >= 10

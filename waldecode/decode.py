@@ -73,7 +73,7 @@ _u32 = struct.Struct("<I")
 # Record types each rmgr knowingly ignores (decode.c lists them per switch)
 _HEAP_IGNORED = {rm_heap.XLOG_HEAP_LOCK}
 _HEAP2_IGNORED = {rm_heap.XLOG_HEAP2_REWRITE, 0x10, 0x20, 0x30, rm_heap.XLOG_HEAP2_VISIBLE,
-                  rm_heap.XLOG_HEAP2_LOCK_UPDATED, rm_heap.XLOG_HEAP2_NEW_CID}
+                  rm_heap.XLOG_HEAP2_LOCK_UPDATED}
 
 
 # src/include/catalog/pg_control.h, src/include/access/xlog.h
@@ -204,8 +204,10 @@ class LogicalDecoder:
             if self._process_change(xid, rec.lsn):
                 self._decode_truncate(rec)
         elif info == rm_heap.XLOG_HEAP_INPLACE:
+            # Only catalog tuples are updated in place: the transaction changed the catalog
             if xid:
                 self._process_change(xid, rec.lsn)
+                rb.set_catalog_changes(xid, rec.lsn)
         elif info == rm_heap.XLOG_HEAP_CONFIRM:
             if self._process_change(xid, rec.lsn):
                 self._decode_spec_confirm(rec)
@@ -221,6 +223,9 @@ class LogicalDecoder:
         if info == rm_heap.XLOG_HEAP2_MULTI_INSERT:
             if self._process_change(xid, rec.lsn):
                 self._decode_multi_insert(rec)
+        elif info == rm_heap.XLOG_HEAP2_NEW_CID:
+            # SnapBuildProcessNewCid: the transaction changed the catalog
+            self.rb.set_catalog_changes(xid, rec.lsn)
         elif info not in _HEAP2_IGNORED:
             raise DecodeError(f"unexpected RM_HEAP2_ID record type: {info}", lsn=rec.lsn)
 
@@ -371,7 +376,10 @@ class LogicalDecoder:
                 return
             self._decode_prepare(rec, parsed)
         elif info == rm_xact.XLOG_XACT_INVALIDATIONS:
-            return  # the catalog history follows the catalog rows themselves, not invalidations
+            # The catalog history follows the catalog rows themselves, not invalidations; but they
+            # mark the transaction as one that changed the catalog (xact_decode)
+            if rec.xl_xid:
+                rb.set_catalog_changes(rec.xl_xid, rec.lsn)
         else:
             raise DecodeError(f"unexpected RM_XACT_ID record type: {info}", lsn=rec.lsn)
 
@@ -431,7 +439,14 @@ class LogicalDecoder:
         if not parsed.xinfo & rm_xact.XACT_XINFO_HAS_DBINFO:
             # XactLogCommitRecord adds the database to every commit when wal_level is logical
             raise _wal_level_error(rec.lsn, f"the commit record of transaction {xid} has no database info")
+        if parsed.msgs:
+            rb.set_catalog_changes(xid, rec.lsn)  # DecodeCommit: the commit carries invalidations
         self.snapbuild.commit_txn(rec.lsn, xid)
+        if rb.has_catalog_changes(xid, parsed.subxacts):
+            # SnapBuildCommitTxn: a transaction that changed the catalog gets a base snapshot at its
+            # commit if it has none ("we might need to execute invalidations"), so even one without
+            # a change of its own is replayed: an empty BEGIN/COMMIT
+            rb.set_base_snapshot(xid, rec.lsn)
         if self._needs_skip(rec.lsn, parsed.dbId, rec.origin):
             if self.snapbuild.state < SNAPBUILD_CONSISTENT:
                 self._ended_early(xid, rec, "committed", parsed.twophase_gid or "", parsed.dbId, parsed.subxacts)

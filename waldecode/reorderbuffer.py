@@ -220,6 +220,18 @@ class ReorderBuffer:
         if txn.toptxn is not None:
             txn.toptxn.has_base_snapshot = True
 
+    def set_catalog_changes(self, xid: int, lsn: int) -> None:
+        """ReorderBufferXidSetCatalogChanges."""
+        self.txn_by_xid(xid, True, lsn).has_catalog_changes = True
+
+    def has_catalog_changes(self, xid: int, subxids=()) -> bool:
+        """Did the transaction or one of ``subxids`` change the catalog (SnapBuildXidHasCatalogChanges)?"""
+        for x in (xid, *subxids):
+            txn = self.by_xid.get(x)
+            if txn is not None and txn.has_catalog_changes:
+                return True
+        return False
+
     def queue_change(self, xid: int, change: Change) -> None:
         txn = self.txn_by_xid(xid, True, change.lsn)
         txn.changes.append(change)
