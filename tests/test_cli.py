@@ -32,10 +32,14 @@ def test_inspect_prints_pg_waldump_text_and_stats(name):
     out = run("inspect", *rng)
     assert out.returncode == 0, out.stderr
     assert out.stdout.decode() == (fx.path / "waldump.txt").read_text()
-    for flag in ("--stats", "--stats=record"):  # bare --stats: the per-record-type table
+    for flag in ("--stats", "--stats=record", "-z"):  # bare --stats: the per-record-type table
         stats = run("inspect", flag, *rng)
         assert stats.returncode == 0, stats.stderr
         assert stats.stdout.decode() == (fx.path / "waldump-stats.txt").read_text()
+    # As the README writes it: the path right after --stats is a path, not the value of --stats
+    stats = run("inspect", *rng[:4], "--stats", fx.wal_dir)
+    assert stats.returncode == 0, stats.stderr
+    assert stats.stdout.decode() == (fx.path / "waldump-stats.txt").read_text()
 
 
 @pytest.mark.parametrize("name,out_file,extra", [

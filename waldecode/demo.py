@@ -18,8 +18,8 @@ from pathlib import Path
 
 from . import _impl, waldump
 from .catalog import Catalog
-from .decode import LogicalDecoder
 from .output.test_decoding import TestDecoding
+from .session import decode_wal
 from .xlogreader import XLogReader, parse_lsn
 
 def inspect_matches(path: Path, meta: dict) -> tuple[int, int]:
@@ -30,15 +30,13 @@ def inspect_matches(path: Path, meta: dict) -> tuple[int, int]:
 
 
 def decode_matches(path: Path, meta: dict, out_file: str, spec: dict) -> tuple[int, int, list[str]]:
+    """Decode as the fixture's slot decoded: from its confirmed position."""
     catalog = Catalog.load(path / "snapshot.json.gz")
     slot = next(s for s in meta["slots"] if s["name"] == spec["slot"])
     rows: list[str] = []
     plugin = TestDecoding(catalog, rows.append, spec["options"])
-    reader = XLogReader([path / "wal"], parse_lsn(slot["restart_lsn"]), parse_lsn(meta["end_lsn"]))
-    decoder = LogicalDecoder(catalog, plugin, two_phase=slot["two_phase"], segment_size=reader.seg_size)
-    for rec in reader:
-        decoder.process(rec)
-    decoder.finish()
+    decode_wal([path / "wal"], catalog, plugin, start_lsn=parse_lsn(slot["confirmed_flush_lsn"]),
+               end_lsn=parse_lsn(meta["end_lsn"]), two_phase=slot["two_phase"])
     expected = [json.loads(line)[2] for line in (path / out_file).read_text(encoding="ascii").splitlines()]
     same = sum(1 for a, b in zip(rows, expected) if a == b)
     return same - abs(len(rows) - len(expected)), len(expected), rows
