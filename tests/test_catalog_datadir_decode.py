@@ -13,20 +13,18 @@ import pytest
 
 from waldecode.catalog_datadir import snapshot_from_datadir
 from waldecode.catalog_dsn import snapshot_from_connection
-from waldecode.decode import LogicalDecoder
 from waldecode.output.test_decoding import TestDecoding
-from waldecode.xlogreader import XLogReader, parse_lsn
+from waldecode.session import decode_wal
+from waldecode.xlogreader import parse_lsn
 
 pytestmark = pytest.mark.server
 
 
 def decode(catalog, wal, start, end) -> list[str]:
+    """As the slot created at ``start`` decodes (reading from there)."""
     rows: list[str] = []
-    reader = XLogReader([wal], parse_lsn(start), parse_lsn(end))
-    dec = LogicalDecoder(catalog, TestDecoding(catalog, rows.append), segment_size=reader.seg_size)
-    for rec in reader:
-        dec.process(rec)
-    dec.finish()
+    decode_wal([wal], catalog, TestDecoding(catalog, rows.append), restart_lsn=parse_lsn(start),
+               end_lsn=parse_lsn(end))
     return rows
 
 

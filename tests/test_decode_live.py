@@ -16,9 +16,9 @@ from hypothesis import strategies as st
 
 from live import DB, SlotRun, live_cluster
 from waldecode.catalog_dsn import snapshot_from_connection
-from waldecode.decode import LogicalDecoder
 from waldecode.output.test_decoding import TestDecoding
-from waldecode.xlogreader import XLogReader, parse_lsn
+from waldecode.session import decode_wal
+from waldecode.xlogreader import parse_lsn
 
 pytestmark = [pytest.mark.server]
 
@@ -195,11 +195,9 @@ def test_wal_written_below_logical_level_is_refused(tmp_path):
     finally:
         c.__exit__(None, None, None)
     assert catalog.settings["wal_level"] == "replica"
-    reader = XLogReader([wal], parse_lsn(start), parse_lsn(end))
-    decoder = LogicalDecoder(catalog, TestDecoding(catalog, lambda row: None), segment_size=reader.seg_size)
     with pytest.raises(DecodeError, match="wal_level below logical .*has no database info"):
-        for rec in reader:
-            decoder.process(rec)
+        decode_wal([wal], catalog, TestDecoding(catalog, lambda row: None), restart_lsn=parse_lsn(start),
+                   end_lsn=parse_lsn(end))
 
 
 def test_range_without_a_consistent_point_is_reported(cluster, tmp_path):
@@ -212,13 +210,11 @@ def test_range_without_a_consistent_point_is_reported(cluster, tmp_path):
         conn.execute("CHECKPOINT")
     wal = cluster.archive_wal(tmp_path / "wal")
     rows: list[str] = []
-    reader = XLogReader([wal], parse_lsn(start), parse_lsn(end))
-    decoder = LogicalDecoder(catalog, TestDecoding(catalog, rows.append), segment_size=reader.seg_size)
-    for rec in reader:
-        decoder.process(rec)
-    decoder.finish()
+    result = decode_wal([wal], catalog, TestDecoding(catalog, rows.append), restart_lsn=parse_lsn(start),
+                        end_lsn=parse_lsn(end))
     assert rows == []
-    assert any("no consistent point" in w for w in decoder.warnings), decoder.warnings
+    assert any("no consistent point" in w for w in result.warnings), result.warnings
+    assert result.consistent_lsn is None and not result.complete
 
 
 def test_catalog_only_transactions_print_as_the_server_prints_them(cluster, tmp_path):
