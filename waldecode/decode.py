@@ -69,6 +69,7 @@ from .rmgr.heap import XLOG_HEAP_OPMASK
 from .rmgr.xact import XLOG_XACT_OPMASK
 
 _u32 = struct.Struct("<I")
+_u16 = struct.Struct("<H")
 
 # Record types each rmgr knowingly ignores (decode.c lists them per switch)
 _HEAP_IGNORED = {rm_heap.XLOG_HEAP_LOCK}
@@ -85,6 +86,172 @@ xl_parameter_change_wal_level = struct.Struct("<i")
 def _wal_level_error(lsn: int, evidence: str) -> DecodeError:
     return DecodeError(f"the WAL was written with wal_level below logical ({evidence}): its heap records lack "
                        "the row data logical decoding needs", lsn=lsn)
+
+
+# -- pure extractors: a record's changes, with no decoder state (decode.c DecodeInsert & co.) ----------
+# Each takes a heap/heap2 record and the database being decoded, and returns the changes it
+# carries for that database (none for another one).  Usable on any record by itself: the
+# sequential decoder gates them with the snapshot builder; a Spark task runs them on one
+# segment's records.
+
+
+def _block0(rec: DecodedRecord):
+    b = rec.blocks[0] if rec.blocks and rec.blocks[0].block_id == 0 else rec.block(0)
+    if b is None:
+        raise DecodeError(f"heap record at {format_lsn(rec.lsn)} has no block 0", lsn=rec.lsn)
+    return b
+
+
+def _change(rec: DecodedRecord, action: int, blk, newtuple, oldtuple, clear_toast: bool = True) -> Change:
+    return Change(rec.lsn, action, blk.spcOid, blk.relNumber, rec.origin, clear_toast, newtuple, oldtuple, None)
+
+
+def insert_changes(rec: DecodedRecord, database: int) -> list[Change]:
+    """DecodeInsert."""
+    flags = rec.main_data[2]
+    if not flags & XLH_INSERT_CONTAINS_NEW_TUPLE:
+        return []
+    blk = _block0(rec)
+    if blk.dbOid != database:
+        return []
+    action = (REORDER_BUFFER_CHANGE_INTERNAL_SPEC_INSERT if flags & XLH_INSERT_IS_SPECULATIVE
+              else REORDER_BUFFER_CHANGE_INSERT)
+    return [_change(rec, action, blk, bytes(blk.data), None)]
+
+
+def update_changes(rec: DecodedRecord, database: int) -> list[Change]:
+    """DecodeUpdate."""
+    blk = _block0(rec)
+    if blk.dbOid != database:
+        return []
+    flags = rec.main_data[7]
+    newtuple = oldtuple = None
+    if flags & XLH_UPDATE_CONTAINS_NEW_TUPLE:
+        newtuple = bytes(blk.data)
+    if flags & XLH_UPDATE_CONTAINS_OLD:
+        oldtuple = bytes(rec.main_data[SizeOfHeapUpdate:])
+    return [_change(rec, REORDER_BUFFER_CHANGE_UPDATE, blk, newtuple, oldtuple)]
+
+
+def delete_changes(rec: DecodedRecord, database: int) -> list[Change]:
+    """DecodeDelete (a super-deletion is the abort of a speculative insertion)."""
+    blk = _block0(rec)
+    if blk.dbOid != database:
+        return []
+    flags = rec.main_data[7]
+    action = REORDER_BUFFER_CHANGE_INTERNAL_SPEC_ABORT if flags & XLH_DELETE_IS_SUPER else \
+        REORDER_BUFFER_CHANGE_DELETE
+    oldtuple = None
+    if flags & XLH_DELETE_CONTAINS_OLD:
+        oldtuple = bytes(rec.main_data[SizeOfHeapDelete:])
+    return [_change(rec, action, blk, None, oldtuple)]
+
+
+def truncate_changes(rec: DecodedRecord, database: int) -> list[Change]:
+    """DecodeTruncate: the relations travel in the record's main data."""
+    if _u32.unpack_from(rec.main_data, 0)[0] != database:
+        return []
+    return [Change(rec.lsn, REORDER_BUFFER_CHANGE_TRUNCATE, 0, 0, rec.origin, True, None, None,
+                   bytes(rec.main_data))]
+
+
+def confirm_changes(rec: DecodedRecord, database: int) -> list[Change]:
+    """DecodeSpecConfirm."""
+    blk = _block0(rec)
+    if blk.dbOid != database:
+        return []
+    return [_change(rec, REORDER_BUFFER_CHANGE_INTERNAL_SPEC_CONFIRM, blk, None, None)]
+
+
+def multi_insert_changes(rec: DecodedRecord, database: int) -> list[Change]:
+    """DecodeMultiInsert: one change per tuple; only the last one of the last record clears TOAST."""
+    main = rec.main_data
+    flags, ntuples = main[0], _u16.unpack_from(main, 2)[0]
+    if not flags & XLH_INSERT_CONTAINS_NEW_TUPLE:
+        return []
+    blk = _block0(rec)
+    if blk.dbOid != database:
+        return []
+    data = blk.data
+    pos = 0
+    last = flags & XLH_INSERT_LAST_IN_MULTI
+    out = []
+    for i in range(ntuples):
+        pos += pos & 1  # SHORTALIGN
+        if pos + SizeOfMultiInsertTuple > len(data):
+            raise DecodeError(f"multi-insert record at {format_lsn(rec.lsn)} is shorter than its "
+                              f"{ntuples} tuples", lsn=rec.lsn)
+        datalen, infomask2, infomask, hoff = xl_multi_insert_tuple.unpack_from(data, pos)
+        pos += SizeOfMultiInsertTuple
+        tup = _xl_heap_header.pack(infomask2, infomask, hoff) + bytes(data[pos:pos + datalen])
+        pos += datalen
+        out.append(_change(rec, REORDER_BUFFER_CHANGE_INSERT, blk, tup, None,
+                           clear_toast=bool(last and i + 1 == ntuples)))
+    return out
+
+
+def message_changes(rec: DecodedRecord, database: int) -> list[Change]:
+    """DecodeLogicalMsg, transactional: a change queued at the record's end LSN, as
+    ReorderBufferQueueMessage is given buf->endptr (a non-transactional message is no change)."""
+    main = rec.main_data
+    if not main[4] or _u32.unpack_from(main, 0)[0] != database:
+        return []
+    return [Change(rec.end_lsn, REORDER_BUFFER_CHANGE_MESSAGE, 0, 0, rec.origin, False, None, None, bytes(main))]
+
+
+# record type -> extractor, per resource manager
+HEAP_EXTRACTORS = {
+    rm_heap.XLOG_HEAP_INSERT: insert_changes,
+    rm_heap.XLOG_HEAP_UPDATE: update_changes,
+    rm_heap.XLOG_HEAP_HOT_UPDATE: update_changes,
+    rm_heap.XLOG_HEAP_DELETE: delete_changes,
+    rm_heap.XLOG_HEAP_TRUNCATE: truncate_changes,
+    rm_heap.XLOG_HEAP_CONFIRM: confirm_changes,
+}
+HEAP2_EXTRACTORS = {rm_heap.XLOG_HEAP2_MULTI_INSERT: multi_insert_changes}
+
+
+def changes_of(rec: DecodedRecord, database: int) -> list[Change]:
+    """The changes a record carries for ``database``: rows and transactional messages (none for most)."""
+    if rec.xl_rmid == RM_HEAP_ID:
+        fn = HEAP_EXTRACTORS.get(rec.xl_info & XLOG_HEAP_OPMASK)
+    elif rec.xl_rmid == RM_HEAP2_ID:
+        fn = HEAP2_EXTRACTORS.get(rec.xl_info & XLOG_HEAP_OPMASK)
+    elif rec.xl_rmid == RM_LOGICALMSG_ID:
+        fn = message_changes
+    else:
+        return []
+    return fn(rec, database) if fn is not None else []
+
+
+class XactEvent(NamedTuple):
+    """What an xact record says about a transaction's end (decode.c xact_decode, per record)."""
+
+    info: int  # XLOG_XACT_COMMIT, _ABORT, _PREPARE, _COMMIT_PREPARED, _ABORT_PREPARED
+    xid: int  # the top-level transaction (the prepared one for the *_PREPARED records)
+    lsn: int
+    end_lsn: int
+    subxacts: tuple
+    dbId: int
+    gid: str
+    parsed: object  # rmgr.xact.ParsedXact
+
+
+def xact_event(rec: DecodedRecord, major: int) -> XactEvent | None:
+    """The end of a transaction that a record tells (None for other records, assignments, invalidations)."""
+    if rec.xl_rmid != RM_XACT_ID:
+        return None
+    info = rec.xl_info & XLOG_XACT_OPMASK
+    if info in (rm_xact.XLOG_XACT_COMMIT, rm_xact.XLOG_XACT_COMMIT_PREPARED, rm_xact.XLOG_XACT_ABORT,
+                rm_xact.XLOG_XACT_ABORT_PREPARED):
+        is_commit = info in (rm_xact.XLOG_XACT_COMMIT, rm_xact.XLOG_XACT_COMMIT_PREPARED)
+        parsed = rm_xact.parse_commit_or_abort(rec.xl_info, rec.main_data, major, is_commit)
+    elif info == rm_xact.XLOG_XACT_PREPARE:
+        parsed, _initfileinval = rm_xact.parse_prepare(rec.main_data, major)
+    else:
+        return None
+    return XactEvent(info, parsed.twophase_xid or rec.xl_xid, rec.lsn, rec.end_lsn, tuple(parsed.subxacts),
+                     parsed.dbId, parsed.twophase_gid or "", parsed)
 
 
 class NotDecoded(NamedTuple):
@@ -191,26 +358,15 @@ class LogicalDecoder:
         if self.snapbuild.state < SNAPBUILD_FULL_SNAPSHOT:
             return
         info = rec.xl_info & XLOG_HEAP_OPMASK
-        if info == rm_heap.XLOG_HEAP_INSERT:
+        extract = HEAP_EXTRACTORS.get(info)
+        if extract is not None:
             if self._process_change(xid, rec.lsn):
-                self._decode_insert(rec)
-        elif info in (rm_heap.XLOG_HEAP_UPDATE, rm_heap.XLOG_HEAP_HOT_UPDATE):
-            if self._process_change(xid, rec.lsn):
-                self._decode_update(rec)
-        elif info == rm_heap.XLOG_HEAP_DELETE:
-            if self._process_change(xid, rec.lsn):
-                self._decode_delete(rec)
-        elif info == rm_heap.XLOG_HEAP_TRUNCATE:
-            if self._process_change(xid, rec.lsn):
-                self._decode_truncate(rec)
+                self._queue(rec, extract)
         elif info == rm_heap.XLOG_HEAP_INPLACE:
             # Only catalog tuples are updated in place: the transaction changed the catalog
             if xid:
                 self._process_change(xid, rec.lsn)
                 rb.set_catalog_changes(xid, rec.lsn)
-        elif info == rm_heap.XLOG_HEAP_CONFIRM:
-            if self._process_change(xid, rec.lsn):
-                self._decode_spec_confirm(rec)
         elif info not in _HEAP_IGNORED:
             raise DecodeError(f"unexpected RM_HEAP_ID record type: {info}", lsn=rec.lsn)
 
@@ -220,14 +376,22 @@ class LogicalDecoder:
         if self.snapbuild.state < SNAPBUILD_FULL_SNAPSHOT:
             return
         info = rec.xl_info & XLOG_HEAP_OPMASK
-        if info == rm_heap.XLOG_HEAP2_MULTI_INSERT:
+        extract = HEAP2_EXTRACTORS.get(info)
+        if extract is not None:
             if self._process_change(xid, rec.lsn):
-                self._decode_multi_insert(rec)
+                self._queue(rec, extract)
         elif info == rm_heap.XLOG_HEAP2_NEW_CID:
             # SnapBuildProcessNewCid: the transaction changed the catalog
             self.rb.set_catalog_changes(xid, rec.lsn)
         elif info not in _HEAP2_IGNORED:
             raise DecodeError(f"unexpected RM_HEAP2_ID record type: {info}", lsn=rec.lsn)
+
+    def _queue(self, rec: DecodedRecord, extract) -> None:
+        if self._filter_origin(rec.origin):
+            return  # FilterByOrigin: the plugin does not want this origin's changes
+        queue = self.rb.queue_change
+        for change in extract(rec, self.database):
+            queue(rec.xl_xid, change)
 
     def _process_change(self, xid: int, lsn: int) -> bool:
         """SnapBuildProcessChange: may the change be collected? Sets the base snapshot."""
@@ -235,88 +399,6 @@ class LogicalDecoder:
             return False
         self.rb.set_base_snapshot(xid, lsn)
         return True
-
-    def _block0(self, rec: DecodedRecord):
-        b = rec.blocks[0] if rec.blocks and rec.blocks[0].block_id == 0 else rec.block(0)
-        if b is None:
-            raise DecodeError(f"heap record at {format_lsn(rec.lsn)} has no block 0", lsn=rec.lsn)
-        return b
-
-    def _queue(self, rec: DecodedRecord, action: int, blk, newtuple, oldtuple, clear_toast: bool = True,
-               lsn: int | None = None) -> None:
-        self.rb.queue_change(rec.xl_xid, Change(rec.lsn if lsn is None else lsn, action, blk.spcOid, blk.relNumber,
-                                                rec.origin, clear_toast, newtuple, oldtuple, None))
-
-    def _decode_insert(self, rec: DecodedRecord) -> None:
-        flags = rec.main_data[2]
-        if not flags & XLH_INSERT_CONTAINS_NEW_TUPLE:
-            return
-        blk = self._block0(rec)
-        if blk.dbOid != self.database or self._filter_origin(rec.origin):
-            return
-        action = (REORDER_BUFFER_CHANGE_INTERNAL_SPEC_INSERT if flags & XLH_INSERT_IS_SPECULATIVE
-                  else REORDER_BUFFER_CHANGE_INSERT)
-        self._queue(rec, action, blk, bytes(blk.data), None)
-
-    def _decode_update(self, rec: DecodedRecord) -> None:
-        blk = self._block0(rec)
-        if blk.dbOid != self.database or self._filter_origin(rec.origin):
-            return
-        flags = rec.main_data[7]
-        newtuple = oldtuple = None
-        if flags & XLH_UPDATE_CONTAINS_NEW_TUPLE:
-            newtuple = bytes(blk.data)
-        if flags & XLH_UPDATE_CONTAINS_OLD:
-            oldtuple = bytes(rec.main_data[SizeOfHeapUpdate:])
-        self._queue(rec, REORDER_BUFFER_CHANGE_UPDATE, blk, newtuple, oldtuple)
-
-    def _decode_delete(self, rec: DecodedRecord) -> None:
-        blk = self._block0(rec)
-        if blk.dbOid != self.database or self._filter_origin(rec.origin):
-            return
-        flags = rec.main_data[7]
-        action = REORDER_BUFFER_CHANGE_INTERNAL_SPEC_ABORT if flags & XLH_DELETE_IS_SUPER else \
-            REORDER_BUFFER_CHANGE_DELETE
-        oldtuple = None
-        if flags & XLH_DELETE_CONTAINS_OLD:
-            oldtuple = bytes(rec.main_data[SizeOfHeapDelete:])
-        self._queue(rec, action, blk, None, oldtuple)
-
-    def _decode_truncate(self, rec: DecodedRecord) -> None:
-        dbId = _u32.unpack_from(rec.main_data, 0)[0]
-        if dbId != self.database or self._filter_origin(rec.origin):
-            return
-        self.rb.queue_change(rec.xl_xid, Change(rec.lsn, REORDER_BUFFER_CHANGE_TRUNCATE, 0, 0, rec.origin, True,
-                                                None, None, bytes(rec.main_data)))
-
-    def _decode_spec_confirm(self, rec: DecodedRecord) -> None:
-        blk = self._block0(rec)
-        if blk.dbOid != self.database or self._filter_origin(rec.origin):
-            return
-        self._queue(rec, REORDER_BUFFER_CHANGE_INTERNAL_SPEC_CONFIRM, blk, None, None)
-
-    def _decode_multi_insert(self, rec: DecodedRecord) -> None:
-        main = rec.main_data
-        flags, ntuples = main[0], struct.unpack_from("<H", main, 2)[0]
-        if not flags & XLH_INSERT_CONTAINS_NEW_TUPLE:
-            return
-        blk = self._block0(rec)
-        if blk.dbOid != self.database or self._filter_origin(rec.origin):
-            return
-        data = blk.data
-        pos = 0
-        last = flags & XLH_INSERT_LAST_IN_MULTI
-        for i in range(ntuples):
-            pos += pos & 1  # SHORTALIGN
-            if pos + SizeOfMultiInsertTuple > len(data):
-                raise DecodeError(f"multi-insert record at {format_lsn(rec.lsn)} is shorter than its "
-                                  f"{ntuples} tuples", lsn=rec.lsn)
-            datalen, infomask2, infomask, hoff = xl_multi_insert_tuple.unpack_from(data, pos)
-            pos += SizeOfMultiInsertTuple
-            tup = _xl_heap_header.pack(infomask2, infomask, hoff) + bytes(data[pos:pos + datalen])
-            pos += datalen
-            self._queue(rec, REORDER_BUFFER_CHANGE_INSERT, blk, tup, None,
-                        clear_toast=bool(last and i + 1 == ntuples))
 
     def _logicalmsg(self, rec: DecodedRecord) -> None:
         xid = rec.xl_xid
@@ -333,9 +415,7 @@ class LogicalDecoder:
         if dbId != self.database or self._filter_origin(rec.origin):
             return
         if transactional:
-            # Queued at the record's end LSN, as ReorderBufferQueueMessage is given buf->endptr
-            self.rb.queue_change(xid, Change(rec.end_lsn, REORDER_BUFFER_CHANGE_MESSAGE, 0, 0, rec.origin, False,
-                                             None, None, bytes(main)))
+            self._queue(rec, message_changes)
         else:
             from .replay import parse_message
 
@@ -348,62 +428,54 @@ class LogicalDecoder:
         rb = self.rb
         rb.process_xid(rec.xl_xid, rec.lsn)
         info = rec.xl_info & XLOG_XACT_OPMASK
-        major = self.major
         if info == rm_xact.XLOG_XACT_ASSIGNMENT:
             # 13 learns subtransactions from here; 14+ from XLR_BLOCK_ID_TOPLEVEL_XID as well
             xtop, nsubxacts = rm_xact.xl_xact_assignment.unpack_from(rec.main_data, 0)
             for sub in struct.unpack_from(f"<{nsubxacts}I", rec.main_data, 8):
                 rb.assign_child(xtop, sub, rec.lsn)
             return
-        if self.snapbuild.state < SNAPBUILD_FULL_SNAPSHOT:
-            # xact_decode bails out here; offline, what ended is still told, never left "open"
-            self._ended_before_snapshot(rec, info)
-            return
-        if info in (rm_xact.XLOG_XACT_COMMIT, rm_xact.XLOG_XACT_COMMIT_PREPARED):
-            parsed = rm_xact.parse_commit_or_abort(rec.xl_info, rec.main_data, major, True)
-            xid = parsed.twophase_xid or rec.xl_xid
-            two_phase = info == rm_xact.XLOG_XACT_COMMIT_PREPARED and self._decode_prepared(parsed.twophase_gid)
-            self._decode_commit(rec, parsed, xid, two_phase)
-        elif info in (rm_xact.XLOG_XACT_ABORT, rm_xact.XLOG_XACT_ABORT_PREPARED):
-            parsed = rm_xact.parse_commit_or_abort(rec.xl_info, rec.main_data, major, False)
-            xid = parsed.twophase_xid or rec.xl_xid
-            two_phase = info == rm_xact.XLOG_XACT_ABORT_PREPARED and self._decode_prepared(parsed.twophase_gid)
-            self._decode_abort(rec, parsed, xid, two_phase)
-        elif info == rm_xact.XLOG_XACT_PREPARE:
-            parsed, _initfileinval = rm_xact.parse_prepare(rec.main_data, major)
-            if not self._decode_prepared(parsed.twophase_gid):
-                rb.prepare(parsed.twophase_xid, parsed.twophase_gid, rec.lsn, rec.end_lsn)
-                return
-            self._decode_prepare(rec, parsed)
-        elif info == rm_xact.XLOG_XACT_INVALIDATIONS:
+        ended = self.snapbuild.state >= SNAPBUILD_FULL_SNAPSHOT
+        if info == rm_xact.XLOG_XACT_INVALIDATIONS:
             # The catalog history follows the catalog rows themselves, not invalidations; but they
             # mark the transaction as one that changed the catalog (xact_decode)
-            if rec.xl_xid:
+            if rec.xl_xid and ended:
                 rb.set_catalog_changes(rec.xl_xid, rec.lsn)
-        else:
+            return
+        ev = xact_event(rec, self.major)
+        if ev is None:
             raise DecodeError(f"unexpected RM_XACT_ID record type: {info}", lsn=rec.lsn)
+        if not ended:
+            # xact_decode bails out here; offline, what ended is still told, never left "open"
+            self._ended_before_snapshot(rec, ev)
+            return
+        parsed, xid = ev.parsed, ev.xid
+        if info in (rm_xact.XLOG_XACT_COMMIT, rm_xact.XLOG_XACT_COMMIT_PREPARED):
+            two_phase = info == rm_xact.XLOG_XACT_COMMIT_PREPARED and self._decode_prepared(ev.gid)
+            self._decode_commit(rec, parsed, xid, two_phase)
+        elif info in (rm_xact.XLOG_XACT_ABORT, rm_xact.XLOG_XACT_ABORT_PREPARED):
+            two_phase = info == rm_xact.XLOG_XACT_ABORT_PREPARED and self._decode_prepared(ev.gid)
+            self._decode_abort(rec, parsed, xid, two_phase)
+        elif not self._decode_prepared(ev.gid):  # XLOG_XACT_PREPARE, decoded at COMMIT PREPARED
+            rb.prepare(xid, ev.gid, rec.lsn, rec.end_lsn)
+        else:
+            self._decode_prepare(rec, parsed)
 
-    def _ended_before_snapshot(self, rec: DecodedRecord, info: int) -> None:
+    def _ended_before_snapshot(self, rec: DecodedRecord, ev: XactEvent) -> None:
         rb = self.rb
-        if info == rm_xact.XLOG_XACT_PREPARE:
-            parsed, _initfileinval = rm_xact.parse_prepare(rec.main_data, self.major)
-            rb.prepare(parsed.twophase_xid, parsed.twophase_gid, rec.lsn, rec.end_lsn)
-            self._ended_early(parsed.twophase_xid, rec, "prepared", parsed.twophase_gid, parsed.dbId)
+        if ev.info == rm_xact.XLOG_XACT_PREPARE:
+            rb.prepare(ev.xid, ev.gid, rec.lsn, rec.end_lsn)
+            self._ended_early(ev.xid, rec, "prepared", ev.gid, ev.dbId)
             return
-        is_commit = info in (rm_xact.XLOG_XACT_COMMIT, rm_xact.XLOG_XACT_COMMIT_PREPARED)
-        if not is_commit and info not in (rm_xact.XLOG_XACT_ABORT, rm_xact.XLOG_XACT_ABORT_PREPARED):
-            return
-        parsed = rm_xact.parse_commit_or_abort(rec.xl_info, rec.main_data, self.major, is_commit)
-        xid = parsed.twophase_xid or rec.xl_xid
-        gid = parsed.twophase_gid or ""
+        gid = ev.gid
         if not gid:
-            txn = rb.txn_by_xid(xid, False)
+            txn = rb.txn_by_xid(ev.xid, False)
             gid = txn.gid if txn is not None else ""
         # No change of these was collected (SnapBuildProcessChange refuses them before FULL_SNAPSHOT)
-        for sub in parsed.subxacts:
+        for sub in ev.subxacts:
             rb.forget(sub)
-        rb.forget(xid)
-        self._ended_early(xid, rec, "committed" if is_commit else "aborted", gid, parsed.dbId, parsed.subxacts)
+        rb.forget(ev.xid)
+        committed = ev.info in (rm_xact.XLOG_XACT_COMMIT, rm_xact.XLOG_XACT_COMMIT_PREPARED)
+        self._ended_early(ev.xid, rec, "committed" if committed else "aborted", gid, ev.dbId, ev.subxacts)
 
     def _ended_early(self, xid: int, rec: DecodedRecord, outcome: str, gid: str, dbId: int,
                      subxacts=()) -> None:
