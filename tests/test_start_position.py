@@ -303,3 +303,24 @@ def test_a_start_outside_the_input_is_the_only_error(cluster, tmp_path):
     assert err[0].startswith("waldecode: error: the start LSN 0/10 lies in segment 000000010000000000000000")
     assert not (tmp_path / "out").exists()
     assert json.loads(catalog_file.read_text())["major"] == 15
+
+
+def test_a_catalog_snapshot_taken_after_the_start_and_a_ddl_is_reported(cluster, tmp_path):
+    """Reading must begin before the snapshot, and a DDL committed in between: the output before the
+    snapshot was decoded with a catalog of later, and the run says so instead of passing it as right."""
+    with cluster.connect(DB) as conn:
+        conn.execute("CREATE TABLE late (id int PRIMARY KEY)")
+        conn.execute("CHECKPOINT")
+        segment = conn.execute("SELECT pg_walfile_name(pg_current_wal_insert_lsn())").fetchone()[0]
+        start = lsn_now(conn)
+        conn.execute("INSERT INTO late VALUES (1)")
+        conn.execute("ALTER TABLE late ADD COLUMN v text DEFAULT 'x'")
+        conn.execute("INSERT INTO late VALUES (2, 'y')")
+        catalog = snapshot_from_connection(conn)
+        conn.execute("CHECKPOINT")
+        end = lsn_now(conn)
+    wal = cluster.archive_wal(tmp_path / "wal", segment)
+    _rows, result = decode(catalog, wal, start, end)
+    assert any("the catalog snapshot was taken at" in w and "after the reading start" in w
+               for w in result.warnings), result.warnings
+    assert not result.complete

@@ -290,12 +290,12 @@ class LogicalDecoder:
         self.first_running: tuple[int, set] | None = None  # (LSN, xids) of the first running-xacts record
         self.warnings: list[str] = []
         self.on_warning = on_warning
-        history = CatalogHistory(catalog, self.major, warn=self._warn) if catalog_history else None
+        history = CatalogHistory(catalog, self.major, warn=self.warn) if catalog_history else None
         if history is not None and not history.active:
-            self._warn(history.inactive_reason)
+            self.warn(history.inactive_reason)
             history = None
         self.history = history
-        self.replayer = Replayer(catalog, plugin, include_rewrites, history=history, warn=self._warn)
+        self.replayer = Replayer(catalog, plugin, include_rewrites, history=history, warn=self.warn)
         self.crashed: list = []  # transactions dropped by ReorderBufferAbortOld
         self._dispatch = {
             RM_XLOG_ID: self._xlog,
@@ -308,7 +308,7 @@ class LogicalDecoder:
 
     # -- per record ----------------------------------------------------------------------------
 
-    def _warn(self, message: str) -> None:
+    def warn(self, message: str) -> None:
         self.warnings.append(message)
         if self.on_warning is not None:
             self.on_warning(message)
@@ -591,7 +591,7 @@ class LogicalDecoder:
         commit: what a crashed or cut-off primary had in flight.
         """
         if self.snapbuild.state < SNAPBUILD_CONSISTENT:
-            self._warn("no consistent point was reached: the WAL read holds no XLOG_RUNNING_XACTS record that "
+            self.warn("no consistent point was reached: the WAL read holds no XLOG_RUNNING_XACTS record that "
                        "lets decoding start (one is written at every checkpoint and about every 15 s of "
                        f"activity); {hint}")
         open_txns = self.rb.open_transactions()

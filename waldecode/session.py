@@ -101,6 +101,7 @@ def decode_wal(source, catalog: Catalog, plugin, *, start_lsn: int | None = None
             if not decoder.not_decoded:
                 observer.finish(reader.last_end_lsn, decoder)
     finally:
+        _check_catalog_age(decoder, catalog, read_from)
         result.open_transactions = decoder.finish(include_uncommitted, hint=_start_hint(plan, segments))
         result.stop = reader.stop
         result.last_end_lsn = reader.last_end_lsn
@@ -110,6 +111,20 @@ def decode_wal(source, catalog: Catalog, plugin, *, start_lsn: int | None = None
         if decoder.snapbuild.state == SNAPBUILD_CONSISTENT:
             result.consistent_lsn = decoder.snapbuild.consistent_lsn
     return result
+
+
+def _check_catalog_age(decoder: LogicalDecoder, catalog: Catalog, read_from: int | None) -> None:
+    """A snapshot taken after the reading start is right for the changes before it only if the catalog
+    did not change in between: when the WAL shows it did, say so (the output may be wrong there)."""
+    history = decoder.history
+    if history is None or read_from is None or not catalog.lsn or catalog.lsn <= read_from:
+        return
+    changed = [lsn for lsn in history.commit_lsns if read_from <= lsn < catalog.lsn]
+    if changed:
+        decoder.warn(f"the catalog snapshot was taken at {format_lsn(catalog.lsn)}, after the reading start "
+                      f"{format_lsn(read_from)}, and the catalog changed in between (a transaction committed "
+                      f"catalog changes at {format_lsn(changed[0])}): changes before {format_lsn(catalog.lsn)} "
+                      "were decoded with a catalog of later; take the snapshot before the start")
 
 
 def _start_hint(plan: StartPlan | None, segments: SegmentSet) -> str:
