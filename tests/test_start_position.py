@@ -324,3 +324,42 @@ def test_a_catalog_snapshot_taken_after_the_start_and_a_ddl_is_reported(cluster,
     assert any("the catalog snapshot was taken at" in w and "after the reading start" in w
                for w in result.warnings), result.warnings
     assert not result.complete
+
+
+@pytest.mark.slow
+def test_pgbench_from_a_client_confirmed_position_equals_the_slot(tmp_path):
+    """Continuous overlapping transactions (pgbench, 4 clients): running-xacts records never show an
+    idle moment after the slot's creation, so the look-back must find the slot's own start."""
+    from waldecode.testing.cluster import Cluster, ClusterError
+
+    try:
+        c = Cluster(15, wal_segsize_mb=16, settings={"bgwriter_delay": "200ms"})
+        c.__enter__()
+    except ClusterError as e:
+        pytest.skip(f"PostgreSQL 15 is not available: {e}")
+    try:
+        c.sql("CREATE DATABASE bench")
+        pg = ("-h", str(c.socket_dir), "-p", str(c.port))
+        c.run_bin("pgbench", *pg, "-i", "-s", "1", "-q", "bench")
+        with c.connect("bench") as conn:
+            catalog = snapshot_from_connection(conn)
+            conn.execute("CHECKPOINT")
+            conn.execute("SELECT pg_create_logical_replication_slot('pgb', 'test_decoding')")
+            first = conn.execute("SELECT pg_walfile_name(restart_lsn) FROM pg_replication_slots").fetchone()[0]
+        c.run_bin("pgbench", *pg, "-c", "4", "-j", "2", "-T", "6", "-n", "bench")
+        with c.connect("bench") as conn:
+            assert conn.execute("SELECT count(*) FROM pg_logical_slot_get_changes('pgb', NULL, NULL)").fetchone()[0]
+            conn.execute("CHECKPOINT")
+        c.run_bin("pgbench", *pg, "-c", "4", "-j", "2", "-T", "6", "-n", "bench")
+        with c.connect("bench") as conn:
+            end = lsn_now(conn)
+            confirmed, restart = slot_position(conn, "pgb")
+            expected = peek(conn, "pgb", end)
+        wal = c.archive_wal(tmp_path / "wal", first)
+    finally:
+        c.__exit__(None, None, None)
+    assert len(expected) > 1000
+    got, result = decode(catalog, wal, confirmed, end)
+    assert got == expected and result.complete
+    got, result = decode(catalog, wal, confirmed, end, restart)
+    assert got == expected and result.complete
