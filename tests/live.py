@@ -45,15 +45,17 @@ class SlotRun:
     _n = 0
 
     def __init__(self, cluster, *, two_phase: bool = False, options: dict | None = None,
-                 before_slot: str | None = None, after_checkpoint: str | None = None, **decoder_kw):
+                 before_slot: str | None = None, after_checkpoint: str | None = None, dbname: str = DB,
+                 **decoder_kw):
         SlotRun._n += 1
         self.c = cluster
+        self.db = dbname
         self.slot = f"live_{SlotRun._n}"
         self.two_phase = two_phase
         self.options = options or {}
         self.decoder_kw = decoder_kw
         self.decoder: LogicalDecoder | None = None
-        with cluster.connect(DB) as conn:
+        with cluster.connect(dbname) as conn:
             self.catalog = snapshot_from_connection(conn)
             if before_slot:
                 conn.execute(before_slot)
@@ -71,12 +73,12 @@ class SlotRun:
             for s in statements:
                 conn.execute(s)
             return
-        with self.c.connect(DB) as conn:
+        with self.c.connect(self.db) as conn:
             for s in statements:
                 conn.execute(s)
 
     def finish(self, tmp_path) -> tuple[list[str], list[str]]:
-        with self.c.connect(DB) as conn:
+        with self.c.connect(self.db) as conn:
             conn.execute("CHECKPOINT")
             end_lsn = conn.execute("SELECT pg_current_wal_insert_lsn()::text").fetchone()[0]
             args = [x for kv in self.options.items() for x in kv]
