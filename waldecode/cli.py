@@ -176,7 +176,7 @@ def cmd_decode(args) -> int:
         catalog.settings[name] = value
     reader = XLogReader(args.paths, args.start_lsn, args.end_lsn, timeline=args.timeline)
     if reader.major != catalog.major:
-        raise UsageError(f"the WAL was written by PostgreSQL {reader.major} but the catalog snapshot "
+        raise UsageError(f"the WAL was written by {reader.segments.describe_version()} but the catalog snapshot "
                          f"{args.catalog} is from PostgreSQL {catalog.major}")
     out = open(args.output, "wb") if args.output else sys.stdout.buffer
 
