@@ -27,11 +27,12 @@ from hypothesis import strategies as st
 from fixture_data import all_fixtures
 from live import DB, SlotRun, live_cluster
 from waldecode.catalog import Catalog
-from waldecode.catalog_dsn import parse_single_element_array
+from waldecode.catalog_dsn import parse_single_element_array, snapshot_from_connection
 from waldecode.errors import format_lsn
-from waldecode.catalog_history import CatalogHistory, HistoricCatalog
+from waldecode.catalog_history import DECODED_COLUMNS, CatalogHistory, CatalogLayout, HistoricCatalog
 from waldecode.decode import LogicalDecoder
 from waldecode.output.test_decoding import TestDecoding
+from waldecode.snapbuild import SNAPBUILD_CONSISTENT, SnapBuilder
 from waldecode.xlogreader import XLogReader, parse_lsn
 
 # -- the fixtures' catalog rows ------------------------------------------------------------------
@@ -106,6 +107,55 @@ def test_decoded_catalog_rows_equal_the_servers(fx):
     assert history.problems == []
     # The views inside the transaction saw its own uncommitted DDL: the history's transactions commit
     assert not history.txns
+
+
+RESTART_FIXTURES = [pytest.param(fx, id=fx.name) for fx in all_fixtures()
+                    if fx.name in ("pg15-off/ddl", "pg15-off/truncate", "pg15-zstd/ddl", "pg15-zstd/truncate")]
+
+
+@pytest.mark.parametrize("fx", RESTART_FIXTURES)
+def test_materialized_catalog_restarts_decoding(fx):
+    """``materialize`` between transactions: a decoder started from that catalog (written as JSON and
+    read back) at that point, fed the records after it, prints what the uninterrupted run printed after
+    it, and ends with the same catalog.  While a transaction with catalog changes is open it refuses."""
+    meta = fx.meta["decoding_options"]["test_decoding.jsonl"]
+    slot = next(s for s in fx.meta["slots"] if s["name"] == meta["slot"])
+    catalog = Catalog.load(fx.path / "snapshot.json.gz")
+    reader = XLogReader([fx.wal_dir], parse_lsn(slot["restart_lsn"]), fx.end_lsn)
+    records = list(reader)
+
+    def decoder_for(cat: Catalog, rows: list) -> LogicalDecoder:
+        return LogicalDecoder(cat, TestDecoding(cat, rows.append, meta["options"]), segment_size=reader.seg_size)
+
+    rows: list[str] = []
+    decoder = decoder_for(catalog, rows)
+    points = []  # (index of the last record taken, materialized catalog as JSON, rows printed by then)
+    refused = 0
+    for i, rec in enumerate(records):
+        decoder.process(rec)
+        history = decoder.history
+        if history.has_uncommitted_changes:
+            assert history.materialize() is None
+            refused += 1
+        elif decoder.snapbuild.state == SNAPBUILD_CONSISTENT and not decoder.rb.toplevel:
+            points.append((i, history.materialize().to_json(), len(rows)))
+    decoder.finish()
+    assert rows == [json.loads(line)[2] for line in (fx.path / "test_decoding.jsonl").read_text().splitlines()]
+    assert refused and len(points) > 5
+    final = decoder.history.materialize()
+    assert final.lsn == records[-1].end_lsn
+    for i, text, printed in points[::max(1, len(points) // 6)] + points[-1:]:
+        restarted = Catalog.from_json(text)
+        assert restarted.lsn == records[i].end_lsn
+        again: list[str] = []
+        d2 = decoder_for(restarted, again)
+        d2.snapbuild = SnapBuilder(restarted.lsn, assume_consistent=True)  # as a slot restarting there would be
+        for rec in records[i + 1:]:
+            d2.process(rec)
+        d2.finish()
+        assert again == rows[printed:], f"restarted after record {i}"
+        assert d2.warnings == []
+        assert d2.history.materialize().to_json() == final.to_json(), f"restarted after record {i}"
 
 
 def test_without_history_unknown_relations_are_skipped_with_a_warning():
@@ -532,6 +582,53 @@ def test_ddl_and_dml_right_after_the_snapshot(cluster, tmp_path, page_source):
     reasons = {p.catalog: p.reason for p in old.history.problems}
     assert reasons.keys() >= {"pg_catalog.pg_class", "pg_catalog.pg_attribute"}, old.history.problems
     assert all("the page was never seen" in r for r in reasons.values())
+    # The history's state at the end is what the server's catalog then is
+    with cluster.connect(DB) as conn:
+        now = snapshot_from_connection(conn, pages=page_source)
+    mismatches = catalog_mismatches(history.materialize(), now, history._first_xid)
+    assert mismatches == [], "\n".join(mismatches)
+
+
+def catalog_mismatches(history: Catalog, server: Catalog, first_xid: int) -> list[str]:
+    """Where a catalog a history materialized and the server's own snapshot disagree: user relations,
+    their columns and types, schemas, and the rows on the catalog pages the history knows, by ctid
+    (t_xmin and the columns the history reads; the server's pages hold the tuples its snapshot sees,
+    the history's may hold dead ones a full-page image showed, but none a transaction from
+    ``first_xid`` on wrote).  Temporary schemas are left out: a temporary table made before the
+    range made one, which the history cannot know."""
+    out = []
+    user = [oid for oid, r in server.relations.items() if r.nspname in ("public", "other")]
+    for oid in sorted(set(user) | {oid for oid, r in history.relations.items() if r.nspname in ("public", "other")}):
+        a, b = history.relation(oid), server.relation(oid)
+        if a != b:
+            out.append(f"relation {oid}: history {a} != server {b}")
+    for oid, t in server.types.items():
+        if t.nspname in ("public", "other") and history.type(oid) != t:
+            out.append(f"type {oid}: history {history.type(oid)} != server {t}")
+
+    def temporary(name: str) -> bool:
+        return name.startswith(("pg_temp_", "pg_toast_temp_"))
+
+    mine, theirs = ({oid: n for oid, n in c.namespaces.items() if not temporary(n)} for c in (history, server))
+    if mine != theirs:
+        out.append(f"namespaces: history {mine} != server {theirs}")
+    for cat, pages in history.catalog_pages.items():
+        srv_pages = server.catalog_pages.get(cat)
+        if srv_pages is None or srv_pages.relfilenode != pages.relfilenode:
+            out.append(f"catalog {cat}: in {pages.relfilenode} in the history, {srv_pages!r} on the server")
+            continue
+        layout = CatalogLayout(server.relation(cat), DECODED_COLUMNS[cat], server.settings.get("server_encoding"))
+        for blkno in pages.blocks:
+            mine = {o: (t[:4], layout.decode(t)) for o, t in pages.tuples(blkno).items()}
+            srv = {o: (t[:4], layout.decode(t)) for o, t in (srv_pages.tuples(blkno) or {}).items()}
+            if cat == 2615:
+                mine, srv = ({o: v for o, v in rows.items() if not temporary(v[1]["nspname"])} for rows in (mine, srv))
+            for o in sorted(srv.keys() | (mine.keys() if blkno not in pages.partial else srv.keys())):
+                if o in mine and o not in srv and int.from_bytes(mine[o][0], "little") < first_xid:
+                    continue  # a dead version a full-page image showed: the history has no pg_xact to tell
+                if mine.get(o) != srv.get(o):
+                    out.append(f"catalog {cat} ({blkno},{o}): history {mine.get(o)} != server {srv.get(o)}")
+    return out
 
 
 @pytest.mark.server

@@ -43,7 +43,10 @@ transaction commits and named when a relation cannot be resolved.  A snapshot
 without schema OIDs: they are learnt from the rows the range shows, else the first
 schema of search_path is assumed (with a warning).
 
-Takes every ``DecodedRecord`` before the decoder dispatches it; hands views to
+``materialize()`` writes the committed catalog as of the last record taken as a
+``Catalog`` (relations, types, schemas and the shadow pages): a history started from
+it continues as this one does, e.g. at a replication slot's restart point.  Takes
+every ``DecodedRecord`` before the decoder dispatches it; hands views to
 ``replay.Replayer``.
 """
 
@@ -473,7 +476,7 @@ class CatalogHistory:
         self.warn = warn
         self.problems: list[CatalogProblem] = []
         self.inactive_reason: str | None = None
-        #: the end of the last record taken (EndRecPtr)
+        #: the end of the last record taken (EndRecPtr): where ``materialize`` stands
         self.position = catalog.lsn
         self._layouts: dict[int, CatalogLayout] = {}
         self._nodes: dict[int, int] = {}  # relfilenode (in the database's tablespace) -> catalog OID
@@ -533,6 +536,12 @@ class CatalogHistory:
     def has_changes(self) -> bool:
         """Is any catalog change known (committed, or of a transaction still to be decoded)?"""
         return bool(self.commit_lsns or self.txns or self._replaying)
+
+    @property
+    def has_uncommitted_changes(self) -> bool:
+        """Is a transaction that changed the catalog (or wrote catalog records not decoded) still open?
+        While it is, ``materialize`` refuses: its changes are neither in the committed state nor gone."""
+        return bool(self.txns or self._pending_problems or self._writes or self._rewrites)
 
     # -- per record ------------------------------------------------------------------------------
 
@@ -1186,6 +1195,64 @@ class CatalogHistory:
                 self._views.clear()
             v = self._views[key] = HistoricCatalog(self, epoch, txn if count else None, count, lsn)
         return v
+
+    def materialize(self) -> Catalog | None:
+        """The catalog as of ``position`` (what every transaction committed by then made of it) as a
+        ``Catalog`` with ``lsn`` = ``position``, in the snapshot format: relations, types, schemas,
+        and the catalog pages as far as this history knows them.  A ``CatalogHistory`` started from
+        it and fed the records that follow gives the views this one gives from here on.  None while
+        ``has_uncommitted_changes``: a transaction's catalog changes would be neither in it nor gone.
+        The snapshot's pages are left out while ``position`` is before the snapshot's LSN (they
+        describe the catalog later than that)."""
+        if self.has_uncommitted_changes:
+            return None
+        base = self.base
+        view = self.view(self.position)
+        if view is base:
+            relations, types = dict(base.relations), dict(base.types)
+            names = {oid: self.base_namespace_name(oid) for oid in
+                     {*base.namespaces, *self._nsp_base, *self._nsp_guess}}
+        else:
+            rel_oids = set(base.relations) | {k for (cat, k) in self.committed.rows if cat == RelationRelationId}
+            relations = {oid: r for oid in rel_oids if (r := view.relation(oid)) is not None}
+            type_oids = set(base.types) | {k for (cat, k) in self.committed.rows if cat == TypeRelationId}
+            types = {oid: t for oid in type_oids if (t := view.type(oid)) is not None}
+            nsp_oids = {*base.namespaces, *self._nsp_base, *self._nsp_guess,
+                        *(k for (cat, k) in self.committed.rows if cat == NamespaceRelationId)}
+            names = {oid: view.namespace_name(oid) for oid in nsp_oids}
+        return Catalog(
+            server_version=base.server_version, server_version_num=base.server_version_num, major=base.major,
+            lsn=self.position, database=base.database, database_oid=base.database_oid,
+            database_tablespace=base.database_tablespace, settings=dict(base.settings), relations=relations,
+            types=types, namespaces={oid: name for oid, name in names.items() if name is not None},
+            catalog_pages=self._materialize_pages(view), catalog_pages_note=base.catalog_pages_note)
+
+    def _materialize_pages(self, view) -> dict:
+        """The tracked catalogs' pages as known at ``position``: the shadow pages, and the snapshot's
+        blocks no record needed yet (passed on as they are)."""
+        out = {}
+        for cat in self._layouts:
+            rel = view.relation(cat)
+            if rel is None:
+                continue
+            node = rel.relfilenode
+            seeds = self._seeds.get(node) if self.position >= self._seed_lsn else None
+            blocks: dict = {}
+            partial = set()
+            if seeds is not None:
+                for blkno, block in seeds.blocks.items():
+                    if (node, blkno) not in self._seeded and (node, blkno) not in self.pages:
+                        blocks[blkno] = block
+                        if blkno in seeds.partial:
+                            partial.add(blkno)
+            for (n, blkno) in [k for k in self.pages if k[0] == node]:
+                page = self._page(n, blkno, self.position)  # the snapshot's tuples merged, as the next record would
+                blocks[blkno] = sorted(page.tuples.items())
+                if page.source is _WAL:
+                    partial.add(blkno)
+            if blocks:
+                out[cat] = CatalogPages(cat, node, "history", blocks, partial)
+        return out
 
     def relation_by_filenode(self, spc: int, relfilenode: int, lsn: int, xid: int = 0):
         return self.view(lsn, xid).relation_by_filenode(spc, relfilenode)
