@@ -171,7 +171,7 @@ _Q_ENUMS = "SELECT enumtypid::int8, oid::int8, enumlabel::text FROM pg_enum ORDE
 
 # -- public API ---------------------------------------------------------------------------------
 
-def snapshot_from_dsn(dsn: str) -> Catalog:
+def snapshot_from_dsn(dsn: str, pages: str = "auto") -> Catalog:
     """Connect to ``dsn`` (a libpq connection string or URI) and take a catalog snapshot.
 
     Settings are recorded as ``pg_settings.reset_val``: what a new session of the
@@ -181,6 +181,7 @@ def snapshot_from_dsn(dsn: str) -> Catalog:
     as the decoding session (``pg_recvlogical``, a subscriber) would, so the
     snapshot's ``search_path`` qualifies type names as that session does.
 
+    ``pages``: how the catalogs' pages are read, see ``snapshot_from_connection``.
     Raises ``CatalogError`` with a one-line message naming the DSN without its
     password when the server cannot be reached or the queries fail.
     """
@@ -205,7 +206,7 @@ def snapshot_from_dsn(dsn: str) -> Catalog:
     except psycopg.Error as e:
         raise CatalogError(f"cannot connect to PostgreSQL at {safe}: {_one_line(e)}") from None
     try:
-        return snapshot_from_connection(conn, _where=safe)
+        return snapshot_from_connection(conn, pages=pages, _where=safe)
     finally:
         conn.close()
 
@@ -246,16 +247,17 @@ def snapshot_from_connection(conn, *, pages: str = "auto", _where: str | None = 
             conn.autocommit = was_autocommit
 
 
-def main_catalog(dsn: str, output_path: str | None, prog: str = "waldecode") -> int:
+def main_catalog(dsn: str, output_path: str | None, prog: str = "waldecode", pages: str = "auto") -> int:
     """``waldecode catalog --dsn DSN -o FILE``: write the snapshot's JSON; the exit code.
 
     ``output_path`` None or ``-`` writes to stdout.  Errors are one line on
     stderr (exit 1).  A server whose ``wal_level`` is not ``logical`` still
     gets its snapshot written (``settings["wal_level"]`` records it; the
-    decoder refuses such WAL), with a warning on stderr.
+    decoder refuses such WAL), with a warning on stderr; so does one without
+    (some) catalog pages, saying why (``catalog_pages_note``).
     """
     try:
-        cat = snapshot_from_dsn(dsn)
+        cat = snapshot_from_dsn(dsn, pages)
     except CatalogError as e:
         print(f"{prog}: error: {e}", file=sys.stderr)
         return 1

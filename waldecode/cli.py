@@ -88,6 +88,10 @@ def _build_parser() -> argparse.ArgumentParser:
     src.add_argument("--dsn", help="libpq connection string of the database to decode")
     src.add_argument("--datadir", metavar="PGDATA", help="data directory of a stopped cluster, or a base backup")
     cat.add_argument("--database", help="with --datadir: the database to decode (default: the only user database)")
+    cat.add_argument("--pages", choices=("auto", "get_raw_page", "pg_read_binary_file", "none"),
+                     help="with --dsn: how the catalogs' pages are read (default auto: pageinspect's get_raw_page "
+                          "if installed and permitted, else the relation files after a CHECKPOINT); none: a snapshot "
+                          "without them (no CHECKPOINT)")
     cat.add_argument("-o", "--output", required=True, metavar="FILE", help="where to write the JSON snapshot")
     cat.set_defaults(func=cmd_catalog)
     return p
@@ -212,6 +216,8 @@ def cmd_decode(args) -> int:
 
 def cmd_catalog(args) -> int:
     if args.datadir:
+        if args.pages:
+            raise UsageError("--pages goes with --dsn; with --datadir the pages are read from the files")
         from .catalog_datadir import main_catalog_datadir
 
         return main_catalog_datadir(args.datadir, args.database, args.output)
@@ -219,7 +225,7 @@ def cmd_catalog(args) -> int:
         raise UsageError("--database goes with --datadir; with --dsn, name the database in the DSN")
     from .catalog_dsn import main_catalog
 
-    return main_catalog(args.dsn, args.output)
+    return main_catalog(args.dsn, args.output, pages=args.pages or "auto")
 
 
 class UsageError(Exception):
