@@ -388,7 +388,7 @@ WHERE e.extname = 'pageinspect'
 
 def _row_expr(name: str, typid: int) -> str:
     """A catalog column as SQL giving what ``CatalogLayout.decode`` makes of its bytes (or for types
-    it keeps as bytes: whether it is NULL)."""
+    it keeps as bytes: whether it is NULL); type OIDs as in ``CatalogLayout._converter``."""
     col = f'"{name}"'
     if typid in (26, 24):  # oid, regproc
         return f"{col}::oid::int8"
@@ -539,8 +539,8 @@ def _check_page(page: bytes, blkno: int, visible: dict, layout: CatalogLayout, w
             got = decoded[col]
             if isinstance(want, bool) and not isinstance(got, bool):
                 got = got is None  # a column compared by whether it is NULL
-            elif isinstance(want, (bytes, memoryview)):  # float4send
-                got, want = got, struct.unpack(">f", bytes(want))[0]
+            elif isinstance(want, (bytes, memoryview)):  # float4send: network byte order
+                want = struct.unpack(">f", bytes(want))[0]
             if got != want:
                 return None
         kept.append((offnum, tup))
