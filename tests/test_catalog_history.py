@@ -26,7 +26,7 @@ from hypothesis import strategies as st
 
 from fixture_data import all_fixtures
 from live import DB, SlotRun, live_cluster
-from waldecode.catalog import Catalog
+from waldecode.catalog import DEFAULT_SETTINGS, Catalog, CatalogError, CatalogPages
 from waldecode.catalog_dsn import parse_single_element_array, snapshot_from_connection
 from waldecode.errors import format_lsn
 from waldecode.catalog_history import DECODED_COLUMNS, CatalogHistory, CatalogLayout, HistoricCatalog
@@ -180,6 +180,27 @@ def test_without_history_unknown_relations_are_skipped_with_a_warning():
     assert all(re.fullmatch(r"could not map filenumber 1663/16384/\d+ to a relation for the (INSERT|UPDATE|DELETE) "
                             r"of transaction \d+ at [0-9A-F]+/[0-9A-F]+: not in the catalog snapshot taken at "
                             r"[0-9A-F]+/[0-9A-F]+; change skipped", w) for w in seen), seen[0]
+
+
+def test_catalog_pages_in_json():
+    """The pages' JSON: blocks with their tuples by offset, partial blocks, unknown ones; damage named."""
+    tuples = {1: bytes(range(30)), 3: b"\xff" * 40}
+    pages = CatalogPages(1259, 16500, "history", {0: list(tuples.items()), 2: []}, {2})
+    catalog = Catalog("15.0", 150000, 15, 0x1000028, "db", 5, 1663, dict(DEFAULT_SETTINGS), {}, {},
+                      catalog_pages={1259: pages}, catalog_pages_note="a note")
+    text = catalog.to_json()
+    again = Catalog.from_json(text)
+    assert again == catalog and again.to_json() == text
+    got = again.catalog_pages[1259]
+    assert (got.relfilenode, got.source, got.partial) == (16500, "history", {2})
+    assert got.tuples(0) == tuples and got.tuples(2) == {} and got.tuples(1) is None
+    assert again.catalog_pages_note == "a note"
+    doc = json.loads(text)
+    assert doc["version"] == 1 and doc["catalog_pages"][0]["blocks"][0]["items"] == [[1, 30], [3, 40]]
+    doc["catalog_pages"][0]["blocks"][0]["data"] = "eJw="
+    damaged = Catalog.from_json(json.dumps(doc))
+    with pytest.raises(CatalogError, match="catalog snapshot: block 0 of catalog 1259 does not unpack"):
+        damaged.catalog_pages[1259].tuples(0)
 
 
 def test_a_snapshot_without_catalogs_disables_the_history():

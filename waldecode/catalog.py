@@ -4,7 +4,9 @@ Owns the data model of the versioned JSON snapshot (``waldecode catalog -o``):
 relations by OID and by (tablespace, relfilenode), their columns, and the types
 output needs (enum labels, composite attributes, array elements, domain bases,
 range subtypes), plus the server settings output functions depend on.  Built by
-``catalog_dsn`` from a live server; handed to the decoder and the type output.
+``catalog_dsn`` from a live server, ``catalog_datadir`` from a data directory, or
+``CatalogHistory.materialize`` at a point of the WAL; handed to the decoder and the
+type output.
 
 JSON layout (``format`` = "waldecode-catalog", ``version`` = 1): top-level keys
 ``server_version``, ``server_version_num``, ``major``, ``lsn`` ("X/X", taken at),
@@ -15,23 +17,25 @@ search_path), ``relations`` (list of Relation dicts, each with ``attributes``),
 ``types`` (list of TypeInfo dicts), mirroring the dataclasses below field for
 field; field names are PostgreSQL's column names.
 
-``catalog_pages`` (optional: older snapshots lack it and are read as before) holds
-what the catalog history (``catalog_history``) needs to redo catalog records on
-pages the WAL read shows no full-page image of: for each catalog it tracks
-(pg_class, pg_attribute, pg_type, pg_namespace, pg_enum, pg_index, pg_range,
-pg_proc), ``{"oid", "relfilenode", "source", "blocks": [{"blkno", "items":
-[[offnum, length], ...], "data"}, ...]}``: per block of the relation's main fork,
-the heap tuples live at ``lsn`` by line pointer (ctid = (blkno, offnum)), each the
-whole on-page tuple (HeapTupleHeaderData, null bitmap and data, exactly as stored;
-``data`` is the block's tuples one after the other in ``items`` order,
-zlib-compressed, in base64: about an eighth of their size), from which an update
-logged as a prefix/suffix difference is rebuilt and a deletion is known by its
-row.  A block listed is known as far as its live tuples go; a block not listed
-is unknown; ``"partial": true`` marks a block of which only the tuples some WAL
-wrote are known (a history's materialized state).  ``source`` says where the
-tuples came from: ``get_raw_page`` or ``pg_read_binary_file`` (a live server),
-``datadir``, ``history`` (``CatalogHistory.materialize``).  ``catalog_pages_note``
-(optional) says why pages are missing (not permitted to read them, pages left out).
+``catalog_pages`` (optional, still format version 1: older snapshots lack it and
+are read as before, older readers ignore it) holds what the catalog history
+(``catalog_history``) needs to redo catalog records on pages the WAL read shows no
+full-page image of.  For each catalog it tracks (pg_class, pg_attribute, pg_type,
+pg_namespace, pg_enum, pg_index, pg_range, pg_proc): ``{"oid", "relfilenode",
+"source", "blocks": [{"blkno", "items": [[offnum, length], ...], "data"}, ...]}``,
+per block of the relation's main fork the heap tuples at ``lsn`` by line pointer
+(ctid = (blkno, offnum); those the snapshot sees, and in a history's also dead
+versions a full-page image showed), each the whole on-page tuple exactly as stored
+(HeapTupleHeaderData, null bitmap, data), from which an update logged as a
+prefix/suffix difference is rebuilt and a deletion is known by its row.  ``data``
+is the block's tuples one after the other in ``items`` order, zlib-compressed, in
+base64 (about an eighth of their size).  A block listed is known as far as its
+live tuples go, a block not listed is unknown; ``"partial": true`` marks a block of
+which only the tuples some WAL wrote are known (a history's materialized state).
+``source`` says where the tuples came from: ``get_raw_page`` or
+``pg_read_binary_file`` (a live server), ``datadir``, ``history``
+(``CatalogHistory.materialize``).  ``catalog_pages_note`` (optional) says why pages
+are missing (not permitted to read them, pages left out).
 """
 
 from __future__ import annotations
