@@ -60,7 +60,8 @@ def catalog_differences(live: Catalog, files: Catalog) -> list[str]:
     out = []
     for f in dataclasses.fields(Catalog):
         name = f.name
-        if name in ("server_version", "server_version_num", "lsn", "_by_filenode", "relations", "types"):
+        if name in ("server_version", "server_version_num", "lsn", "_by_filenode", "relations", "types",
+                    "catalog_pages", "catalog_pages_note"):
             continue
         if getattr(live, name) != getattr(files, name):
             out.append(f"{name}: live {getattr(live, name)!r} != files {getattr(files, name)!r}")
@@ -86,6 +87,32 @@ def catalog_differences(live: Catalog, files: Catalog) -> list[str]:
                         out.append(f"{what}: {oid} ({_label(x)}): {len(vx)} columns live, {len(vy)} in the files")
                 elif vx != vy:
                     out.append(f"{what}: {oid} ({_label(x)}) {g.name}: live {vx!r} != files {vy!r}")
+    return out + pages_differences(live, files)
+
+
+def pages_differences(live: Catalog, files: Catalog) -> list[str]:
+    """The catalog pages: the same catalogs in the same relfilenodes, the same blocks, and in each the
+    same tuples by offset: the same t_xmin, number of attributes, null bitmap and data (hint bits and
+    a locker's t_xmax may differ)."""
+    out = []
+    if live.catalog_pages_note or files.catalog_pages_note:
+        out.append(f"catalog_pages_note: live {live.catalog_pages_note!r}, files {files.catalog_pages_note!r}")
+    if live.catalog_pages.keys() != files.catalog_pages.keys():
+        return out + [f"catalog_pages: live {sorted(live.catalog_pages)} != files {sorted(files.catalog_pages)}"]
+    for oid, a in live.catalog_pages.items():
+        b = files.catalog_pages[oid]
+        if a.relfilenode != b.relfilenode or a.blocks.keys() != b.blocks.keys():
+            out.append(f"catalog_pages of {oid}: live {a!r} != files {b!r}")
+            continue
+        for blkno in a.blocks:
+            ta, tb = a.tuples(blkno), b.tuples(blkno)
+            if ta.keys() != tb.keys():
+                out.append(f"catalog_pages of {oid}: block {blkno}: offsets live {sorted(ta)} != files {sorted(tb)}")
+                continue
+            for off, x in ta.items():
+                y = tb[off]
+                if (x[:4], x[18:20], x[23:]) != (y[:4], y[18:20], y[23:]):
+                    out.append(f"catalog_pages of {oid}: tuple ({blkno},{off}) differs: live {x.hex()} files {y.hex()}")
     return out
 
 

@@ -539,7 +539,7 @@ def test_15_types(pg15):
 
 
 @pytest.mark.server
-def test_15_json_round_trip(pg15, tmp_path):
+def test_15_json_round_trip(pg15, tmp_path, capsys):
     c, cat, _, _ = pg15
     again = Catalog.from_json(cat.to_json())
     assert again == cat
@@ -548,6 +548,19 @@ def test_15_json_round_trip(pg15, tmp_path):
     assert main_catalog(_dsn(c, "app", password="unused"), str(out)) == 0
     loaded = Catalog.load(out)
     assert loaded.database == "app" and loaded.relations.keys() >= {_rel(cat, "public", "pk").oid}
+    # the catalogs' pages: a superuser without pageinspect reads the files after a CHECKPOINT
+    assert sorted(loaded.catalog_pages) == [1247, 1249, 1255, 1259, 2610, 2615, 3501, 3541]
+    assert {p.source for p in loaded.catalog_pages.values()} == {"pg_read_binary_file"}
+    assert loaded.catalog_pages_note == "" and capsys.readouterr().err == ""
+    pg_class = loaded.catalog_pages[1259]
+    assert pg_class.relfilenode == _rel(loaded, "pg_catalog", "pg_class").relfilenode
+    assert sum(len(pg_class.tuples(b)) for b in pg_class.blocks) == \
+        c.sql("SELECT count(*) FROM pg_class", dbname="app")[0][0]
+    # asked for none: no pages, and a warning says so
+    assert main_catalog(_dsn(c, "app"), str(out), pages="none") == 0
+    bare = Catalog.load(out)
+    assert bare.catalog_pages == {} and "without catalog pages (asked for)" in capsys.readouterr().err
+    assert bare.relations == loaded.relations
 
 
 @pytest.mark.server
@@ -709,3 +722,22 @@ def test_15_unprivileged_role(pg15):
     assert [a.type_name for a in hidden.attributes] == ["integer", "color", "color[]", "dom"]
     assert _rel(rcat, "public", "missing").attributes == _rel(cat, "public", "missing").attributes
     assert _rel(rcat, "pg_catalog", "pg_class").relfilenode
+    # Not permitted to read the catalogs' pages: none, and the note says why
+    assert rcat.catalog_pages == {}
+    assert rcat.catalog_pages_note.startswith(
+        "the catalogs' pages could not be read (the pageinspect extension is not installed in this database; "
+        "pg_read_binary_file: permission denied for function pg_read_binary_file)")
+    # pg_read_binary_file without CHECKPOINT: a file page older than the buffers' (one holding a row
+    # created since the last checkpoint, unless it was written out since) is left out
+    c.sql("GRANT EXECUTE ON FUNCTION pg_read_binary_file(text, bigint, bigint) TO reader", dbname="app")
+    c.sql("CREATE TABLE dirty (id int)", dbname="app")
+    ctid = c.sql("SELECT ctid::text FROM pg_class WHERE relname = 'dirty'", dbname="app")[0][0]
+    blkno, offnum = (int(x) for x in ctid.strip("()").split(","))
+    rcat = snapshot_from_dsn(dsn)
+    assert rcat.catalog_pages_note.startswith("no CHECKPOINT before reading the catalogs' files (")
+    tuples = rcat.catalog_pages[1259].tuples(blkno)
+    assert tuples is None or offnum in tuples
+    c.sql("GRANT pg_checkpoint TO reader")
+    rcat = snapshot_from_dsn(dsn)
+    assert rcat.catalog_pages_note == ""
+    assert {p.source for p in rcat.catalog_pages.values()} == {"pg_read_binary_file"}

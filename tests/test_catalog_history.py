@@ -15,6 +15,7 @@ cannot know is reported (relfilenode, LSN, transaction) and the rest still decod
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
 
@@ -25,11 +26,13 @@ from hypothesis import strategies as st
 
 from fixture_data import all_fixtures
 from live import DB, SlotRun, live_cluster
-from waldecode.catalog import Catalog
-from waldecode.catalog_dsn import parse_single_element_array
-from waldecode.catalog_history import CatalogHistory, HistoricCatalog
+from waldecode.catalog import DEFAULT_SETTINGS, Catalog, CatalogError, CatalogPages
+from waldecode.catalog_dsn import parse_single_element_array, snapshot_from_connection
+from waldecode.errors import format_lsn
+from waldecode.catalog_history import DECODED_COLUMNS, CatalogHistory, CatalogLayout, HistoricCatalog
 from waldecode.decode import LogicalDecoder
 from waldecode.output.test_decoding import TestDecoding
+from waldecode.snapbuild import SNAPBUILD_CONSISTENT, SnapBuilder
 from waldecode.xlogreader import XLogReader, parse_lsn
 
 # -- the fixtures' catalog rows ------------------------------------------------------------------
@@ -106,6 +109,55 @@ def test_decoded_catalog_rows_equal_the_servers(fx):
     assert not history.txns
 
 
+RESTART_FIXTURES = [pytest.param(fx, id=fx.name) for fx in all_fixtures()
+                    if fx.name in ("pg15-off/ddl", "pg15-off/truncate", "pg15-zstd/ddl", "pg15-zstd/truncate")]
+
+
+@pytest.mark.parametrize("fx", RESTART_FIXTURES)
+def test_materialized_catalog_restarts_decoding(fx):
+    """``materialize`` between transactions: a decoder started from that catalog (written as JSON and
+    read back) at that point, fed the records after it, prints what the uninterrupted run printed after
+    it, and ends with the same catalog.  While a transaction with catalog changes is open it refuses."""
+    meta = fx.meta["decoding_options"]["test_decoding.jsonl"]
+    slot = next(s for s in fx.meta["slots"] if s["name"] == meta["slot"])
+    catalog = Catalog.load(fx.path / "snapshot.json.gz")
+    reader = XLogReader([fx.wal_dir], parse_lsn(slot["restart_lsn"]), fx.end_lsn)
+    records = list(reader)
+
+    def decoder_for(cat: Catalog, rows: list) -> LogicalDecoder:
+        return LogicalDecoder(cat, TestDecoding(cat, rows.append, meta["options"]), segment_size=reader.seg_size)
+
+    rows: list[str] = []
+    decoder = decoder_for(catalog, rows)
+    points = []  # (index of the last record taken, materialized catalog as JSON, rows printed by then)
+    refused = 0
+    for i, rec in enumerate(records):
+        decoder.process(rec)
+        history = decoder.history
+        if history.has_uncommitted_changes:
+            assert history.materialize() is None
+            refused += 1
+        elif decoder.snapbuild.state == SNAPBUILD_CONSISTENT and not decoder.rb.toplevel:
+            points.append((i, history.materialize().to_json(), len(rows)))
+    decoder.finish()
+    assert rows == [json.loads(line)[2] for line in (fx.path / "test_decoding.jsonl").read_text().splitlines()]
+    assert refused and len(points) > 5
+    final = decoder.history.materialize()
+    assert final.lsn == records[-1].end_lsn
+    for i, text, printed in points[::max(1, len(points) // 6)] + points[-1:]:
+        restarted = Catalog.from_json(text)
+        assert restarted.lsn == records[i].end_lsn
+        again: list[str] = []
+        d2 = decoder_for(restarted, again)
+        d2.snapbuild = SnapBuilder(restarted.lsn, assume_consistent=True)  # as a slot restarting there would be
+        for rec in records[i + 1:]:
+            d2.process(rec)
+        d2.finish()
+        assert again == rows[printed:], f"restarted after record {i}"
+        assert d2.warnings == []
+        assert d2.history.materialize().to_json() == final.to_json(), f"restarted after record {i}"
+
+
 def test_without_history_unknown_relations_are_skipped_with_a_warning():
     """The static snapshot alone (history off): every change to a table created in the range is
     reported and skipped; the transactions and other rows still print."""
@@ -128,6 +180,27 @@ def test_without_history_unknown_relations_are_skipped_with_a_warning():
     assert all(re.fullmatch(r"could not map filenumber 1663/16384/\d+ to a relation for the (INSERT|UPDATE|DELETE) "
                             r"of transaction \d+ at [0-9A-F]+/[0-9A-F]+: not in the catalog snapshot taken at "
                             r"[0-9A-F]+/[0-9A-F]+; change skipped", w) for w in seen), seen[0]
+
+
+def test_catalog_pages_in_json():
+    """The pages' JSON: blocks with their tuples by offset, partial blocks, unknown ones; damage named."""
+    tuples = {1: bytes(range(30)), 3: b"\xff" * 40}
+    pages = CatalogPages(1259, 16500, "history", {0: list(tuples.items()), 2: []}, {2})
+    catalog = Catalog("15.0", 150000, 15, 0x1000028, "db", 5, 1663, dict(DEFAULT_SETTINGS), {}, {},
+                      catalog_pages={1259: pages}, catalog_pages_note="a note")
+    text = catalog.to_json()
+    again = Catalog.from_json(text)
+    assert again == catalog and again.to_json() == text
+    got = again.catalog_pages[1259]
+    assert (got.relfilenode, got.source, got.partial) == (16500, "history", {2})
+    assert got.tuples(0) == tuples and got.tuples(2) == {} and got.tuples(1) is None
+    assert again.catalog_pages_note == "a note"
+    doc = json.loads(text)
+    assert doc["version"] == 1 and doc["catalog_pages"][0]["blocks"][0]["items"] == [[1, 30], [3, 40]]
+    doc["catalog_pages"][0]["blocks"][0]["data"] = "eJw="
+    damaged = Catalog.from_json(json.dumps(doc))
+    with pytest.raises(CatalogError, match="catalog snapshot: block 0 of catalog 1259 does not unpack"):
+        damaged.catalog_pages[1259].tuples(0)
 
 
 def test_a_snapshot_without_catalogs_disables_the_history():
@@ -421,10 +494,27 @@ def test_unresolvable_relation_is_reported_and_the_rest_decoded(cluster, tmp_pat
     assert "change skipped" in warning and "snapshot" in warning
 
 
+def decode_again(run: Run, tmp_path, catalog: Catalog) -> LogicalDecoder:
+    """The WAL ``run.finish`` copied to ``tmp_path``, decoded once more with another catalog snapshot."""
+    reader = XLogReader([tmp_path / "wal"], parse_lsn(run.restart_lsn))
+    decoder = LogicalDecoder(catalog, TestDecoding(catalog, lambda row: None), segment_size=reader.seg_size)
+    for rec in reader:
+        decoder.process(rec)
+    decoder.finish()
+    return decoder
+
+
+def without_pages(catalog: Catalog) -> Catalog:
+    """The snapshot as it was before it carried the catalogs' pages."""
+    return dataclasses.replace(catalog, catalog_pages={}, catalog_pages_note="")
+
+
 @pytest.mark.server
-def test_catalog_page_never_seen_is_named(cluster, tmp_path):
-    """pg_class's page was imaged after the checkpoint but before the range: TRUNCATE's pg_class update,
-    stored as a difference to the old row, cannot be decoded; the report says which page and why."""
+def test_catalog_row_changed_between_snapshot_and_range_is_named(cluster, tmp_path):
+    """trunc_me's pg_class row (and its TOAST table's) are updated after the snapshot and before the range,
+    on a page then imaged: TRUNCATE's updates of those rows, stored as differences to rows the snapshot
+    does not hold, cannot be decoded; the report says which catalog, where and why, and what the
+    transaction's other catalog changes concern (trunc_me's TOAST index)."""
     run = Run(cluster, after_checkpoint="ALTER TABLE trunc_me SET (fillfactor = 90)")
     run.sql("TRUNCATE trunc_me",
             "INSERT INTO trunc_me VALUES (1, 'into the new relfilenode')",
@@ -435,13 +525,179 @@ def test_catalog_page_never_seen_is_named(cluster, tmp_path):
     assert "table public.trunc_me: TRUNCATE: (no-flags)" in got
     assert "table public.base_t: INSERT: id[integer]:500 v[text]:'still decoded'" in got
     *problems, skipped = run.decoder.warnings
-    assert problems and all(p.startswith("catalog change not decoded: pg_class row at block ") for p in problems)
-    assert "the page was never seen: its last full-page image precedes the start of the WAL read" in problems[0]
     with cluster.connect(DB) as conn:
-        node = conn.execute("SELECT pg_relation_filenode('trunc_me')").fetchone()[0]
+        node, oid = conn.execute("SELECT pg_relation_filenode('trunc_me'), 'trunc_me'::regclass::oid").fetchone()
+    snap = format_lsn(run.catalog.lsn)
+    assert problems and all(re.fullmatch(
+        r"catalog change not decoded: a pg_catalog\.pg_class row \(which one is unknown\) at block \d+ offset \d+ "
+        r"of 1663/\d+/\d+, changed by transaction \d+ at [0-9A-F]+/[0-9A-F]+: the new row is stored as a difference "
+        rf"to the old one, which is unknown: the catalog snapshot \(taken at {snap}\) has no live tuple at offset "
+        r"\d+: the row was written by a transaction still running when the snapshot was taken, or after the "
+        r"snapshot and before the start of the WAL read \(the transaction's decoded catalog changes concern "
+        rf"relation pg_toast\.pg_toast_{oid}_index \(OID \d+\)\); changes after it may be decoded with outdated "
+        r"definitions", p) for p in problems), problems
     assert re.search(rf"could not map filenumber 1663/\d+/{node} to a relation for the INSERT of transaction \d+ "
-                     r"at [0-9A-F]+/[0-9A-F]+: \d+ catalog changes? before it could not be decoded.*pg_class row "
-                     r"at block \d+ offset \d+ of 1663/\d+/\d+, changed by transaction \d+ at ", skipped), skipped
+                     r"at [0-9A-F]+/[0-9A-F]+: \d+ catalog changes? before it could not be decoded.*"
+                     r"pg_catalog\.pg_class row \(which one is unknown\) at block \d+ offset \d+ of 1663/\d+/\d+, "
+                     r"changed by transaction \d+ at ", skipped), skipped
+    # A snapshot without pages: the page itself is unknown, and the report says the snapshot has none
+    old = decode_again(run, tmp_path, without_pages(run.catalog))
+    assert old.history.problems and all(
+        p.reason.endswith("the page was never seen: its last full-page image precedes the start of the WAL read, "
+                          "and the catalog snapshot carries no pages of pg_class (taken without them: see waldecode "
+                          "catalog)") for p in old.history.problems)
+
+
+@pytest.fixture(params=["pg_read_binary_file", "get_raw_page"])
+def page_source(request, cluster):
+    """How the snapshot reads the catalogs' pages: the files (after a CHECKPOINT), or through shared
+    buffers with pageinspect (installed for the test: ``auto`` prefers it)."""
+    if request.param == "get_raw_page":
+        cluster.sql("CREATE EXTENSION pageinspect", dbname=DB)
+    try:
+        yield request.param
+    finally:
+        if request.param == "get_raw_page":
+            cluster.sql("DROP EXTENSION pageinspect", dbname=DB)
+
+
+@pytest.mark.server
+def test_ddl_and_dml_right_after_the_snapshot(cluster, tmp_path, page_source):
+    """Catalog pages changed after the last checkpoint before the range starts (ANALYZE's in-place
+    updates, a temporary table created and dropped) are not imaged again in it: the DDL's updates and
+    deletions of the snapshot's rows on them are redone from the snapshot's tuples.  Without them
+    (the snapshot as it was) the same WAL gives "page never seen" problems."""
+    x = page_source[:4]  # names of this run's objects
+    with cluster.connect(DB) as conn:
+        conn.execute(f"CREATE TABLE {x}_soon (id int PRIMARY KEY, a text, b int)")
+        conn.execute(f"CREATE TABLE {x}_gone (id int, t text)")
+        conn.execute(f"CREATE TYPE {x}_kind AS ENUM ('x', 'y')")
+        conn.execute(f"INSERT INTO {x}_soon VALUES (1, 'one', 1)")
+    run = Run(cluster, after_checkpoint=f"ANALYZE {x}_soon, {x}_gone, base_t; "
+                                        f"CREATE TEMP TABLE tmp_touch (id int, k {x}_kind); DROP TABLE tmp_touch")
+    assert {p.source for p in run.catalog.catalog_pages.values()} == {page_source}
+    assert run.catalog.catalog_pages_note == ""
+    run.sql(f"ALTER TABLE {x}_soon ADD COLUMN c text DEFAULT 'c default'",
+            f"INSERT INTO {x}_soon VALUES (2, 'two', 2)",
+            f"ALTER TABLE {x}_soon RENAME COLUMN a TO a2",
+            f"ALTER TABLE {x}_soon ALTER COLUMN b SET NOT NULL",
+            f"UPDATE {x}_soon SET a2 = 'uno' WHERE id = 1",
+            f"ALTER TABLE {x}_soon RENAME TO {x}_renamed",
+            f"ALTER TYPE {x}_kind RENAME TO {x}_kind2",
+            f"CREATE TABLE {x}_new (id int, k {x}_kind2)",
+            f"INSERT INTO {x}_new VALUES (1, 'y')",
+            f"ALTER TABLE {x}_gone DROP COLUMN t",
+            f"INSERT INTO {x}_gone VALUES (3)",
+            f"DROP TABLE {x}_gone",
+            "ALTER TABLE base_t ADD COLUMN soon_col int DEFAULT 7",
+            "INSERT INTO base_t VALUES (700, 'after add column', 8)",
+            "ALTER TABLE base_t DROP COLUMN soon_col",
+            "DELETE FROM base_t WHERE id = 700",
+            f"DELETE FROM {x}_renamed WHERE id = 2")
+    check(run, tmp_path, [f"table public.{x}_soon: INSERT: id[integer]:2 a[text]:'two' b[integer]:2 "
+                          "c[text]:'c default'", f"table public.{x}_renamed: DELETE: id[integer]:2",
+                          f"k[{x}_kind2]:'y'", f"table public.{x}_gone: INSERT: id[integer]:3", "soon_col[integer]:8"])
+    history = run.decoder.history
+    assert any(page.source == "the catalog snapshot" for page in history.pages.values())
+    old = decode_again(run, tmp_path, without_pages(run.catalog))
+    reasons = {p.catalog: p.reason for p in old.history.problems}
+    assert reasons.keys() >= {"pg_catalog.pg_class", "pg_catalog.pg_attribute"}, old.history.problems
+    assert all("the page was never seen" in r for r in reasons.values())
+    # The history's state at the end is what the server's catalog then is
+    with cluster.connect(DB) as conn:
+        now = snapshot_from_connection(conn, pages=page_source)
+    mismatches = catalog_mismatches(history.materialize(), now, history._first_xid)
+    assert mismatches == [], "\n".join(mismatches)
+
+
+def catalog_mismatches(history: Catalog, server: Catalog, first_xid: int) -> list[str]:
+    """Where a catalog a history materialized and the server's own snapshot disagree: user relations,
+    their columns and types, schemas, and the rows on the catalog pages the history knows, by ctid
+    (t_xmin and the columns the history reads; the server's pages hold the tuples its snapshot sees,
+    the history's may hold dead ones a full-page image showed, but none a transaction from
+    ``first_xid`` on wrote).  Temporary schemas are left out: a temporary table made before the
+    range made one, which the history cannot know."""
+    out = []
+    user = [oid for oid, r in server.relations.items() if r.nspname in ("public", "other")]
+    for oid in sorted(set(user) | {oid for oid, r in history.relations.items() if r.nspname in ("public", "other")}):
+        a, b = history.relation(oid), server.relation(oid)
+        if a != b:
+            out.append(f"relation {oid}: history {a} != server {b}")
+    for oid, t in server.types.items():
+        if t.nspname in ("public", "other") and history.type(oid) != t:
+            out.append(f"type {oid}: history {history.type(oid)} != server {t}")
+
+    def temporary(name: str) -> bool:
+        return name.startswith(("pg_temp_", "pg_toast_temp_"))
+
+    mine, theirs = ({oid: n for oid, n in c.namespaces.items() if not temporary(n)} for c in (history, server))
+    if mine != theirs:
+        out.append(f"namespaces: history {mine} != server {theirs}")
+    for cat, pages in history.catalog_pages.items():
+        srv_pages = server.catalog_pages.get(cat)
+        if srv_pages is None or srv_pages.relfilenode != pages.relfilenode:
+            out.append(f"catalog {cat}: in {pages.relfilenode} in the history, {srv_pages!r} on the server")
+            continue
+        layout = CatalogLayout(server.relation(cat), DECODED_COLUMNS[cat], server.settings.get("server_encoding"))
+        for blkno in pages.blocks:
+            mine = {o: (t[:4], layout.decode(t)) for o, t in pages.tuples(blkno).items()}
+            srv = {o: (t[:4], layout.decode(t)) for o, t in (srv_pages.tuples(blkno) or {}).items()}
+            if cat == 2615:
+                mine, srv = ({o: v for o, v in rows.items() if not temporary(v[1]["nspname"])} for rows in (mine, srv))
+            for o in sorted(srv.keys() | (mine.keys() if blkno not in pages.partial else srv.keys())):
+                if o in mine and o not in srv and int.from_bytes(mine[o][0], "little") < first_xid:
+                    continue  # a dead version a full-page image showed: the history has no pg_xact to tell
+                if mine.get(o) != srv.get(o):
+                    out.append(f"catalog {cat} ({blkno},{o}): history {mine.get(o)} != server {srv.get(o)}")
+    return out
+
+
+@pytest.mark.server
+def test_catalog_rewritten_in_the_range_then_its_rows_dropped(cluster, tmp_path):
+    """VACUUM FULL and CLUSTER of catalogs write the new relfilenode's pages as full-page images before
+    the commit that makes it the catalog's (for mapped catalogs, the relation mapper's update): those
+    images are kept, so rows dropped afterwards are known.  A CLUSTER rolled back leaves the catalog
+    where it was."""
+    with cluster.connect(DB) as conn:
+        conn.execute("CREATE FUNCTION rw_f(int) RETURNS int LANGUAGE sql AS 'SELECT $1 + 1'")
+        conn.execute("CREATE SCHEMA rw_schema")
+        conn.execute("CREATE TYPE rw_pair AS (a int, b text)")
+        conn.execute("CREATE TYPE rw_enum AS ENUM ('p', 'q')")
+        conn.execute("CREATE TABLE rw_t (id int, e rw_enum)")
+        conn.execute("INSERT INTO rw_t VALUES (1, 'p')")
+    run = Run(cluster)
+    with cluster.connect(DB, autocommit=False) as conn:
+        run.sql("CLUSTER pg_enum USING pg_enum_oid_index", conn=conn)
+        conn.rollback()
+    run.sql("VACUUM FULL pg_proc",
+            "DROP FUNCTION rw_f(int)",
+            "CLUSTER pg_namespace USING pg_namespace_oid_index",
+            "DROP SCHEMA rw_schema",
+            "VACUUM FULL pg_type",
+            "VACUUM FULL pg_attribute",
+            "DROP TYPE rw_pair",
+            "ALTER TYPE rw_enum RENAME VALUE 'q' TO 'q2'",
+            "INSERT INTO rw_t VALUES (2, 'q2')",
+            "CLUSTER pg_class USING pg_class_oid_index",
+            "ALTER TABLE rw_t RENAME TO rw_t2",
+            "INSERT INTO rw_t2 VALUES (3, 'p')",
+            "DROP TABLE rw_t2",
+            "CREATE TABLE rw_after (id int)",
+            "INSERT INTO rw_after VALUES (1)")
+    check(run, tmp_path, ["table public.rw_t: INSERT: id[integer]:2 e[rw_enum]:'q2'",
+                          "table public.rw_t2: INSERT: id[integer]:3", "table public.rw_after: INSERT: id[integer]:1"])
+    history = run.decoder.history
+    view = history.view(2 ** 63)
+    with cluster.connect(DB) as conn:
+        nodes = dict(conn.execute("SELECT oid::int, pg_relation_filenode(oid)::int FROM pg_class WHERE oid IN "
+                                  "(1255, 2615, 1247, 1249, 1259, 3501)").fetchall())
+    for cat, node in nodes.items():
+        assert view.relation(cat).relfilenode == node
+        if cat != 3501:  # rewritten: the new relfilenode's pages came from the rewrite's images
+            assert node != run.catalog.relation(cat).relfilenode
+            assert any(k[0] == node and p.source == "a full-page image" for k, p in history.pages.items()), cat
+    # the rolled back CLUSTER's new heap is forgotten with its pages
+    assert all(history._nodes[n] != 3501 or n == nodes[3501] for n in history._nodes)
 
 
 @pytest.mark.server

@@ -114,6 +114,13 @@ def test_decode_with_a_catalog_whose_column_types_do_not_fit_the_rows(tmp_path):
     assert "dml_pk" in err and "LSN" in err, err
 
 
+def test_catalog_pages_option_goes_with_dsn(tmp_path):
+    out = run("catalog", "--datadir", tmp_path, "--pages", "none", "-o", tmp_path / "c.json")
+    assert out.returncode == 2
+    assert out.stderr.decode().strip() == ("waldecode: error: --pages goes with --dsn; with --datadir the pages are "
+                                           "read from the files")
+
+
 PG_WALDUMP_15 = "/usr/lib/postgresql/15/bin/pg_waldump"
 
 

@@ -638,3 +638,16 @@ def test_cli_zeroed_tail_is_a_normal_end(impl, tmp_path):
     line = _one_line_error(proc)
     assert line.startswith("waldecode: end of WAL at ") and format_lsn(victim.lsn) in line and str(path) in line
     assert len(proc.stdout.splitlines()) == 4
+
+
+def test_cli_segment_of_another_version_than_the_catalog(tmp_path):
+    """WAL of PostgreSQL 14 (page magic D10D) decoded with a PostgreSQL 15 snapshot: the error names the
+    versions and the segment file the WAL's version was read from."""
+    w = one_segment(tmp_path / "wal", major=14)
+    catalog = REPO / "fixtures" / "pg15-off" / "small_dml" / "snapshot.json.gz"
+    proc = subprocess.run([sys.executable, "-m", "waldecode.cli", "decode", "--catalog", str(catalog),
+                           str(tmp_path / "wal")], capture_output=True, text=True, timeout=60, cwd=REPO)
+    assert proc.returncode == 2
+    assert _one_line_error(proc) == (
+        f"waldecode: error: the WAL was written by PostgreSQL 14 (page magic D10D of WAL segment "
+        f"{w.path_of(tmp_path / 'wal', MB)}) but the catalog snapshot {catalog} is from PostgreSQL 15")

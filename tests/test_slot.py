@@ -26,6 +26,7 @@ from hypothesis import strategies as st
 
 from live import DB, live_cluster
 from waldecode.catalog_dsn import snapshot_from_connection
+from waldecode.xlogreader import parse_lsn
 
 pytestmark = [pytest.mark.server, pytest.mark.slow]
 
@@ -102,7 +103,10 @@ def test_one_run_with_a_slot_prints_the_servers_output(archive, tmp_path):
     assert (tmp_path / "out").read_bytes() == archive.expected
     doc = json.loads((tmp_path / "slot").read_text())
     assert doc["format"] == "waldecode-slot" and doc["output_bytes"] == len(archive.expected)
-    assert doc["confirmed_flush_lsn"] == archive.end or doc["confirmed_flush_lsn"] <= archive.end
+    assert parse_lsn(doc["confirmed_flush_lsn"]) <= parse_lsn(archive.end)
+    # The restart point moved past the DDL: the slot carries the catalog as of there, "later" included
+    assert parse_lsn(doc["restart_lsn"]) > parse_lsn(archive.start)
+    assert "later" in {r["relname"] for r in doc["catalog"]["relations"]}
     # Run again: nothing more to decode, nothing doubled
     out = run(decode_cmd(archive, tmp_path / "slot", tmp_path / "out"))
     assert out.returncode == 0, out.stderr.decode()

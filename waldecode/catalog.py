@@ -4,7 +4,9 @@ Owns the data model of the versioned JSON snapshot (``waldecode catalog -o``):
 relations by OID and by (tablespace, relfilenode), their columns, and the types
 output needs (enum labels, composite attributes, array elements, domain bases,
 range subtypes), plus the server settings output functions depend on.  Built by
-``catalog_dsn`` from a live server; handed to the decoder and the type output.
+``catalog_dsn`` from a live server, ``catalog_datadir`` from a data directory, or
+``CatalogHistory.materialize`` at a point of the WAL; handed to the decoder and the
+type output.
 
 JSON layout (``format`` = "waldecode-catalog", ``version`` = 1): top-level keys
 ``server_version``, ``server_version_num``, ``major``, ``lsn`` ("X/X", taken at),
@@ -14,11 +16,33 @@ DateStyle, IntervalStyle, extra_float_digits, bytea_output, lc_monetary,
 search_path), ``relations`` (list of Relation dicts, each with ``attributes``),
 ``types`` (list of TypeInfo dicts), mirroring the dataclasses below field for
 field; field names are PostgreSQL's column names.
+
+``catalog_pages`` (optional, still format version 1: older snapshots lack it and
+are read as before, older readers ignore it) holds what the catalog history
+(``catalog_history``) needs to redo catalog records on pages the WAL read shows no
+full-page image of.  For each catalog it tracks (pg_class, pg_attribute, pg_type,
+pg_namespace, pg_enum, pg_index, pg_range, pg_proc): ``{"oid", "relfilenode",
+"source", "blocks": [{"blkno", "items": [[offnum, length], ...], "data"}, ...]}``,
+per block of the relation's main fork the heap tuples at ``lsn`` by line pointer
+(ctid = (blkno, offnum); those the snapshot sees, and in a history's also dead
+versions a full-page image showed), each the whole on-page tuple exactly as stored
+(HeapTupleHeaderData, null bitmap, data), from which an update logged as a
+prefix/suffix difference is rebuilt and a deletion is known by its row.  ``data``
+is the block's tuples one after the other in ``items`` order, zlib-compressed, in
+base64 (about an eighth of their size).  A block listed is known as far as its
+live tuples go, a block not listed is unknown; ``"partial": true`` marks a block of
+which only the tuples some WAL wrote are known (a history's materialized state).
+``source`` says where the tuples came from: ``get_raw_page`` or
+``pg_read_binary_file`` (a live server), ``datadir``, ``history``
+(``CatalogHistory.materialize``).  ``catalog_pages_note`` (optional) says why pages
+are missing (not permitted to read them, pages left out).
 """
 
 from __future__ import annotations
 
+import base64
 import json
+import zlib
 from dataclasses import asdict, dataclass, field, fields
 
 FORMAT_NAME = "waldecode-catalog"
@@ -37,6 +61,24 @@ REPLICA_IDENTITY_DEFAULT = "d"
 REPLICA_IDENTITY_NOTHING = "n"
 REPLICA_IDENTITY_FULL = "f"
 REPLICA_IDENTITY_INDEX = "i"
+
+# src/include/catalog/pg_type.h, pg_attribute.h, pg_proc.h, pg_class.h, pg_index.h, pg_namespace.h,
+# pg_enum.h, pg_range.h: the catalogs' own OIDs (identical 13-18)
+TypeRelationId = 1247
+AttributeRelationId = 1249
+ProcedureRelationId = 1255
+RelationRelationId = 1259
+IndexRelationId = 2610
+NamespaceRelationId = 2615
+EnumRelationId = 3501
+RangeRelationId = 3541
+
+#: the catalogs the catalog history follows through the WAL, and whose pages a snapshot carries
+TRACKED_CATALOGS = {
+    RelationRelationId: "pg_class", AttributeRelationId: "pg_attribute", TypeRelationId: "pg_type",
+    NamespaceRelationId: "pg_namespace", EnumRelationId: "pg_enum", IndexRelationId: "pg_index",
+    RangeRelationId: "pg_range", ProcedureRelationId: "pg_proc",
+}
 
 # src/include/access/transam.h: FirstNormalObjectId; catalogs are below FirstUnpinnedObjectId (15+)
 # / FirstBootstrapObjectId (13, 14), both 12000 (IsCatalogRelationOid)
@@ -119,6 +161,105 @@ class TypeInfo:
     enum_labels: dict = field(default_factory=dict)  # enum label OID -> label
 
 
+class CatalogPages:
+    """One catalog's heap pages as a snapshot knew them (``catalog_pages`` in the JSON).
+
+    ``blocks``: block number -> the block's tuples, ``[(offnum, tuple bytes), ...]``, or as the JSON
+    packs them (``PackedBlock``: unpacked when a block is needed); ``partial``: the blocks of which
+    only some tuples are known.
+    """
+
+    __slots__ = ("oid", "relfilenode", "source", "blocks", "partial")
+
+    def __init__(self, oid: int, relfilenode: int, source: str, blocks: dict, partial=frozenset()):
+        self.oid = oid
+        self.relfilenode = relfilenode
+        self.source = source
+        self.blocks = blocks
+        self.partial = frozenset(partial)
+
+    def __repr__(self) -> str:
+        n = sum(len(b.items if isinstance(b, PackedBlock) else b) for b in self.blocks.values())
+        return (f"<CatalogPages of {self.oid} in {self.relfilenode} from {self.source}: {len(self.blocks)} blocks, "
+                f"{n} tuples>")
+
+    def __eq__(self, other) -> bool:
+        if not isinstance(other, CatalogPages):
+            return NotImplemented
+        return ((self.oid, self.relfilenode, self.source, self.partial, self.blocks.keys())
+                == (other.oid, other.relfilenode, other.source, other.partial, other.blocks.keys())
+                and all(self.tuples(b) == other.tuples(b) for b in self.blocks))
+
+    __hash__ = None
+
+    def tuples(self, blkno: int) -> dict[int, bytes] | None:
+        """The tuples of block ``blkno`` by offset number; None for a block not known.  Raises
+        ``CatalogError`` when a packed block does not unpack."""
+        block = self.blocks.get(blkno)
+        if block is None:
+            return None
+        if isinstance(block, PackedBlock):
+            return block.unpack(self.oid, blkno)
+        return dict(block)
+
+    def to_dict(self) -> dict:
+        blocks = []
+        for blkno in sorted(self.blocks):
+            block = self.blocks[blkno]
+            if not isinstance(block, PackedBlock):
+                block = PackedBlock.pack(block)
+            d = {"blkno": blkno}
+            if blkno in self.partial:
+                d["partial"] = True
+            d["items"] = block.items
+            d["data"] = block.data
+            blocks.append(d)
+        return {"oid": self.oid, "relfilenode": self.relfilenode, "source": self.source, "blocks": blocks}
+
+    @classmethod
+    def from_dict(cls, d: dict) -> CatalogPages:
+        blocks = {}
+        partial = set()
+        for b in d["blocks"]:
+            blkno = int(b["blkno"])
+            blocks[blkno] = PackedBlock([[int(off), int(n)] for off, n in b["items"]], str(b["data"]))
+            if b.get("partial"):
+                partial.add(blkno)
+        return cls(int(d["oid"]), int(d["relfilenode"]), str(d.get("source", "")), blocks, partial)
+
+
+class PackedBlock:
+    """A block's tuples as the JSON holds them: ``items`` ``[[offnum, length], ...]`` and ``data``,
+    the tuples one after the other, zlib-compressed, in base64."""
+
+    __slots__ = ("items", "data")
+
+    def __init__(self, items: list, data: str):
+        self.items = items
+        self.data = data
+
+    @classmethod
+    def pack(cls, tuples) -> PackedBlock:
+        tuples = sorted(tuples, key=lambda t: t[0])
+        raw = b"".join(bytes(t) for _off, t in tuples)
+        return cls([[off, len(t)] for off, t in tuples], base64.b64encode(zlib.compress(raw, 6)).decode("ascii"))
+
+    def unpack(self, oid: int, blkno: int) -> dict[int, bytes]:
+        try:
+            raw = zlib.decompress(base64.b64decode(self.data, validate=True))
+        except (ValueError, zlib.error) as e:
+            raise CatalogError(f"catalog snapshot: block {blkno} of catalog {oid} does not unpack: {e}") from None
+        out = {}
+        pos = 0
+        for off, n in self.items:
+            out[off] = raw[pos:pos + n]
+            pos += n
+        if pos != len(raw):
+            raise CatalogError(f"catalog snapshot: block {blkno} of catalog {oid} holds {len(raw)} bytes, its items "
+                               f"say {pos}")
+        return out
+
+
 @dataclass
 class Catalog:
     server_version: str
@@ -132,6 +273,8 @@ class Catalog:
     relations: dict  # oid -> Relation
     types: dict  # oid -> TypeInfo
     namespaces: dict = field(default_factory=dict)  # pg_namespace oid -> nspname (empty in older snapshots)
+    catalog_pages: dict = field(default_factory=dict)  # catalog OID -> CatalogPages (empty in older snapshots)
+    catalog_pages_note: str = ""  # why catalog pages are missing, if some are
     _by_filenode: dict = field(default_factory=dict, repr=False)
 
     def __post_init__(self):
@@ -166,7 +309,18 @@ class Catalog:
             "types": [_type_to_dict(t) for t in sorted(self.types.values(), key=lambda t: t.oid)],
             "namespaces": [{"oid": oid, "nspname": name} for oid, name in sorted(self.namespaces.items())],
         }
-        return json.dumps(doc, indent=1, sort_keys=False, ensure_ascii=False) + "\n"
+        if self.catalog_pages_note:
+            doc["catalog_pages_note"] = self.catalog_pages_note
+        text = json.dumps(doc, indent=1, sort_keys=False, ensure_ascii=False)
+        if self.catalog_pages:
+            # one line per block: the pages are data, not something to read line by line
+            parts = []
+            for oid in sorted(self.catalog_pages):
+                d = self.catalog_pages[oid].to_dict()
+                blocks = ",\n   ".join(json.dumps(b, separators=(",", ":")) for b in d.pop("blocks"))
+                parts.append(json.dumps(d)[:-1] + ', "blocks": [\n   ' + blocks + "]}")
+            text = text[:-2] + ',\n "catalog_pages": [\n  ' + ",\n  ".join(parts) + "\n ]\n}"
+        return text + "\n"
 
     @classmethod
     def from_json(cls, text: str, source: str = "catalog") -> Catalog:
@@ -196,7 +350,9 @@ class Catalog:
                        major=int(doc["major"]), lsn=parse_lsn(doc["lsn"]), database=doc["database"],
                        database_oid=int(doc["database_oid"]), database_tablespace=int(doc["database_tablespace"]),
                        settings=settings, relations=relations, types=types,
-                       namespaces={int(n["oid"]): n["nspname"] for n in doc.get("namespaces", ())})
+                       namespaces={int(n["oid"]): n["nspname"] for n in doc.get("namespaces", ())},
+                       catalog_pages={int(p["oid"]): CatalogPages.from_dict(p) for p in doc.get("catalog_pages", ())},
+                       catalog_pages_note=str(doc.get("catalog_pages_note", "")))
         except (KeyError, TypeError, ValueError) as e:
             raise CatalogError(f"{source}: malformed catalog snapshot: {type(e).__name__}: {e}") from None
 
@@ -237,6 +393,8 @@ def write_snapshot_file(catalog: Catalog, output_path: str | None, prog: str, wh
         except OSError as e:
             print(f"{prog}: error: cannot write catalog snapshot {output_path}: {e.strerror}", file=sys.stderr)
             return 1
+    if catalog.catalog_pages_note:
+        print(f"{prog}: warning: {catalog.catalog_pages_note}", file=sys.stderr)
     wal_level = catalog.settings.get("wal_level")
     if wal_level != "logical":
         print(f"{prog}: warning: wal_level is {wal_level!r} on {where}, not 'logical': "

@@ -19,6 +19,9 @@ same ``catalog.Catalog`` that ``catalog_dsn`` builds from a live server:
   pg_attribute and of every other catalog is then read from pg_attribute's own
   rows; values go through ``heaptuple.deform_tuple`` and, when external, the
   catalog's TOAST table.
+* the pages of the catalogs the catalog history tracks (``Catalog.catalog_pages``):
+  their visible tuples by block, as stored, except pages written after the
+  checkpoint the snapshot stands for.
 * the settings output depends on (``read_settings``): ``postgresql.conf``
   (with its include directives), ``postgresql.auto.conf``, the command line
   recorded in ``postmaster.opts`` and ``ALTER DATABASE/ROLE … SET``
@@ -80,9 +83,39 @@ from typing import Callable, Iterator, NamedTuple
 
 from crc32c import crc32c
 
-from .catalog import DEFAULT_SETTINGS, Attribute, Catalog, CatalogError, Relation, TypeInfo, write_snapshot_file
+from .catalog import (
+    DEFAULT_SETTINGS,
+    TRACKED_CATALOGS,
+    AttributeRelationId,
+    Attribute,
+    Catalog,
+    CatalogError,
+    CatalogPages,
+    EnumRelationId,
+    IndexRelationId,
+    NamespaceRelationId,
+    ProcedureRelationId,
+    RangeRelationId,
+    Relation,
+    RelationRelationId,
+    TypeInfo,
+    TypeRelationId,
+    write_snapshot_file,
+)
 from .errors import CorruptRecordError, DecompressionError, format_lsn
-from .heaptuple import HEAP_NATTS_MASK, SizeofHeapTupleHeader, deform_tuple
+from .heaptuple import (  # src/include/access/htup_details.h: t_infomask bits
+    HEAP_LOCK_MASK,
+    HEAP_NATTS_MASK,
+    HEAP_XMAX_COMMITTED,
+    HEAP_XMAX_EXCL_LOCK,
+    HEAP_XMAX_INVALID,
+    HEAP_XMAX_IS_MULTI,
+    HEAP_XMAX_LOCK_ONLY,
+    HEAP_XMIN_COMMITTED,
+    HEAP_XMIN_INVALID,
+    SizeofHeapTupleHeader,
+    deform_tuple,
+)
 from .output.quote import non_unreserved_keywords
 from .varlena import ToastPointer, decompress_toast_value
 
@@ -138,18 +171,6 @@ LP_NORMAL = 1
 LP_REDIRECT = 2
 LP_DEAD = 3
 
-# src/include/access/htup_details.h: t_infomask
-HEAP_XMAX_KEYSHR_LOCK = 0x0010
-HEAP_XMAX_EXCL_LOCK = 0x0040
-HEAP_XMAX_LOCK_ONLY = 0x0080
-HEAP_XMAX_SHR_LOCK = HEAP_XMAX_EXCL_LOCK | HEAP_XMAX_KEYSHR_LOCK
-HEAP_LOCK_MASK = HEAP_XMAX_SHR_LOCK | HEAP_XMAX_EXCL_LOCK | HEAP_XMAX_KEYSHR_LOCK
-HEAP_XMIN_COMMITTED = 0x0100
-HEAP_XMIN_INVALID = 0x0200
-HEAP_XMIN_FROZEN = HEAP_XMIN_COMMITTED | HEAP_XMIN_INVALID
-HEAP_XMAX_COMMITTED = 0x0400
-HEAP_XMAX_INVALID = 0x0800
-HEAP_XMAX_IS_MULTI = 0x1000
 
 # src/include/access/transam.h
 InvalidTransactionId = 0
@@ -179,18 +200,11 @@ FirstMultiXactId = 1
 # src/include/access/multixact.h: MultiXactStatus; above ForUpdate the member updated the tuple
 MultiXactStatusForUpdate = 0x03
 
-# src/include/catalog/pg_*.h: catalog OIDs
-TypeRelationId = 1247
-AttributeRelationId = 1249
-ProcedureRelationId = 1255
-RelationRelationId = 1259
+# src/include/catalog/pg_authid.h, pg_database.h, pg_db_role_setting.h: catalog OIDs (the tracked
+# catalogs' are in catalog.py)
 AuthIdRelationId = 1260
 DatabaseRelationId = 1262
-IndexRelationId = 2610
-NamespaceRelationId = 2615
 DbRoleSettingRelationId = 2964
-EnumRelationId = 3501
-RangeRelationId = 3541
 Template1DbOid = 1
 PG_CATALOG_NAMESPACE = 11
 DEFAULTTABLESPACE_OID = 1663
@@ -633,6 +647,30 @@ def relation_segments(base_path: str) -> Iterator[str]:
         segno += 1
 
 
+def heap_page_items(page: bytes, path: str, blkno: int) -> Iterator[tuple]:
+    """``read_heap_page`` plus each tuple's header: (offnum, lp_off, lp_len, t_xmin, t_xmax,
+    t_infomask2, t_infomask, t_hoff) of the LP_NORMAL items; an impossible t_hoff raises
+    ``CatalogError`` naming the file (or image) and block."""
+    for offnum, lp_off, lp_len in read_heap_page(page, path, blkno):
+        t_xmin, t_xmax, _cid, infomask2, infomask, t_hoff = _tuple_header.unpack_from(page, lp_off)
+        if t_hoff < SizeofHeapTupleHeader or t_hoff > lp_len or t_hoff % MAXIMUM_ALIGNOF:
+            raise CatalogError(f"{path}: block {blkno}: tuple {offnum} has impossible t_hoff {t_hoff} "
+                               f"(tuple length {lp_len})")
+        yield offnum, lp_off, lp_len, t_xmin, t_xmax, infomask2, infomask, t_hoff
+
+
+def heap_page_tuples(page: bytes, path: str, blkno: int) -> dict[int, bytes]:
+    """The LP_NORMAL tuples of a heap page by offset number, each the whole on-page tuple
+    (header and data), with ``heap_page_items``' checks."""
+    return {item[0]: page[item[1]:item[1] + item[2]] for item in heap_page_items(page, path, blkno)}
+
+
+def page_lsn(page: bytes) -> int:
+    """PageGetLSN: pd_lsn, the LSN of the last WAL record that changed the page."""
+    hi, lo = struct.unpack_from("<II", page, 0)  # PageXLogRecPtr {xlogid, xrecoff}
+    return hi << 32 | lo
+
+
 class HeapScan:
     """Sequential scan of a heap relation's files yielding the tuples visible per ``tuple_is_visible``."""
 
@@ -645,6 +683,11 @@ class HeapScan:
     CHUNK_PAGES = 256
 
     def __iter__(self) -> Iterator[HeapTuple]:
+        for path, blkno, page in self.pages():
+            yield from self.visible(page, path, blkno)
+
+    def pages(self) -> Iterator[tuple[str, int, bytes]]:
+        """(segment file, block number, page) of every block of the relation."""
         for segno, path in enumerate(relation_segments(self.base_path)):
             blkno = segno * self.relseg_size
             try:
@@ -657,18 +700,14 @@ class HeapScan:
                             raise CatalogError(f"{path}: block {blkno + len(data) // BLCKSZ} is truncated "
                                                f"(the file size is not a multiple of {BLCKSZ} bytes)")
                         for pos in range(0, len(data), BLCKSZ):
-                            yield from self._page(data[pos:pos + BLCKSZ], path, blkno)
+                            yield path, blkno, data[pos:pos + BLCKSZ]
                             blkno += 1
             except OSError as e:
                 raise CatalogError(f"cannot read relation file {path}: {e.strerror}") from None
 
-    def _page(self, page: bytes, path: str, blkno: int) -> Iterator[HeapTuple]:
+    def visible(self, page: bytes, path: str, blkno: int) -> Iterator[HeapTuple]:
         xact = self.xact
-        for offnum, lp_off, lp_len in read_heap_page(page, path, blkno):
-            t_xmin, t_xmax, _cid, infomask2, infomask, t_hoff = _tuple_header.unpack_from(page, lp_off)
-            if t_hoff < SizeofHeapTupleHeader or t_hoff > lp_len or t_hoff % MAXIMUM_ALIGNOF:
-                raise CatalogError(f"{path}: block {blkno}: tuple {offnum} has impossible t_hoff {t_hoff} "
-                                   f"(tuple length {lp_len})")
+        for offnum, lp_off, lp_len, t_xmin, t_xmax, infomask2, infomask, t_hoff in heap_page_items(page, path, blkno):
             if tuple_is_visible(t_xmin, t_xmax, infomask, xact):
                 yield HeapTuple(page, lp_off, lp_len, infomask2, infomask, t_hoff, blkno, offnum)
 
@@ -1307,7 +1346,9 @@ def snapshot_from_datadir(pgdata, database: str | None = None, *, role: str | No
 
     if db.missing:
         relations = _with_missing_values(make(relations), db.missing, db.atts.table.path)
-    return make(relations)
+    catalog = make(relations)
+    catalog.catalog_pages, catalog.catalog_pages_note = db.catalog_pages(dd.control.checkPoint)
+    return catalog
 
 
 def read_pg_database(dd: _DataDir, wanted: str | None) -> tuple[int, str, int, int]:
@@ -1362,6 +1403,33 @@ class _Database:
         spc = row[6] or self.dattablespace
         return _CatalogTable(name, oid, self.atts.layout(oid, name),
                              os.path.join(self.dd.database_path(self.datoid, spc), str(row[5])))
+
+    def catalog_pages(self, checkpoint: int) -> tuple[dict[int, CatalogPages], str]:
+        """The visible tuples of every tracked catalog by block (``Catalog.catalog_pages``), and a note
+        on the pages left out.
+
+        A page whose pd_lsn lies after the checkpoint the snapshot stands for (written after it,
+        before a crash or while a base backup was copied) is left out: it may already hold
+        changes of WAL records the decoder will read, which could not be redone on it.
+        """
+        out = {}
+        notes = []
+        for oid, name in TRACKED_CATALOGS.items():
+            table = self.mapped(name, oid) if oid in self.local_map else self.unmapped(name, oid)
+            scan = self.dd.scan(table.path)
+            blocks = {}
+            later = 0
+            for path, blkno, page in scan.pages():
+                if page_lsn(page) > checkpoint:
+                    later += 1
+                    continue
+                blocks[blkno] = [(t.offnum, page[t.lp_off:t.lp_off + t.lp_len])
+                                 for t in scan.visible(page, path, blkno)]
+            out[oid] = CatalogPages(oid, int(os.path.basename(table.path)), "datadir", blocks)
+            if later:
+                notes.append(f"{later} pages of {name} in {table.path} were written after the checkpoint at "
+                             f"{format_lsn(checkpoint)} and are left out")
+        return out, "; ".join(notes)
 
     def read_pg_type(self) -> dict[int, dict]:
         """pg_type rows by OID, as dicts of the columns TypeInfo and format_type need."""

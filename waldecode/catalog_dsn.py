@@ -34,6 +34,18 @@ of them except ``pg_range.rngmultitypid``, 14+):
   ``rngsubtype`` from ``pg_range`` for ranges and, for multiranges (14+), the
   subtype of their range.
 
+* catalog pages (``Catalog.catalog_pages``): the heap pages of the catalogs the
+  catalog history tracks, read with pageinspect's ``get_raw_page`` when that
+  extension is installed and may be used (through shared buffers: current),
+  else with ``pg_read_binary_file`` of the relation files after a ``CHECKPOINT``
+  (which writes the buffers out; needs superuser or the pg_checkpoint role).  Of
+  each page only the tuples at the ctids of rows the snapshot sees are kept, and
+  a page is kept only if each of those tuples decodes to the row SQL returns for
+  that ctid (``xmin`` and the columns the history reads): a file page older than
+  the buffers, or one changed between the rows' scan and the page's read, is left
+  out.  Without either function (not permitted) the snapshot has no pages and
+  says why in ``catalog_pages_note``; the history then works as without them.
+
 The snapshot LSN is ``pg_current_wal_lsn()`` (``pg_last_wal_replay_lsn()`` on
 a standby), read in the transaction's first statement, i.e. just after the
 transaction snapshot is taken.  Functions that go through the system caches
@@ -45,19 +57,25 @@ make those few values newer than the rows they sit in.
 from __future__ import annotations
 
 import re
+import struct
 import sys
 from typing import Any
 
 from .catalog import (
     DEFAULT_SETTINGS,
     SETTING_NAMES,
+    TRACKED_CATALOGS,
     Attribute,
     Catalog,
     CatalogError,
+    CatalogPages,
     Relation,
     TypeInfo,
     write_snapshot_file,
 )
+from .catalog_datadir import heap_page_tuples
+from .catalog_history import DECODED_COLUMNS, CatalogLayout
+from .errors import WALError
 from .xlogreader import parse_lsn
 
 __all__ = ["snapshot_from_dsn", "snapshot_from_connection", "main_catalog", "redact_dsn",
@@ -153,7 +171,7 @@ _Q_ENUMS = "SELECT enumtypid::int8, oid::int8, enumlabel::text FROM pg_enum ORDE
 
 # -- public API ---------------------------------------------------------------------------------
 
-def snapshot_from_dsn(dsn: str) -> Catalog:
+def snapshot_from_dsn(dsn: str, pages: str = "auto") -> Catalog:
     """Connect to ``dsn`` (a libpq connection string or URI) and take a catalog snapshot.
 
     Settings are recorded as ``pg_settings.reset_val``: what a new session of the
@@ -163,6 +181,7 @@ def snapshot_from_dsn(dsn: str) -> Catalog:
     as the decoding session (``pg_recvlogical``, a subscriber) would, so the
     snapshot's ``search_path`` qualifies type names as that session does.
 
+    ``pages``: how the catalogs' pages are read, see ``snapshot_from_connection``.
     Raises ``CatalogError`` with a one-line message naming the DSN without its
     password when the server cannot be reached or the queries fail.
     """
@@ -187,18 +206,21 @@ def snapshot_from_dsn(dsn: str) -> Catalog:
     except psycopg.Error as e:
         raise CatalogError(f"cannot connect to PostgreSQL at {safe}: {_one_line(e)}") from None
     try:
-        return snapshot_from_connection(conn, _where=safe)
+        return snapshot_from_connection(conn, pages=pages, _where=safe)
     finally:
         conn.close()
 
 
-def snapshot_from_connection(conn, *, _where: str | None = None) -> Catalog:
+def snapshot_from_connection(conn, *, pages: str = "auto", _where: str | None = None) -> Catalog:
     """Take a catalog snapshot over an open psycopg 3 connection.
 
     The connection must not be inside a transaction; it is left as found (the
     snapshot transaction is rolled back, so its local ``set_config`` calls
     vanish).  Settings: see ``snapshot_from_dsn`` — ``pg_settings.reset_val``,
-    so earlier ``SET`` commands on this connection do not count.
+    so earlier ``SET`` commands on this connection do not count.  ``pages``: how
+    the catalog pages are read: ``auto`` (get_raw_page if possible, else the
+    files after a CHECKPOINT), ``get_raw_page``, ``pg_read_binary_file``, or
+    ``none`` (a snapshot without them).
     """
     import psycopg
     from psycopg.pq import TransactionStatus
@@ -211,9 +233,10 @@ def snapshot_from_connection(conn, *, _where: str | None = None) -> Catalog:
     conn.autocommit = True
     try:
         cur = conn.cursor()
+        reader = _PageReader.choose(cur, pages)
         cur.execute("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
         try:
-            return _read_snapshot(cur, where)
+            return _read_snapshot(cur, where, reader)
         finally:
             if not conn.closed:
                 conn.execute("ROLLBACK")
@@ -224,16 +247,17 @@ def snapshot_from_connection(conn, *, _where: str | None = None) -> Catalog:
             conn.autocommit = was_autocommit
 
 
-def main_catalog(dsn: str, output_path: str | None, prog: str = "waldecode") -> int:
+def main_catalog(dsn: str, output_path: str | None, prog: str = "waldecode", pages: str = "auto") -> int:
     """``waldecode catalog --dsn DSN -o FILE``: write the snapshot's JSON; the exit code.
 
     ``output_path`` None or ``-`` writes to stdout.  Errors are one line on
     stderr (exit 1).  A server whose ``wal_level`` is not ``logical`` still
     gets its snapshot written (``settings["wal_level"]`` records it; the
-    decoder refuses such WAL), with a warning on stderr.
+    decoder refuses such WAL), with a warning on stderr; so does one without
+    (some) catalog pages, saying why (``catalog_pages_note``).
     """
     try:
-        cat = snapshot_from_dsn(dsn)
+        cat = snapshot_from_dsn(dsn, pages)
     except CatalogError as e:
         print(f"{prog}: error: {e}", file=sys.stderr)
         return 1
@@ -242,7 +266,7 @@ def main_catalog(dsn: str, output_path: str | None, prog: str = "waldecode") -> 
 
 # -- the snapshot -------------------------------------------------------------------------------
 
-def _read_snapshot(cur, where: str) -> Catalog:
+def _read_snapshot(cur, where: str, pages: "_PageReader") -> Catalog:
     cur.execute(_Q_START)
     row = cur.fetchone()
     if row is None:  # current_database() not in pg_database: impossible outside a race with DROP
@@ -320,10 +344,12 @@ def _read_snapshot(cur, where: str) -> Catalog:
 
     cur.execute("SELECT oid::int8, nspname::text FROM pg_namespace")
     namespaces = dict(cur.fetchall())
+    catalog_pages, note = pages.read(cur, relations, settings.get("server_encoding"))
     return Catalog(server_version=server_version, server_version_num=version_num,
                    major=version_num // 10000, lsn=parse_lsn(lsn_text), database=datname,
                    database_oid=datoid, database_tablespace=dattablespace, settings=settings,
-                   relations=relations, types=types, namespaces=namespaces)
+                   relations=relations, types=types, namespaces=namespaces, catalog_pages=catalog_pages,
+                   catalog_pages_note=note)
 
 
 def _views_needed(relations: dict, views: dict, types: dict) -> set[int]:
@@ -342,6 +368,183 @@ def _views_needed(relations: dict, views: dict, types: dict) -> set[int]:
             needed.add(t.typrelid)
             pending += [a.atttypid for a in views[t.typrelid].attributes if not a.attisdropped]
     return needed
+
+
+# -- catalog pages ------------------------------------------------------------------------------
+
+# src/include/pg_config.h: BLCKSZ (the default; a page of any other size fails the page checks)
+BLCKSZ = 8192
+#: a catalog larger than this (in pages, 128 MB) is left out of the snapshot's pages: it would make
+#: the snapshot file too large to be worth it (the history then needs full-page images for it)
+MAX_CATALOG_PAGES = 16384
+#: pages read per query (8 MB)
+_PAGES_PER_READ = 1024
+
+_Q_PAGEINSPECT = """
+SELECT n.nspname::text FROM pg_extension e JOIN pg_namespace n ON n.oid = e.extnamespace
+WHERE e.extname = 'pageinspect'
+"""
+
+
+def _row_expr(name: str, typid: int) -> str:
+    """A catalog column as SQL giving what ``CatalogLayout.decode`` makes of its bytes (or for types
+    it keeps as bytes: whether it is NULL); type OIDs as in ``CatalogLayout._converter``."""
+    col = f'"{name}"'
+    if typid in (26, 24):  # oid, regproc
+        return f"{col}::oid::int8"
+    if typid == 28:  # xid
+        return f"{col}::text::int8"
+    if typid in (23, 21, 16, 25):  # int4, int2, bool, text
+        return col
+    if typid in (18, 19):  # "char", name
+        return f"{col}::text"
+    if typid == 700:  # float4: its bytes, as text output may round
+        return f"float4send({col})"
+    if typid == 22:  # int2vector
+        return f"{col}::int2[]"
+    return f"({col} IS NULL)"
+
+
+class _PageReader:
+    """How a live server's catalog pages are read: pageinspect's get_raw_page, the relation files
+    through pg_read_binary_file, or not at all (with the reason)."""
+
+    def __init__(self, method: str | None, schema: str = "", note: str = ""):
+        self.method = method
+        self.schema = schema
+        self.note = note
+
+    @classmethod
+    def choose(cls, cur, wanted: str = "auto") -> "_PageReader":
+        """Find out, before the snapshot transaction, which way is permitted (and CHECKPOINT for files)."""
+        import psycopg
+
+        if wanted == "none":
+            return cls(None, note="the snapshot was taken without catalog pages (asked for)")
+        errors = []
+        if wanted in ("auto", "get_raw_page"):
+            cur.execute(_Q_PAGEINSPECT)
+            row = cur.fetchone()
+            if row is None:
+                errors.append("the pageinspect extension is not installed in this database")
+            else:
+                schema = '"' + row[0].replace('"', '""') + '"'
+                try:
+                    cur.execute(f"SELECT length({schema}.get_raw_page('pg_catalog.pg_class', 0))")
+                    return cls("get_raw_page", schema)
+                except psycopg.Error as e:
+                    errors.append(f"get_raw_page: {_one_line(e)}")
+        if wanted in ("auto", "pg_read_binary_file"):
+            try:
+                cur.execute("SELECT length(pg_read_binary_file(pg_relation_filepath('pg_catalog.pg_class'), 0, 1))")
+            except psycopg.Error as e:
+                errors.append(f"pg_read_binary_file: {_one_line(e)}")
+            else:
+                try:
+                    # The files hold what the last checkpoint wrote out: write the buffers now
+                    cur.execute("CHECKPOINT")
+                    return cls("pg_read_binary_file")
+                except psycopg.Error as e:
+                    return cls("pg_read_binary_file", note=(
+                        f"no CHECKPOINT before reading the catalogs' files ({_one_line(e)}): pages changed "
+                        "since the last checkpoint are older in the files than in the server's buffers, and "
+                        "are left out"))
+        return cls(None, note="the catalogs' pages could not be read (" + "; ".join(errors) + "): a catalog row "
+                   "changed in the decoded range before a full-page image of its page may be reported as not "
+                   "decoded (take the snapshot as a superuser, or as a role that may run pg_read_binary_file and "
+                   "CHECKPOINT)")
+
+    def read(self, cur, relations: dict, encoding: str | None) -> tuple[dict, str]:
+        """The tracked catalogs' pages (``Catalog.catalog_pages``) and a note on what is missing."""
+        if self.method is None:
+            return {}, self.note
+        out = {}
+        notes = [self.note] if self.note else []
+        for oid, name in TRACKED_CATALOGS.items():
+            rel = relations.get(oid)
+            if rel is None or not rel.relfilenode or not rel.attributes:
+                continue
+            cur.execute("SELECT pg_relation_size(%s::oid)::int8, pg_relation_filepath(%s::oid)", (oid, oid))
+            size, path = cur.fetchone()
+            nblocks = size // BLCKSZ
+            if nblocks > MAX_CATALOG_PAGES:
+                notes.append(f"{name} has {nblocks} pages, more than the {MAX_CATALOG_PAGES} a snapshot carries")
+                continue
+            layout = CatalogLayout(rel, DECODED_COLUMNS[oid], encoding)
+            visible = self._rows(cur, name, layout, rel)
+            blocks = {}
+            left_out = 0
+            for blkno, page in self._pages(cur, name, path, nblocks):
+                kept = _check_page(page, blkno, visible.get(blkno, {}), layout, f"pg_catalog.{name}")
+                if kept is None:
+                    left_out += 1
+                else:
+                    blocks[blkno] = kept
+            if left_out:
+                notes.append(f"{left_out} of the {nblocks} pages of {name} disagree with its rows and are left out")
+            out[oid] = CatalogPages(oid, rel.relfilenode, self.method, blocks)
+        return out, "; ".join(notes)
+
+    @staticmethod
+    def _rows(cur, name: str, layout, rel: Relation) -> dict:
+        """{block: {offnum: (xmin, values)}} of the rows the snapshot sees, the values in
+        ``layout.cols`` order, as the history decodes them."""
+        types = {a.attname: a.atttypid for a in rel.attributes}
+        exprs = ", ".join(_row_expr(c, types[c]) for c, _i, _conv in layout.cols)
+        cur.execute(f"SELECT ctid::text, xmin::text::int8, {exprs} FROM pg_catalog.{name}")
+        out: dict = {}
+        for ctid, xmin, *values in cur:
+            blkno, offnum = (int(x) for x in ctid.strip("()").split(","))
+            out.setdefault(blkno, {})[offnum] = (xmin, values)
+        return out
+
+    def _pages(self, cur, name: str, path: str, nblocks: int):
+        """(block number, page) of the relation's first ``nblocks`` blocks."""
+        if self.method == "get_raw_page":
+            for start in range(0, nblocks, _PAGES_PER_READ):
+                last = min(nblocks, start + _PAGES_PER_READ) - 1
+                cur.execute(f"SELECT b, {self.schema}.get_raw_page('pg_catalog.{name}', b) "
+                            "FROM generate_series(%s::int, %s::int) b", (start, last))
+                for blkno, page in cur.fetchall():
+                    yield blkno, bytes(page)
+            return
+        cur.execute("SELECT setting::int8 FROM pg_settings WHERE name = 'segment_size'")  # RELSEG_SIZE, in blocks
+        relseg = cur.fetchone()[0]
+        for start in range(0, nblocks, _PAGES_PER_READ):
+            count = min(nblocks - start, _PAGES_PER_READ, relseg - start % relseg)
+            segment = path if start < relseg else f"{path}.{start // relseg}"
+            cur.execute("SELECT pg_read_binary_file(%s, %s, %s)",
+                        (segment, start % relseg * BLCKSZ, count * BLCKSZ))
+            data = bytes(cur.fetchone()[0])
+            for off in range(0, len(data) - BLCKSZ + 1, BLCKSZ):  # (shorter: truncated since its size was read)
+                yield start + off // BLCKSZ, data[off:off + BLCKSZ]
+
+
+def _check_page(page: bytes, blkno: int, visible: dict, layout: CatalogLayout, what: str) -> list | None:
+    """The tuples of a page at the ctids of the rows the snapshot sees, if each decodes to its row."""
+    try:
+        tuples = heap_page_tuples(page, what, blkno)
+    except CatalogError:
+        return None
+    kept = []
+    for offnum, (xmin, values) in visible.items():
+        tup = tuples.get(offnum)
+        if tup is None or struct.unpack_from("<I", tup, 0)[0] != xmin:
+            return None
+        try:
+            decoded = layout.decode(tup)
+        except WALError:
+            return None
+        for (col, _i, _conv), want in zip(layout.cols, values):
+            got = decoded[col]
+            if isinstance(want, bool) and not isinstance(got, bool):
+                got = got is None  # a column compared by whether it is NULL
+            elif isinstance(want, (bytes, memoryview)):  # float4send: network byte order
+                want = struct.unpack(">f", bytes(want))[0]
+            if got != want:
+                return None
+        kept.append((offnum, tup))
+    return kept
 
 
 # -- helpers ------------------------------------------------------------------------------------

@@ -8,10 +8,18 @@ is the base; on top of it this module keeps
 
 * shadow copies of the pages of the catalogs decoding needs (pg_class, pg_attribute,
   pg_type, pg_namespace, pg_enum, pg_index, pg_range, pg_proc): per (relfilenode,
-  block) the tuples by line pointer, seeded from full-page images as they appear and
-  kept current with heap redo (``heap_xlog_insert``, ``heap_xlog_multi_insert``,
-  ``heap_xlog_update`` with prefix/suffix compression, ``heap_xlog_inplace``; records
-  that only change tuple headers or line pointers change nothing that is read here);
+  block) the tuples by line pointer, seeded from full-page images as they appear, or
+  else from the snapshot's own tuples of the page (``Catalog.catalog_pages``) when a
+  record at or after the snapshot's LSN first needs it, and kept current with heap
+  redo (``heap_xlog_insert``, ``heap_xlog_multi_insert``, ``heap_xlog_update`` with
+  prefix/suffix compression, ``heap_xlog_delete``'s and ``heap_xlog_update``'s xmax,
+  ``heap_xlog_inplace``; other records only change line pointers or hint bits).  A
+  tuple deleted by a transaction that commits, or inserted by one that aborts, leaves
+  the page when that transaction ends, as pruning would remove it;
+* the pages a catalog rewrite (VACUUM FULL, CLUSTER) writes, as full-page images, into
+  the relfilenode of its transient heap ``pg_temp_<catalog OID>`` before the swap
+  makes it the catalog's: kept as that catalog's from the transient heap's pg_class
+  row on, dropped if its transaction aborts;
 * the catalog rows those records insert and delete, decoded with the catalogs' own
   pg_attribute rows from the base snapshot, as events of their transaction (the
   top-level one, learnt from XLOG_HEAP2_NEW_CID, XLR_BLOCK_ID_TOPLEVEL_XID and xact
@@ -26,14 +34,20 @@ is the base; on top of it this module keeps
   replica identity key, ``attmissingval`` text, TOAST relations, mapped catalogs and
   XLOG_RELMAP_UPDATE).
 
-A record needs a page the WAL never showed when the range starts after the
-checkpoint that made the page's last full-page image (a deleted row, or an update
-stored as a difference to its old row): such records become ``problems`` (which
-page, which record, which transaction), reported when their transaction commits and
-named when a relation cannot be resolved.  The snapshot names schemas without their
-OIDs: they are learnt from the rows the range shows, else the first schema of
-search_path is assumed (with a warning).  Takes every ``DecodedRecord`` before the
-decoder dispatches it; hands views to ``replay.Replayer``.
+A record that needs a tuple no image, snapshot page or earlier record showed (a
+deleted row, or an update stored as a difference to its old row: a snapshot without
+pages, or a row written between the snapshot and the start of the WAL read) becomes
+a ``problem`` (the catalog, the row when known, the page, the record, the
+transaction, and what its decoded catalog changes concern), reported when its
+transaction commits and named when a relation cannot be resolved.  A snapshot
+without schema OIDs: they are learnt from the rows the range shows, else the first
+schema of search_path is assumed (with a warning).
+
+``materialize()`` writes the committed catalog as of the last record taken as a
+``Catalog`` (relations, types, schemas and the shadow pages): a history started from
+it continues as this one does, e.g. at a replication slot's restart point.  Takes
+every ``DecodedRecord`` before the decoder dispatches it; hands views to
+``replay.Replayer``.
 """
 
 from __future__ import annotations
@@ -45,36 +59,48 @@ from dataclasses import replace
 from typing import NamedTuple
 
 from .catalog import (
+    TRACKED_CATALOGS,
     Attribute,
+    AttributeRelationId,
     Catalog,
+    CatalogError,
+    CatalogPages,
+    EnumRelationId,
+    IndexRelationId,
+    NamespaceRelationId,
+    ProcedureRelationId,
+    RangeRelationId,
     Relation,
+    RelationRelationId,
     TypeInfo,
+    TypeRelationId,
 )
+from .catalog_datadir import heap_page_tuples
 from .errors import CorruptRecordError, DecompressionError, WALError, format_lsn
 from .fpi import image_is_applied, restore_block_image
-from .heaptuple import HEAP_NATTS_MASK, SizeofHeapTupleHeader, deform_tuple
+from .heaptuple import (  # src/include/access/htup_details.h
+    HEAP_KEYS_UPDATED,
+    HEAP_MOVED,
+    HEAP_NATTS_MASK,
+    HEAP_XMAX_BITS,
+    HEAP_XMAX_EXCL_LOCK,
+    HEAP_XMAX_INVALID,
+    HEAP_XMAX_IS_MULTI,
+    HEAP_XMAX_KEYSHR_LOCK,
+    HEAP_XMAX_LOCK_ONLY,
+    HEAP_XMIN_COMMITTED,
+    HEAP_XMIN_INVALID,
+    SizeofHeapTupleHeader,
+    deform_tuple,
+)
 from .output.quote import quote_identifier
 from .varlena import ToastPointer
 
-__all__ = ["CatalogHistory", "HistoricCatalog", "CatalogProblem", "TRACKED_CATALOGS"]
+__all__ = ["CatalogHistory", "HistoricCatalog", "CatalogProblem", "CatalogLayout", "TRACKED_CATALOGS",
+           "DECODED_COLUMNS"]
 
-# src/include/catalog/pg_*.h: catalog OIDs (identical 13-18)
-TypeRelationId = 1247
-AttributeRelationId = 1249
-ProcedureRelationId = 1255
-RelationRelationId = 1259
-IndexRelationId = 2610
-NamespaceRelationId = 2615
-EnumRelationId = 3501
-RangeRelationId = 3541
 #: pseudo-catalog: relation-mapper updates (XLOG_RELMAP_UPDATE), keyed by catalog OID
 _RELMAP = 0
-
-TRACKED_CATALOGS = {
-    RelationRelationId: "pg_class", AttributeRelationId: "pg_attribute", TypeRelationId: "pg_type",
-    NamespaceRelationId: "pg_namespace", EnumRelationId: "pg_enum", IndexRelationId: "pg_index",
-    RangeRelationId: "pg_range", ProcedureRelationId: "pg_proc",
-}
 #: catalogs without which the history still works (pg_proc: output functions of new base types)
 _OPTIONAL_CATALOGS = frozenset((ProcedureRelationId,))
 
@@ -104,6 +130,11 @@ _RELKINDS_WITH_STORAGE = frozenset("rtmSi")
 
 # src/include/access/heapam_xlog.h, declared once in the rmgr module
 from .rmgr.heap import (  # noqa: E402
+    XLHL_KEYS_UPDATED,
+    XLHL_XMAX_EXCL_LOCK,
+    XLHL_XMAX_IS_MULTI,
+    XLHL_XMAX_KEYSHR_LOCK,
+    XLHL_XMAX_LOCK_ONLY,
     SizeOfHeapHeader,
     SizeOfHeapMultiInsert,
     SizeOfMultiInsertTuple,
@@ -128,10 +159,8 @@ from .rmgr.heap import (  # noqa: E402
 # src/include/access/htup_details.h: HeapTupleHeaderData up to t_hoff (xmin, xmax, cid, ctid, masks, hoff)
 _tuple_header = struct.Struct("<IIIHHHHHB")
 _tuple_masks = struct.Struct("<HHB")  # at offset 18
-# src/include/storage/bufpage.h, itemid.h
-SizeOfPageHeaderData = 24
-_page_bounds = struct.Struct("<HHH")  # pd_lower, pd_upper, pd_special at offset 12
-LP_NORMAL = 1
+_t_xmax = struct.Struct("<I")  # t_xmax @4
+_t_infomasks = struct.Struct("<HH")  # t_infomask2, t_infomask @18
 # src/include/utils/relmapper.h: xl_relmap_update {dbid, tsid, nbytes, data[]}; RelMapFile
 xl_relmap_update = struct.Struct("<IIi")
 _relmap_header = struct.Struct("<ii")  # magic, num_mappings
@@ -152,7 +181,7 @@ _u16 = struct.Struct("<H")
 _u32 = struct.Struct("<I")
 
 #: the catalog columns each tracked catalog is read for, and its key column(s)
-_COLUMNS = {
+DECODED_COLUMNS = {
     RelationRelationId: ("oid", "relname", "relnamespace", "reltype", "relfilenode", "reltablespace",
                          "reltoastrelid", "relpersistence", "relkind", "relreplident", "relispartition",
                          "relrewrite"),
@@ -178,18 +207,23 @@ class CatalogProblem(NamedTuple):
 
     lsn: int
     xid: int
-    catalog: str
+    catalog: str  # schema-qualified, e.g. "pg_catalog.pg_class"
     spc: int
     db: int
     relfilenode: int
     blkno: int
     offnum: int
     reason: str
+    row: str = ""  # which row, when something tells ("relation public.t (OID 16390)"), else ""
+    context: str = ""  # what the transaction's decoded catalog changes concern, filled in at its end
 
     def describe(self) -> str:
-        return (f"{self.catalog} row at block {self.blkno} offset {self.offnum} of "
-                f"{self.spc}/{self.db}/{self.relfilenode}, changed by transaction {self.xid} at "
-                f"{format_lsn(self.lsn)}: {self.reason}")
+        which = f"the {self.catalog} row of {self.row}" if self.row else f"a {self.catalog} row (which one is unknown)"
+        text = (f"{which} at block {self.blkno} offset {self.offnum} of {self.spc}/{self.db}/{self.relfilenode}, "
+                f"changed by transaction {self.xid} at {format_lsn(self.lsn)}: {self.reason}")
+        if self.context:
+            text += f" (the transaction's decoded catalog changes concern {self.context})"
+        return text
 
 
 class _Event(NamedTuple):
@@ -223,7 +257,7 @@ def _int2vector(raw) -> list:
     return list(struct.unpack_from(f"<{n}h", raw, 20))
 
 
-class _Layout:
+class CatalogLayout:
     """One catalog's columns (from its pg_attribute rows in the base snapshot) and how to read them."""
 
     def __init__(self, rel: Relation, columns: tuple, encoding: str):
@@ -269,6 +303,7 @@ class _Layout:
         values = deform_tuple(tup, (infomask2 & ~HEAP_NATTS_MASK) | natts, infomask, t_hoff, self.attrs,
                               start=SizeofHeapTupleHeader)
         return {name: conv(values[i]) for name, i, conv in self.cols}
+
 
 
 def _key(cat: int, row: dict):
@@ -372,33 +407,60 @@ class _TxnEvents:
         self.xids.add(ev.xid)
 
 
+#: where a shadow page came from: all of its live tuples are known, except for _WAL
+_IMAGE = "a full-page image"
+_INIT = "a record that initialised it"
+_SNAPSHOT = "the catalog snapshot"
+_WAL = "the WAL"  # only the tuples the records read wrote
+
+
 class _Page:
-    """A catalog page as far as it is known: tuples by offset number.  ``seeded`` when it came from a
-    full-page image or was initialised in the range; otherwise it holds only tuples the range wrote."""
+    """A catalog page as far as it is known: tuples by offset number, and where they came from
+    (``source``, at ``lsn``).  Tuples deleted by a committed transaction, and inserted by an
+    aborted one, are removed when that transaction ends (as pruning would): what stays is live."""
 
-    __slots__ = ("tuples", "seeded", "lsn")
+    __slots__ = ("tuples", "source", "lsn")
 
-    def __init__(self, seeded: bool, lsn: int):
-        self.tuples: dict[int, bytes] = {}
-        self.seeded = seeded
+    def __init__(self, source: str, lsn: int, tuples: dict | None = None):
+        self.tuples: dict[int, bytes] = {} if tuples is None else tuples
+        self.source = source
         self.lsn = lsn
 
 
-def _page_tuples(page: bytes) -> dict:
-    """The LP_NORMAL tuples of a heap page image by offset number."""
-    pd_lower, pd_upper, pd_special = _page_bounds.unpack_from(page, 12)
-    if pd_upper == 0:
-        return {}
-    out = {}
-    n = max(0, (pd_lower - SizeOfPageHeaderData) // 4)
-    for i, word in enumerate(struct.unpack_from(f"<{n}I", page, SizeOfPageHeaderData)):
-        if (word >> 15) & 0x03 != LP_NORMAL:
-            continue
-        lp_off = word & 0x7FFF
-        lp_len = word >> 17
-        if lp_len >= SizeofHeapTupleHeader and lp_off + lp_len <= len(page):
-            out[i + 1] = page[lp_off:lp_off + lp_len]
-    return out
+def _fix_infomask_from_infobits(infobits: int, infomask: int, infomask2: int) -> tuple[int, int]:
+    """heapam.c fix_infomask_from_infobits: the xmax bits a delete or update record carries."""
+    if infobits & XLHL_XMAX_IS_MULTI:
+        infomask |= HEAP_XMAX_IS_MULTI
+    if infobits & XLHL_XMAX_LOCK_ONLY:
+        infomask |= HEAP_XMAX_LOCK_ONLY
+    if infobits & XLHL_XMAX_EXCL_LOCK:
+        infomask |= HEAP_XMAX_EXCL_LOCK
+    if infobits & XLHL_XMAX_KEYSHR_LOCK:  # HEAP_XMAX_SHR_LOCK is EXCL_LOCK | KEYSHR_LOCK: set by the two
+        infomask |= HEAP_XMAX_KEYSHR_LOCK
+    if infobits & XLHL_KEYS_UPDATED:
+        infomask2 |= HEAP_KEYS_UPDATED
+    return infomask, infomask2
+
+
+def _with_xmax(tup: bytes, xmax: int, infobits: int) -> bytes:
+    """The tuple as heap_xlog_delete / heap_xlog_update leave the old version: t_xmax set, its
+    infomask bits from the record."""
+    infomask2, infomask = _t_infomasks.unpack_from(tup, 18)
+    infomask, infomask2 = _fix_infomask_from_infobits(infobits, infomask & ~(HEAP_XMAX_BITS | HEAP_MOVED),
+                                                      infomask2 & ~HEAP_KEYS_UPDATED)
+    out = bytearray(tup)
+    _t_xmax.pack_into(out, 4, xmax)
+    _t_infomasks.pack_into(out, 18, infomask2, infomask)
+    return bytes(out)
+
+
+def _without_xmax(tup: bytes) -> bytes:
+    """The old version after its deleter aborted, as a hint bit would mark it: t_xmax invalid."""
+    infomask2, infomask = _t_infomasks.unpack_from(tup, 18)
+    out = bytearray(tup)
+    _t_xmax.pack_into(out, 4, 0)
+    _t_infomasks.pack_into(out, 18, infomask2 & ~HEAP_KEYS_UPDATED, (infomask & ~HEAP_XMAX_BITS) | HEAP_XMAX_INVALID)
+    return bytes(out)
 
 
 # -- the history ---------------------------------------------------------------------------------
@@ -414,10 +476,12 @@ class CatalogHistory:
         self.warn = warn
         self.problems: list[CatalogProblem] = []
         self.inactive_reason: str | None = None
-        self._layouts: dict[int, _Layout] = {}
+        #: the end of the last record taken (EndRecPtr): where ``materialize`` stands
+        self.position = catalog.lsn
+        self._layouts: dict[int, CatalogLayout] = {}
         self._nodes: dict[int, int] = {}  # relfilenode (in the database's tablespace) -> catalog OID
         encoding = catalog.settings.get("server_encoding")
-        for oid, columns in _COLUMNS.items():
+        for oid, columns in DECODED_COLUMNS.items():
             rel = catalog.relation(oid)
             if (rel is None or not rel.attributes or not rel.relfilenode) and oid in _OPTIONAL_CATALOGS:
                 continue
@@ -429,8 +493,16 @@ class CatalogHistory:
                 break
             if (rel.reltablespace or self.dbspc) != self.dbspc:
                 continue
-            self._layouts[oid] = _Layout(rel, columns, encoding)
+            self._layouts[oid] = CatalogLayout(rel, columns, encoding)
             self._nodes[rel.relfilenode] = oid
+        # The snapshot's own tuples of the tracked catalogs: a page the WAL shows no image of is taken
+        # from them when a record at or after the snapshot's LSN first needs it
+        self._seed_lsn = catalog.lsn
+        self._seeds: dict[int, CatalogPages] = {}  # relfilenode -> the snapshot's pages of that catalog
+        for oid, pages in catalog.catalog_pages.items():
+            if self._nodes.get(pages.relfilenode) == oid:
+                self._seeds[pages.relfilenode] = pages
+        self._seeded: set = set()  # (relfilenode, blkno) whose snapshot tuples were taken
         self.pages: dict[tuple, _Page] = {}
         self.committed = _Layer()
         self.commit_lsns: list[int] = []
@@ -438,6 +510,12 @@ class CatalogHistory:
         self.top_of: dict[int, int] = {}  # subtransaction -> top-level transaction
         self._replaying: dict[int, _TxnEvents] = {}  # committed by the record just processed
         self._pending_problems: dict[int, list] = {}  # xid -> problems not yet reported
+        # xid -> [(relfilenode, blkno, offnum, inserted)]: the tuples a (sub)transaction still running
+        # inserted and deleted, removed from the shadow pages when it aborts, resp. commits
+        self._writes: dict[int, list] = {}
+        # xid -> relfilenodes of the transient heaps of catalogs it rewrites (VACUUM FULL, CLUSTER):
+        # their pages are kept as the catalog's, and dropped if the transaction aborts
+        self._rewrites: dict[int, set] = {}
         self._first_versions: set = set()  # (catalog, OID) whose old version the range showed
         self._temp_oids: set = set()  # temporary relations and their row types: never decoded
         self._nsp_base: dict[int, str] = {}  # namespace OID -> its name before the range changed it
@@ -459,10 +537,17 @@ class CatalogHistory:
         """Is any catalog change known (committed, or of a transaction still to be decoded)?"""
         return bool(self.commit_lsns or self.txns or self._replaying)
 
+    @property
+    def has_uncommitted_changes(self) -> bool:
+        """Is a transaction that changed the catalog (or wrote catalog records not decoded) still open?
+        While it is, ``materialize`` refuses: its changes are neither in the committed state nor gone."""
+        return bool(self.txns or self._pending_problems or self._writes or self._rewrites)
+
     # -- per record ------------------------------------------------------------------------------
 
     def process(self, rec) -> None:
         """Take one record (before the decoder dispatches it)."""
+        self.position = rec.end_lsn
         rmid = rec.xl_rmid
         # Catalog heap pages are written by heap records (the page in block 0, the old page of an
         # update in block 1 of the same relation) and imaged by XLOG FPI records
@@ -493,16 +578,16 @@ class CatalogHistory:
                 if restored is None:
                     restored = {}
                 key = (b.relNumber, b.blkno)
-                restored[key] = self.pages.get(key)
+                restored[key] = self._page(b.relNumber, b.blkno, rec.lsn)  # as it was before the image
+                where = f"full-page image at {format_lsn(rec.lsn)} of {b.spcOid}/{b.dbOid}/{b.relNumber}"
                 try:
-                    image = restore_block_image(b, self.major, rec.lsn)
-                except DecompressionError as e:
+                    tuples = heap_page_tuples(restore_block_image(b, self.major, rec.lsn), where, b.blkno)
+                except (DecompressionError, CatalogError) as e:
                     self.pages.pop(key, None)  # unknown from here on, until the next image
-                    self._problem(rec, self._nodes[b.relNumber], b, 0, f"unreadable full-page image: {e.reason}")
+                    self._problem(rec, self._nodes[b.relNumber], b, 0,
+                                  f"unreadable full-page image: {getattr(e, 'reason', e)}")
                     continue
-                page = _Page(True, rec.lsn)
-                page.tuples = _page_tuples(image)
-                self.pages[key] = page
+                self.pages[key] = _Page(_IMAGE, rec.lsn, tuples)
         if rmid == RM_HEAP_ID:
             self._heap(rec, restored)
         elif rmid == RM_HEAP2_ID:
@@ -554,25 +639,68 @@ class CatalogHistory:
         except (CorruptRecordError, DecompressionError, struct.error, IndexError) as e:
             self._problem(rec, cat, blk, 0, f"cannot decode the catalog record: {getattr(e, 'reason', e)}")
 
+    def _page(self, node: int, blkno: int, lsn: int) -> _Page | None:
+        """The shadow page of block ``blkno`` of ``node`` as known for a record at ``lsn``.
+
+        The snapshot's tuples of the block are taken the first time a record at or after the
+        snapshot's LSN needs it (they describe the page then, not before); tuples the WAL wrote
+        before that LSN stay where the snapshot has none (a row then in progress, say)."""
+        key = (node, blkno)
+        page = self.pages.get(key)
+        if (page is None or page.source is _WAL) and self._seeds and lsn >= self._seed_lsn \
+                and key not in self._seeded:
+            pages = self._seeds.get(node)
+            if pages is not None:
+                self._seeded.add(key)
+                try:
+                    tuples = pages.tuples(blkno)
+                except CatalogError as e:  # a damaged snapshot file: the block counts as not in it
+                    tuples = None
+                    if self.warn is not None:
+                        self.warn(str(e))
+                if tuples is not None:
+                    source = _WAL if blkno in pages.partial else _SNAPSHOT
+                    if page is None:
+                        page = self.pages[key] = _Page(source, self._seed_lsn, tuples)
+                    else:
+                        page.tuples = {**page.tuples, **tuples}
+                        page.source, page.lsn = source, self._seed_lsn
+        return page
+
     def _page_for_write(self, rec, blk) -> _Page:
         key = (blk.relNumber, blk.blkno)
         if rec.xl_info & XLOG_HEAP_INIT_PAGE:
-            page = self.pages[key] = _Page(True, rec.lsn)
+            page = self.pages[key] = _Page(_INIT, rec.lsn)
             return page
-        page = self.pages.get(key)
+        page = self._page(blk.relNumber, blk.blkno, rec.lsn)
         if page is None:
-            page = self.pages[key] = _Page(False, rec.lsn)
+            page = self.pages[key] = _Page(_WAL, rec.lsn)
         return page
 
-    def _tuple(self, blk, offnum: int):
-        page = self.pages.get((blk.relNumber, blk.blkno))
+    def _tuple(self, blk, offnum: int, lsn: int):
+        page = self._page(blk.relNumber, blk.blkno, lsn)
         return None if page is None else page.tuples.get(offnum)
 
-    def _why_missing(self, blk, offnum: int) -> str:
+    def _why_missing(self, blk, offnum: int, lsn: int) -> str:
         page = self.pages.get((blk.relNumber, blk.blkno))
-        if page is None or not page.seeded:
-            return "the page was never seen: its last full-page image precedes the start of the WAL read"
-        return f"the page (imaged at {format_lsn(page.lsn)}) has no tuple at offset {offnum}"
+        if page is not None and page.source is _SNAPSHOT:
+            return (f"the catalog snapshot (taken at {format_lsn(self._seed_lsn)}) has no live tuple at offset "
+                    f"{offnum}: the row was written by a transaction still running when the snapshot was taken, "
+                    "or after the snapshot and before the start of the WAL read")
+        if page is not None and page.source is not _WAL:
+            return f"the page (from {page.source} at {format_lsn(page.lsn)}) has no tuple at offset {offnum}"
+        why = "the page was never seen: its last full-page image precedes the start of the WAL read"
+        pages = self._seeds.get(blk.relNumber)
+        cat = self._nodes.get(blk.relNumber)
+        if pages is not None and lsn < self._seed_lsn:
+            why += (f", and the catalog snapshot's pages describe the catalog at {format_lsn(self._seed_lsn)}, "
+                    "after this record")
+        elif pages is not None:
+            why += ", and the catalog snapshot does not hold that page"
+        elif cat is not None and not self.base.catalog_pages:
+            why += (f", and the catalog snapshot carries no pages of {TRACKED_CATALOGS[cat]} (taken without them: "
+                    "see waldecode catalog)")
+        return why
 
     @staticmethod
     def _build_tuple(xid: int, blkno: int, offnum: int, infomask2: int, infomask: int, t_hoff: int,
@@ -580,10 +708,15 @@ class CatalogHistory:
         return _tuple_header.pack(xid, 0, 0, blkno >> 16, blkno & 0xFFFF, offnum, infomask2, infomask,
                                   t_hoff) + bytes(body)
 
+    def _wrote(self, rec, blk, offnum: int, inserted: bool) -> None:
+        """Remember a tuple a transaction inserted or deleted, to drop it when that is final."""
+        if rec.xl_xid:
+            self._writes.setdefault(rec.xl_xid, []).append((blk.relNumber, blk.blkno, offnum, inserted))
+
     def _redo_insert(self, rec, blk, cat: int, restored) -> None:
         offnum, _flags = xl_heap_insert.unpack_from(rec.main_data, 0)
         if restored is not None and (blk.relNumber, blk.blkno) in restored:
-            tup = self._tuple(blk, offnum)
+            tup = self._tuple(blk, offnum, rec.lsn)
             if tup is None:
                 self._problem(rec, cat, blk, offnum, "the full-page image has no tuple at the inserted offset")
                 return
@@ -596,6 +729,7 @@ class CatalogHistory:
             tup = self._build_tuple(rec.xl_xid, blk.blkno, offnum, infomask2, infomask, t_hoff,
                                     data[SizeOfHeapHeader:])
             self._page_for_write(rec, blk).tuples[offnum] = tup
+        self._wrote(rec, blk, offnum, True)
         self._add(rec, cat, blk, offnum, tup, False)
 
     def _redo_multi_insert(self, rec, blk, cat: int, restored) -> None:
@@ -608,10 +742,11 @@ class CatalogHistory:
             offsets = list(struct.unpack_from(f"<{ntuples}H", main, SizeOfHeapMultiInsert))
         if restored is not None and (blk.relNumber, blk.blkno) in restored:
             for offnum in offsets:
-                tup = self._tuple(blk, offnum)
+                tup = self._tuple(blk, offnum, rec.lsn)
                 if tup is None:
                     self._problem(rec, cat, blk, offnum, "the full-page image has no tuple at an inserted offset")
                     continue
+                self._wrote(rec, blk, offnum, True)
                 self._add(rec, cat, blk, offnum, tup, False)
             return
         page = self._page_for_write(rec, blk)
@@ -627,17 +762,23 @@ class CatalogHistory:
                                     data[pos:pos + datalen])
             pos += datalen
             page.tuples[offnum] = tup
+            self._wrote(rec, blk, offnum, True)
             self._add(rec, cat, blk, offnum, tup, False)
 
     def _redo_update(self, rec, blk, cat: int, restored) -> None:
         """heap_xlog_update: the old version is deleted, the new one inserted (maybe on another page)."""
-        _old_xmax, old_off, _bits, flags, _new_xmax, new_off = xl_heap_update.unpack_from(rec.main_data, 0)
+        old_xmax, old_off, old_infobits, flags, _new_xmax, new_off = xl_heap_update.unpack_from(rec.main_data, 0)
         oldblk = rec.block(1) or blk
-        oldtup = self._tuple(oldblk, old_off)
+        oldtup = self._tuple(oldblk, old_off, rec.lsn)
+        if oldtup is not None:
+            self.pages[(oldblk.relNumber, oldblk.blkno)].tuples[old_off] = _with_xmax(oldtup, old_xmax, old_infobits)
+            self._wrote(rec, oldblk, old_off, False)
+        layout = self._layouts[cat]
         if restored is not None and (blk.relNumber, blk.blkno) in restored:
-            newtup = self._tuple(blk, new_off)
+            newtup = self._tuple(blk, new_off, rec.lsn)
             if newtup is None:
-                self._problem(rec, cat, blk, new_off, "the full-page image has no tuple at the new offset")
+                self._problem(rec, cat, blk, new_off, "the full-page image has no tuple at the new offset",
+                              layout.decode(oldtup) if oldtup is not None else None)
         else:
             data = blk.data
             pos = prefixlen = suffixlen = 0
@@ -652,9 +793,10 @@ class CatalogHistory:
             body = bytes(data[pos:])
             newtup = None
             if (prefixlen or suffixlen) and oldtup is None:
+                # (the row's key lies in the bytes it shares with the old version: which row it is, is unknown)
                 self._problem(rec, cat, oldblk, old_off,
                               "the new row is stored as a difference to the old one, which is unknown: "
-                              + self._why_missing(oldblk, old_off))
+                              + self._why_missing(oldblk, old_off, rec.lsn))
             else:
                 if prefixlen:
                     old_hoff = oldtup[22]
@@ -668,7 +810,8 @@ class CatalogHistory:
                 page.tuples.pop(new_off, None)
             else:
                 page.tuples[new_off] = newtup
-        layout = self._layouts[cat]
+        if newtup is not None:
+            self._wrote(rec, blk, new_off, True)
         oldrow = layout.decode(oldtup) if oldtup is not None else None
         newrow = layout.decode(newtup) if newtup is not None else None
         if oldrow is not None and newrow is not None and oldrow == newrow:
@@ -679,12 +822,14 @@ class CatalogHistory:
             self._event(rec, cat, newrow, False)
 
     def _redo_delete(self, rec, blk, cat: int) -> None:
-        _xmax, offnum, _bits, _flags = xl_heap_delete.unpack_from(rec.main_data, 0)
-        tup = self._tuple(blk, offnum)
+        xmax, offnum, infobits, _flags = xl_heap_delete.unpack_from(rec.main_data, 0)
+        tup = self._tuple(blk, offnum, rec.lsn)
         if tup is None:
             self._problem(rec, cat, blk, offnum, "a row was deleted, but which one is unknown: "
-                          + self._why_missing(blk, offnum))
+                          + self._why_missing(blk, offnum, rec.lsn))
             return
+        self.pages[(blk.relNumber, blk.blkno)].tuples[offnum] = _with_xmax(tup, xmax, infobits)
+        self._wrote(rec, blk, offnum, False)
         self._add(rec, cat, blk, offnum, tup, True)
 
     def _redo_inplace(self, rec, blk, cat: int, restored) -> None:
@@ -694,9 +839,9 @@ class CatalogHistory:
         if restored is not None and key in restored:
             before = restored[key]
             oldtup = before.tuples.get(offnum) if before is not None else None
-            newtup = self._tuple(blk, offnum)
+            newtup = self._tuple(blk, offnum, rec.lsn)
         else:
-            oldtup = self._tuple(blk, offnum)
+            oldtup = self._tuple(blk, offnum, rec.lsn)
             if oldtup is None:
                 return  # columns decoding reads are not changed in place; nothing to keep current
             t_hoff = oldtup[22]
@@ -734,12 +879,25 @@ class CatalogHistory:
         if txn is None:
             txn = self.txns[top] = _TxnEvents(top)
         txn.append(ev)
-        if cat == RelationRelationId and not deleted and row["relfilenode"]:
-            # make_new_heap's transient heap "pg_temp_<OID>" of a catalog being rewritten (VACUUM FULL,
-            # CLUSTER): its pages are written before the swap makes them the catalog's
-            name = row["relname"]
-            if name.startswith("pg_temp_") and name[8:].isdigit() and int(name[8:]) in self._layouts:
-                self._nodes.setdefault(row["relfilenode"], int(name[8:]))
+        if cat == RelationRelationId and not deleted and row["relnamespace"] == PG_CATALOG_NAMESPACE:
+            self._rewrite_heap(xid, row)
+
+    def _rewrite_heap(self, xid: int, row: dict) -> None:
+        """make_new_heap's transient heap "pg_temp_<OID>" of a catalog being rewritten (VACUUM FULL,
+        CLUSTER): its pages, written as full-page images before the swap makes them the catalog's, are
+        kept as that catalog's from now on, and dropped if the transaction aborts."""
+        name = row["relname"]
+        if not (name.startswith("pg_temp_") and name[8:].isdigit()):
+            return
+        cat = int(name[8:])
+        if cat not in self._layouts or (row["reltablespace"] or self.dbspc) != self.dbspc:
+            return
+        # A mapped catalog's transient heap is mapped too (relfilenode 0 in pg_class); its storage is
+        # named by its OID (heap.c heap_create_with_catalog: "The OID will be the relfilenode as well")
+        node = row["relfilenode"] or row["oid"]
+        if node not in self._nodes:
+            self._nodes[node] = cat
+            self._rewrites.setdefault(xid, set()).add(node)
 
     def _learn_schema(self, cat: int, row: dict) -> None:
         """The first old version of a snapshot object's row the range shows is the snapshot's: it
@@ -758,17 +916,67 @@ class CatalogHistory:
         if nsp not in self._nsp_base and (obj.relname if cat == RelationRelationId else obj.typname) == name:
             self._nsp_base[nsp] = obj.nspname
 
-    def _problem(self, rec, cat: int, blk, offnum: int, reason: str) -> None:
-        p = CatalogProblem(rec.lsn, rec.xl_xid, TRACKED_CATALOGS.get(cat, str(cat)), blk.spcOid, blk.dbOid,
-                           blk.relNumber, blk.blkno, offnum, reason)
+    def _problem(self, rec, cat: int, blk, offnum: int, reason: str, row: dict | None = None) -> None:
+        name = TRACKED_CATALOGS.get(cat)
+        p = CatalogProblem(rec.lsn, rec.xl_xid, f"pg_catalog.{name}" if name else str(cat), blk.spcOid, blk.dbOid,
+                           blk.relNumber, blk.blkno, offnum, reason, self._row_name(cat, row) if row else "")
         self.problems.append(p)
         self._pending_problems.setdefault(rec.xl_xid, []).append(p)
+
+    def _relation_name(self, oid: int) -> str:
+        rel = self.view(self.position + 1).relation(oid)
+        return f"OID {oid}" if rel is None else f"{rel.nspname}.{rel.relname} (OID {oid})"
+
+    def _row_name(self, cat: int, row: dict) -> str:
+        """Which object a decoded catalog row is about, for a report."""
+        if cat == RelationRelationId:
+            nsp = self.view(self.position + 1).namespace_name(row["relnamespace"])
+            return f"relation {nsp + '.' if nsp else ''}{row['relname']} (OID {row['oid']})"
+        if cat == AttributeRelationId:
+            return f"column {row['attnum']} ({row['attname']}) of relation {self._relation_name(row['attrelid'])}"
+        if cat == TypeRelationId:
+            return f"type {row['typname']} (OID {row['oid']})"
+        if cat == NamespaceRelationId:
+            return f"schema {row['nspname']} (OID {row['oid']})"
+        if cat == EnumRelationId:
+            return f"enum label {row['enumlabel']!r} (OID {row['oid']}) of type OID {row['enumtypid']}"
+        if cat == IndexRelationId:
+            return f"index OID {row['indexrelid']} of relation {self._relation_name(row['indrelid'])}"
+        if cat == RangeRelationId:
+            return f"range type OID {row['rngtypid']}"
+        if cat == ProcedureRelationId:
+            return f"function {row['proname']} (OID {row['oid']})"
+        return str(_key(cat, row))
+
+    def _concerned(self, events) -> str:
+        """The relations, types and functions a transaction's catalog events are about (for a report)."""
+        rels, others = [], []
+        for ev in events:
+            row = ev.row
+            if ev.cat == RelationRelationId:
+                oid = row["oid"]
+            elif ev.cat == AttributeRelationId:
+                oid = row["attrelid"]
+            elif ev.cat == IndexRelationId:
+                oid = row["indrelid"]
+            else:
+                text = self._row_name(ev.cat, row)
+                if text not in others:
+                    others.append(text)
+                continue
+            if oid not in rels:
+                rels.append(oid)
+        names = [f"relation {self._relation_name(oid)}" for oid in rels] + others
+        if len(names) > 6:
+            names = names[:6] + [f"{len(names) - 6} more"]
+        return ", ".join(names)
 
     # transactions -------------------------------------------------------------------------------
 
     def _xact(self, rec, _restored) -> None:
         info = rec.xl_info & XLOG_XACT_OPMASK
-        if info != XLOG_XACT_ASSIGNMENT and not self.txns and not self._pending_problems:
+        if info != XLOG_XACT_ASSIGNMENT and not self.txns and not self._pending_problems and not self._writes \
+                and not self._rewrites:
             return
         from .rmgr import xact as rm_xact
 
@@ -812,15 +1020,50 @@ class CatalogHistory:
                 if events:
                     self._commit_events(lsn, events)
                 self._replaying[top] = txn
+        self._end_writes(xids, True)
         problems = []
         for x in xids:
             problems += self._pending_problems.pop(x, ())
-        if problems and self.warn is not None:
-            for p in sorted(problems, key=lambda p: p.lsn):
-                self.warn(f"catalog change not decoded: {p.describe()}; changes after it may be decoded with "
-                          "outdated definitions")
+        if problems:
+            context = self._concerned(txn.events) if txn is not None else ""
+            problems_before = problems
+            problems = [p._replace(context=context) if context else p for p in problems]
+            with_context = {id(old): p for old, p in zip(problems_before, problems)}
+            self.problems = [with_context.get(id(p), p) for p in self.problems]
+            if self.warn is not None:
+                for p in sorted(problems, key=lambda p: p.lsn):
+                    self.warn(f"catalog change not decoded: {p.describe()}; changes after it may be decoded with "
+                              "outdated definitions")
         for x in subxacts:
             self.top_of.pop(x, None)
+
+    def _end_writes(self, xids, committed: bool) -> None:
+        """A (sub)transaction's tuples when it ends: those it deleted are gone if it committed; those it
+        inserted are gone, and those it deleted live again, if it aborted.  (A rewrite's new heap
+        becomes the catalog's storage, or is dropped.)"""
+        for x in xids:
+            nodes = self._rewrites.pop(x, None)
+            if nodes and not committed:
+                for node in nodes:
+                    self._nodes.pop(node, None)
+                for key in [k for k in self.pages if k[0] in nodes]:
+                    del self.pages[key]
+            writes = self._writes.pop(x, None)
+            if not writes:
+                continue
+            for node, blkno, offnum, inserted in writes:
+                page = self.pages.get((node, blkno))
+                tup = page.tuples.get(offnum) if page is not None else None
+                if tup is None:
+                    continue
+                if inserted:
+                    if not committed and _u32.unpack_from(tup, 0)[0] == x:
+                        del page.tuples[offnum]
+                elif _u32.unpack_from(tup, 4)[0] == x:
+                    if committed:
+                        del page.tuples[offnum]
+                    else:
+                        page.tuples[offnum] = _without_xmax(tup)
 
     def _committable(self, events: list) -> list:
         """The events worth keeping: not those of temporary relations and their row types (never
@@ -882,6 +1125,7 @@ class CatalogHistory:
             if txn.xids & xids:
                 self.txns[top] = _TxnEvents(top, [e for e in txn.events if e.xid not in xids])
                 self._views.clear()
+        self._end_writes(xids, False)
         for x in xids:
             self.top_of.pop(x, None)
 
@@ -896,7 +1140,11 @@ class CatalogHistory:
             self._first_xid = next_xid  # from here on every transaction's catalog rows are events
         for top in [t for t in self.txns if xid_precedes(t, oldest)]:
             del self.txns[top]  # ended without a commit or abort record: crashed
-            self._pending_problems.pop(top, None)
+        for x in [x for x in self._pending_problems if xid_precedes(x, oldest)]:
+            del self._pending_problems[x]
+        crashed = {x for x in (*self._writes, *self._rewrites) if xid_precedes(x, oldest)}
+        if crashed:
+            self._end_writes(crashed, False)
 
     def _relmap(self, rec, _restored) -> None:
         """XLOG_RELMAP_UPDATE of this database: mapped catalogs got new relfilenodes (VACUUM FULL)."""
@@ -948,6 +1196,64 @@ class CatalogHistory:
             v = self._views[key] = HistoricCatalog(self, epoch, txn if count else None, count, lsn)
         return v
 
+    def materialize(self) -> Catalog | None:
+        """The catalog as of ``position`` (what every transaction committed by then made of it) as a
+        ``Catalog`` with ``lsn`` = ``position``, in the snapshot format: relations, types, schemas,
+        and the catalog pages as far as this history knows them.  A ``CatalogHistory`` started from
+        it and fed the records that follow gives the views this one gives from here on.  None while
+        ``has_uncommitted_changes``: a transaction's catalog changes would be neither in it nor gone.
+        The snapshot's pages are left out while ``position`` is before the snapshot's LSN (they
+        describe the catalog later than that)."""
+        if self.has_uncommitted_changes:
+            return None
+        base = self.base
+        view = self.view(self.position)
+        if view is base:
+            relations, types = dict(base.relations), dict(base.types)
+            names = {oid: self.base_namespace_name(oid) for oid in
+                     {*base.namespaces, *self._nsp_base, *self._nsp_guess}}
+        else:
+            rel_oids = set(base.relations) | {k for (cat, k) in self.committed.rows if cat == RelationRelationId}
+            relations = {oid: r for oid in rel_oids if (r := view.relation(oid)) is not None}
+            type_oids = set(base.types) | {k for (cat, k) in self.committed.rows if cat == TypeRelationId}
+            types = {oid: t for oid in type_oids if (t := view.type(oid)) is not None}
+            nsp_oids = {*base.namespaces, *self._nsp_base, *self._nsp_guess,
+                        *(k for (cat, k) in self.committed.rows if cat == NamespaceRelationId)}
+            names = {oid: view.namespace_name(oid) for oid in nsp_oids}
+        return Catalog(
+            server_version=base.server_version, server_version_num=base.server_version_num, major=base.major,
+            lsn=self.position, database=base.database, database_oid=base.database_oid,
+            database_tablespace=base.database_tablespace, settings=dict(base.settings), relations=relations,
+            types=types, namespaces={oid: name for oid, name in names.items() if name is not None},
+            catalog_pages=self._materialize_pages(view), catalog_pages_note=base.catalog_pages_note)
+
+    def _materialize_pages(self, view) -> dict:
+        """The tracked catalogs' pages as known at ``position``: the shadow pages, and the snapshot's
+        blocks no record needed yet (passed on as they are)."""
+        out = {}
+        for cat in self._layouts:
+            rel = view.relation(cat)
+            if rel is None:
+                continue
+            node = rel.relfilenode
+            seeds = self._seeds.get(node) if self.position >= self._seed_lsn else None
+            blocks: dict = {}
+            partial = set()
+            if seeds is not None:
+                for blkno, block in seeds.blocks.items():
+                    if (node, blkno) not in self._seeded and (node, blkno) not in self.pages:
+                        blocks[blkno] = block
+                        if blkno in seeds.partial:
+                            partial.add(blkno)
+            for (n, blkno) in [k for k in self.pages if k[0] == node]:
+                page = self._page(n, blkno, self.position)  # the snapshot's tuples merged, as the next record would
+                blocks[blkno] = sorted(page.tuples.items())
+                if page.source is _WAL:
+                    partial.add(blkno)
+            if blocks:
+                out[cat] = CatalogPages(cat, node, "history", blocks, partial)
+        return out
+
     def relation_by_filenode(self, spc: int, relfilenode: int, lsn: int, xid: int = 0):
         return self.view(lsn, xid).relation_by_filenode(spc, relfilenode)
 
@@ -987,9 +1293,9 @@ class CatalogHistory:
                 if first and xmin >= first:
                     continue  # written in the range: its events say whether it counts
                 infomask = _u16.unpack_from(tup, 20)[0]
-                if infomask & 0x0200 and not infomask & 0x0100:  # HEAP_XMIN_INVALID
+                if infomask & HEAP_XMIN_INVALID and not infomask & HEAP_XMIN_COMMITTED:  # (both: frozen)
                     continue
-                if xmax and not infomask & (0x0800 | 0x0080):  # not XMAX_INVALID, not LOCK_ONLY
+                if xmax and not infomask & (HEAP_XMAX_INVALID | HEAP_XMAX_LOCK_ONLY):
                     if not (first and xmax >= first):  # deleted before the range
                         continue
                 try:

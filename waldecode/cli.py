@@ -103,6 +103,10 @@ def _build_parser() -> argparse.ArgumentParser:
     src.add_argument("--dsn", help="libpq connection string of the database to decode")
     src.add_argument("--datadir", metavar="PGDATA", help="data directory of a stopped cluster, or a base backup")
     cat.add_argument("--database", help="with --datadir: the database to decode (default: the only user database)")
+    cat.add_argument("--pages", choices=("auto", "get_raw_page", "pg_read_binary_file", "none"),
+                     help="with --dsn: how the catalogs' pages are read (default auto: pageinspect's get_raw_page "
+                          "if installed and permitted, else the relation files after a CHECKPOINT); none: a snapshot "
+                          "without them (no CHECKPOINT)")
     cat.add_argument("-o", "--output", required=True, metavar="FILE", help="where to write the JSON snapshot")
     cat.set_defaults(func=cmd_catalog)
     return p
@@ -210,7 +214,7 @@ def cmd_decode(args) -> int:
             raise UsageError(f"--set expects NAME=VALUE, not {item!r}")
         catalog.settings[name] = value
     if segments.major != catalog.major:
-        raise UsageError(f"the WAL was written by PostgreSQL {segments.major} but the catalog snapshot "
+        raise UsageError(f"the WAL was written by {segments.describe_version()} but the catalog snapshot "
                          f"{args.catalog} is from PostgreSQL {catalog.major}")
     keeper = None
     spill_dir = args.spill_dir
@@ -348,6 +352,8 @@ def _open_slot(args, segments, options: dict):
 
 def cmd_catalog(args) -> int:
     if args.datadir:
+        if args.pages:
+            raise UsageError("--pages goes with --dsn; with --datadir the pages are read from the files")
         from .catalog_datadir import main_catalog_datadir
 
         return main_catalog_datadir(args.datadir, args.database, args.output)
@@ -355,7 +361,7 @@ def cmd_catalog(args) -> int:
         raise UsageError("--database goes with --datadir; with --dsn, name the database in the DSN")
     from .catalog_dsn import main_catalog
 
-    return main_catalog(args.dsn, args.output)
+    return main_catalog(args.dsn, args.output, pages=args.pages or "auto")
 
 
 class UsageError(Exception):

@@ -68,7 +68,7 @@ def decode_wal(source, catalog: Catalog, plugin, *, start_lsn: int | None = None
     """
     segments = source if isinstance(source, SegmentSet) else discover(source, timeline)
     if segments.major != catalog.major:
-        raise VersionMismatchError(f"the WAL was written by PostgreSQL {segments.major} but the catalog snapshot "
+        raise VersionMismatchError(f"the WAL was written by {segments.describe_version()} but the catalog snapshot "
                                    f"is from PostgreSQL {catalog.major}")
     plan = None
     read_from = None

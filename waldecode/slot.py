@@ -141,6 +141,8 @@ class SlotKeeper:
         self._last_write = time.monotonic()
         self.candidates: list[tuple[int, Catalog]] = [(state.restart_lsn, state.catalog)]
         self.new = new
+        self._catalog_version = -1  # commits with catalog changes when self._catalog was materialized
+        self._catalog = None
 
     def begin(self, read_from: int, decoder) -> None:
         if self.new:
@@ -165,9 +167,19 @@ class SlotKeeper:
 
     def capture(self, lsn: int, history) -> None:
         """A possible restart point at ``lsn`` (a record boundary), with the catalog in force there."""
-        if history is not None and history.has_changes:
-            return  # the snapshot alone no longer describes the catalog here
-        self.candidates.append((lsn, self.candidates[-1][1]))
+        if history is None or not history.has_changes:
+            catalog = self.candidates[-1][1]  # the snapshot alone still describes the catalog here
+        elif history.has_uncommitted_changes:
+            return  # a transaction's catalog changes would be neither in the catalog nor seen again
+        else:
+            version = len(history.commit_lsns)  # no commit with catalog changes since: the same catalog
+            if version != self._catalog_version:
+                catalog = history.materialize()
+                if catalog is None:
+                    return
+                self._catalog_version, self._catalog = version, catalog
+            catalog = self._catalog
+        self.candidates.append((lsn, catalog))
 
     def position(self, confirmed: int, oldest_open: int | None, final: bool = False) -> None:
         """Everything before ``confirmed`` is decided and written; open transactions begin at

@@ -99,10 +99,16 @@ class SegmentSet:
     timelines: tuple = ()
     # ((parent timeline, LSN where the next timeline forked off), ...) of ``tli``, oldest first
     history: tuple = ()
+    identified_by: str = ""  # the segment file whose first page header gave magic, sysid and sizes
 
     @property
     def major(self) -> int:
         return MAJOR_BY_XLOG_PAGE_MAGIC[self.magic]
+
+    def describe_version(self) -> str:
+        """Which PostgreSQL wrote the WAL, and which file says so: for messages."""
+        where = f" of WAL segment {self.identified_by}" if self.identified_by else ""
+        return f"PostgreSQL {self.major} (page magic {self.magic:04X}{where})"
 
     @property
     def first_segno(self) -> int:
@@ -239,7 +245,8 @@ def discover(paths, timeline: int | None = None) -> SegmentSet:
             if f is not None:
                 files[segno] = f
     return SegmentSet(seg_size=seg_size, page_size=ident.xlp_xlog_blcksz, magic=ident.xlp_magic,
-                      sysid=ident.xlp_sysid, files=files, tli=timeline, timelines=tlis, history=history)
+                      sysid=ident.xlp_sysid, files=files, tli=timeline, timelines=tlis, history=history,
+                      identified_by=str(first))
 
 
 def parse_history(text: str, source: str) -> tuple:
