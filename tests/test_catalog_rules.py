@@ -23,7 +23,7 @@ def cluster():
         yield c
 
 
-@pytest.mark.xfail(strict=True, reason="drift: the history decodes catalog names as UTF-8 (fixed with one encoding table)")
+
 @pytest.mark.parametrize("encoding,name", [("WIN1252", "café_€"), ("KOI8R", "таблица"),
                                            ("ISO_8859_5", "данные")])
 def test_catalog_names_of_a_single_byte_database_come_out_as_the_server_names_them(cluster, tmp_path,
@@ -45,7 +45,7 @@ def test_catalog_names_of_a_single_byte_database_come_out_as_the_server_names_th
     assert (got.relname, [a.attname for a in got.attributes]) == (name, ["id", f"{name}_col"])
 
 
-@pytest.mark.xfail(strict=True, reason="drift: the history does not fold unquoted search_path names (fixed with one SplitIdentifierString)")
+
 def test_an_unquoted_search_path_is_folded_to_lower_case(tmp_path):
     """search_path = 'Public' in postgresql.conf names the schema public (SplitIdentifierString folds
     unquoted names): a type created there in the range is visible, so format_type prints it

@@ -117,6 +117,8 @@ from .heaptuple import (  # src/include/access/htup_details.h: t_infomask bits
     deform_tuple,
 )
 from .output.quote import non_unreserved_keywords
+from .pg.encoding import python_codec
+from .pg.quote import NAMEDATALEN, split_identifier_string
 from .varlena import ToastPointer, decompress_toast_value
 
 __all__ = ["snapshot_from_datadir", "main_catalog_datadir", "read_pg_version", "read_pg_control",
@@ -131,7 +133,6 @@ SUPPORTED_MAJORS = range(13, 19)
 # src/include/pg_config_manual.h / pg_config.h (the defaults; pg_control records the real ones)
 BLCKSZ = 8192
 MAXIMUM_ALIGNOF = 8
-NAMEDATALEN = 64
 
 # src/include/catalog/pg_control.h
 PG_CONTROL_FILE_SIZE = 8192
@@ -234,15 +235,6 @@ PG_ENCODING_NAMES = (
     "WIN1256", "WIN1258", "WIN866", "WIN874", "KOI8R", "WIN1251", "WIN1252", "ISO_8859_5", "ISO_8859_6",
     "ISO_8859_7", "ISO_8859_8", "WIN1250", "WIN1253", "WIN1254", "WIN1255", "WIN1257", "KOI8U",
 )
-_PY_CODECS = {
-    "SQL_ASCII": "utf-8", "EUC_JP": "euc_jp", "EUC_CN": "gb2312", "EUC_KR": "euc_kr", "EUC_JIS_2004": "euc_jis_2004",
-    "UTF8": "utf-8", "LATIN1": "latin-1", "LATIN2": "iso8859_2", "LATIN3": "iso8859_3", "LATIN4": "iso8859_4",
-    "LATIN5": "iso8859_9", "LATIN6": "iso8859_10", "LATIN7": "iso8859_13", "LATIN8": "iso8859_14",
-    "LATIN9": "iso8859_15", "LATIN10": "iso8859_16", "WIN1256": "cp1256", "WIN1258": "cp1258", "WIN866": "cp866",
-    "WIN874": "cp874", "KOI8R": "koi8_r", "WIN1251": "cp1251", "WIN1252": "cp1252", "ISO_8859_5": "iso8859_5",
-    "ISO_8859_6": "iso8859_6", "ISO_8859_7": "iso8859_7", "ISO_8859_8": "iso8859_8", "WIN1250": "cp1250",
-    "WIN1253": "cp1253", "WIN1254": "cp1254", "WIN1255": "cp1255", "WIN1257": "cp1257", "KOI8U": "koi8_u",
-}
 
 #: pg_class relkinds in the snapshot, as catalog_dsn takes them; views only when a column needs their row type
 _RELKINDS = frozenset("rtmpfSc")
@@ -786,7 +778,7 @@ class _Decoder:
     """Catalog values from deformed bytes: integers, booleans, "char", names, text, int2vector, text[]."""
 
     def __init__(self, encoding: str = "UTF8"):
-        self.codec = _PY_CODECS.get(encoding, "utf-8")
+        self.codec = python_codec(encoding)
         self.ctx = _ShapeContext(_BUILTIN_SHAPES)
 
     def text(self, raw: bytes) -> str:
@@ -1071,51 +1063,10 @@ def _postmaster_opts(pgdata: str) -> list[tuple[str, str]]:
     return out
 
 
-def _split_identifier_string(raw: str, sep: str = ",") -> list[str] | None:
-    """varlena.c SplitIdentifierString: quoted names kept, unquoted ones down-cased; None on bad syntax."""
-    out = []
-    s = raw.lstrip()
-    if not s:
-        return out
-    while True:
-        if s.startswith('"'):
-            end = 1
-            name = []
-            while True:
-                q = s.find('"', end)
-                if q < 0:
-                    return None
-                name.append(s[end:q])
-                if s[q + 1:q + 2] == '"':
-                    name.append('"')
-                    end = q + 2
-                    continue
-                s = s[q + 1:]
-                break
-            ident = "".join(name)
-        else:
-            m = re.match(r'[^\s"' + re.escape(sep) + r']*', s)
-            ident = m.group(0).lower() if m.group(0).isascii() else \
-                "".join(c.lower() if "A" <= c <= "Z" else c for c in m.group(0))
-            if not ident:
-                return None
-            s = s[m.end():]
-        if len(ident.encode("utf-8")) >= NAMEDATALEN:  # truncate_identifier
-            ident = ident.encode("utf-8")[:NAMEDATALEN - 1].decode("utf-8", "ignore")
-        out.append(ident)
-        s = s.lstrip()
-        if s.startswith(sep):
-            s = s[1:].lstrip()
-        elif not s:
-            return out
-        else:
-            return None
-
-
 def _canonical_datestyle(value: str, base: str) -> str:
     """variable.c check_datestyle: the canonical "Style, Order" string (partial specs keep ``base``'s part)."""
     style, order = [p.strip() for p in base.split(",")]
-    toks = _split_identifier_string(value)
+    toks = split_identifier_string(value)
     if toks is None:
         return value
     for tok in toks:
@@ -1237,7 +1188,7 @@ class FormatType:
         self.keywords = non_unreserved_keywords(major)
         by_name = {name: oid for oid, name in namespaces.items()}
         path = []
-        for name in _split_identifier_string(search_path) or []:
+        for name in split_identifier_string(search_path) or []:
             if name == "$user":
                 name = user
                 if name is None:

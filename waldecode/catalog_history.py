@@ -52,7 +52,6 @@ every ``DecodedRecord`` before the decoder dispatches it; hands views to
 
 from __future__ import annotations
 
-import codecs
 import struct
 from bisect import bisect_left
 from dataclasses import replace
@@ -94,6 +93,8 @@ from .heaptuple import (  # src/include/access/htup_details.h
     deform_tuple,
 )
 from .output.quote import quote_identifier
+from .pg.encoding import python_codec
+from .pg.quote import split_identifier_string
 from .varlena import ToastPointer
 
 __all__ = ["CatalogHistory", "HistoricCatalog", "CatalogProblem", "CatalogLayout", "TRACKED_CATALOGS",
@@ -237,15 +238,6 @@ class _Event(NamedTuple):
 
 # -- decoding catalog tuples ---------------------------------------------------------------------
 
-def _codec(encoding: str | None) -> str:
-    if not encoding or encoding in ("UTF8", "SQL_ASCII"):
-        return "utf-8"
-    try:
-        return codecs.lookup(encoding.lower().replace("_", "")).name
-    except LookupError:
-        return "utf-8"
-
-
 def _int2vector(raw) -> list:
     """An int2vector payload (a one-dimensional int2 array without nulls) as a list."""
     if raw is None or len(raw) < 12:
@@ -264,7 +256,7 @@ class CatalogLayout:
         self.name = rel.relname
         atts = rel.attributes
         index = {a.attname: i for i, a in enumerate(atts)}
-        codec = _codec(encoding)
+        codec = python_codec(encoding)
         self.cols = []
         for name in columns:
             i = index.get(name)
@@ -1378,16 +1370,8 @@ class CatalogHistory:
 # -- the catalog at one point ---------------------------------------------------------------------
 
 def _search_path(text: str) -> list[str]:
-    """search_path's schema names, unquoted ("$user" kept as is)."""
-    out = []
-    for part in text.split(","):
-        p = part.strip()
-        if len(p) >= 2 and p[0] == '"' and p[-1] == '"':
-            p = p[1:-1].replace('""', '"')
-        if p:
-            out.append(p)
-    return out
-
+    """search_path's schema names as the server reads them ("$user" kept as is; none when unparsable)."""
+    return split_identifier_string(text) or []
 
 class HistoricCatalog:
     """The catalog of one epoch of the history, as one transaction sees it at one point: the same
