@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import time
 
 import pytest
 
@@ -76,9 +77,7 @@ class Workload:
         self.slots = [f"sp_{id(self) % 100000}_{i}" for i in range(nslots)]
         for s in self.slots:
             self.conn.execute("SELECT pg_create_logical_replication_slot(%s, 'test_decoding')", (s,))
-        self.first_segment = self.conn.execute(
-            "SELECT pg_walfile_name(restart_lsn) FROM pg_replication_slots WHERE slot_name = %s",
-            (self.slots[0],)).fetchone()[0]
+        self.first_segment = self.conn.execute("SELECT pg_walfile_name(pg_current_wal_insert_lsn())").fetchone()[0]
         self.sessions = [cluster.connect(DB) for _ in range(3)]
         self.n = 0
 
@@ -362,4 +361,51 @@ def test_pgbench_from_a_client_confirmed_position_equals_the_slot(tmp_path):
     got, result = decode(catalog, wal, confirmed, end)
     assert got == expected and result.complete
     got, result = decode(catalog, wal, confirmed, end, restart)
+    assert got == expected and result.complete
+
+
+def test_transactions_running_while_the_slot_is_created(cluster, tmp_path):
+    """The server's slot creation waits for the transactions running at its start: its confirmed
+    position is the consistent point it reached.  Decoding from there equals the slot, those
+    transactions left out as the slot leaves them out, later ones whole."""
+    import threading
+
+    w = Workload(cluster, 0)
+    created = {}
+    try:
+        w.begin_long(0)
+        w.begin_long(1)
+
+        def create():
+            with cluster.connect(DB) as conn:
+                conn.execute("SELECT pg_create_logical_replication_slot('sp_busy', 'test_decoding')")
+                created["pos"] = slot_position(conn, "sp_busy")
+
+        t = threading.Thread(target=create)
+        t.start()
+        time.sleep(0.5)
+        w.commit_some()
+        w.begin_long(2)  # begins while the slot is being created
+        w.conn.execute("CHECKPOINT")  # running-xacts: long0, long1 (and long2) still running
+        w.end_long(0)
+        w.end_long(1)
+        w.commit_some()
+        w.conn.execute("CHECKPOINT")
+        w.end_long(2)
+        w.conn.execute("CHECKPOINT")
+        t.join(60)
+        assert "pos" in created, "the slot was not created"
+        w.commit_some()
+        end = lsn_now(w.conn)
+        expected = peek(w.conn, "sp_busy", end)
+        first = w.conn.execute("SELECT pg_walfile_name(%s::pg_lsn)", (created["pos"][1],)).fetchone()[0]
+        w.conn.execute("SELECT pg_drop_replication_slot('sp_busy')")
+        wal = cluster.archive_wal(tmp_path / "wal", min(first, w.first_segment))
+    finally:
+        w.close()
+    confirmed, restart = created["pos"]
+    assert parse_lsn(confirmed) > parse_lsn(restart), "the slot had to wait for running transactions"
+    got, result = decode(w.catalog, wal, confirmed, end)
+    assert got == expected and result.complete
+    got, result = decode(w.catalog, wal, confirmed, end, restart)
     assert got == expected and result.complete
