@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import sys
 
+from . import progress
 from .catalog import CatalogError
 from .errors import WALError, format_lsn
 from .output import OutputPluginError
@@ -50,6 +51,7 @@ def _build_parser() -> argparse.ArgumentParser:
     ins.add_argument("-t", "--timeline", type=int, help="read this timeline when the input holds several")
     ins.add_argument("--no-crc-check", dest="verify_crc", action="store_false",
                      help="do not verify record CRCs (for looking at damaged WAL)")
+    ins.add_argument("-q", "--quiet", action="store_true", help="no progress line on stderr")
     ins.set_defaults(func=cmd_inspect)
 
     dec = sub.add_parser("decode", help="decode WAL into row changes, as a logical slot would",
@@ -78,6 +80,7 @@ def _build_parser() -> argparse.ArgumentParser:
                           "of the WAL read, each ended by an 'UNCOMMITTED <xid>' line")
     dec.add_argument("--output", metavar="FILE", help="write to this file instead of standard output")
     dec.add_argument("-t", "--timeline", type=int, help="read this timeline when the input holds several")
+    dec.add_argument("-q", "--quiet", action="store_true", help="no progress line on stderr")
     dec.set_defaults(func=cmd_decode)
 
     cat = sub.add_parser("catalog", help="write a catalog snapshot for decode",
@@ -90,6 +93,14 @@ def _build_parser() -> argparse.ArgumentParser:
     cat.add_argument("--database", help="with --datadir: the database to decode (default: the only user database)")
     cat.add_argument("-o", "--output", required=True, metavar="FILE", help="where to write the JSON snapshot")
     cat.set_defaults(func=cmd_catalog)
+
+    from .bench import add_arguments as add_bench_arguments
+
+    ben = sub.add_parser("bench", help="time waldecode against pg_waldump and PostgreSQL's own decoding",
+                         description="Build workloads on throw-away PostgreSQL 15 clusters and time, on the same "
+                                     "WAL, pg_waldump, the server's decoding and waldecode; check the outputs match.")
+    add_bench_arguments(ben)
+    ben.set_defaults(func=cmd_bench)
     return p
 
 
@@ -142,7 +153,8 @@ def cmd_inspect(args) -> int:
     stats = waldump.WaldumpStats(major, per_record=args.stats == "record") if args.stats else None
     fmt = waldump.format_record_bkp_details if args.bkp_details else waldump.format_record
     shown = 0
-    for rec in reader:
+    records = progress.track(reader, quiet=args.quiet, streams_stdout=stats is None)
+    for rec in records:
         if wanted_rmgrs is not None and rec.xl_rmid not in wanted_rmgrs:
             continue
         if args.xid is not None and rec.xl_xid != args.xid:
@@ -155,6 +167,7 @@ def cmd_inspect(args) -> int:
         shown += 1
         if args.limit is not None and shown >= args.limit:
             break
+    records.close()
     if stats is not None:
         out.write(stats.format())
     out.flush()
@@ -184,15 +197,17 @@ def cmd_decode(args) -> int:
         out.write(line.encode("utf-8", "surrogateescape"))
         out.write(b"\n")
 
-    plugin = TestDecoding(catalog, write, _plugin_options(args.options))
+    records = progress.track(reader, quiet=args.quiet, streams_stdout=not args.output, unit="changes")
+    plugin = TestDecoding(catalog, records.counting(write), _plugin_options(args.options))
     decoder = LogicalDecoder(catalog, plugin, two_phase=args.two_phase, spill_dir=args.spill_dir,
                              spill_threshold=args.spill_threshold, memory_budget=args.memory_budget,
                              segment_size=reader.seg_size, include_rewrites=plugin.include_rewrites,
                              on_warning=lambda m: print(f"waldecode: warning: {m}", file=sys.stderr))
     try:
-        for rec in reader:
+        for rec in records:
             decoder.process(rec)
     finally:
+        records.close()  # the progress line goes before anything else is printed
         open_txns = decoder.finish(args.include_uncommitted)
         out.flush()
         if args.output:
@@ -220,6 +235,12 @@ def cmd_catalog(args) -> int:
     from .catalog_dsn import main_catalog
 
     return main_catalog(args.dsn, args.output)
+
+
+def cmd_bench(args) -> int:
+    from .bench import main_bench
+
+    return main_bench(args)
 
 
 class UsageError(Exception):
