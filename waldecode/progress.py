@@ -138,9 +138,11 @@ class Tracker:
         self._first, self._end, self._seg = self._range()
         self._segs_total = (self._end - 1) // self._seg - self._first // self._seg + 1
         self.lsn = self._first
+        # Everything but the bar and the times goes in the description: tqdm's postfix adds ", "
         self._bar = tqdm(total=self._end - self._first, file=sys.stderr, leave=False, dynamic_ncols=True,
+                         desc=f"{format_lsn(self._first)}  0/{self._segs_total} segments  0 {self.unit}",
                          mininterval=0, miniters=1, smoothing=0.1,
-                         bar_format="{desc} {percentage:3.0f}%|{bar}| {postfix} [{elapsed}<{remaining}]")
+                         bar_format="{desc} {percentage:3.0f}%|{bar}| [{elapsed}<{remaining}]")
         self._thread = threading.Thread(target=self._run, name="waldecode-progress", daemon=True)
         self._thread.start()
 
@@ -158,8 +160,10 @@ class Tracker:
             last_t, last_count = now, count
             done = min(max(lsn - self._first, 0), self._end - self._first)
             segs_done = lsn // self._seg - self._first // self._seg
-            self._bar.set_description_str(f"{format_lsn(lsn)} segment {segs_done}/{self._segs_total}",
-                                          refresh=False)
-            self._bar.set_postfix_str(f"{count:,} {self.unit}, {rate:,.0f}/s", refresh=False)
-            self._bar.update(done - done_before)
+            self._bar.set_description_str(f"{format_lsn(lsn)}  {segs_done}/{self._segs_total} segments  "
+                                          f"{count:,} {self.unit}  {rate:,.0f} {self.unit}/s", refresh=False)
+            if done > done_before:
+                self._bar.update(done - done_before)
+            else:
+                self._bar.refresh()  # no record read (a commit replaying): the count and times still move
             done_before = done
