@@ -21,6 +21,7 @@ from pathlib import Path
 
 from ..catalog_dsn import snapshot_from_connection
 from ..testing.cluster import Cluster
+from ..xlogreader import parse_lsn
 from . import tools as T
 from .measure import Measurement, run_measured, time_peek
 from .workloads import DB, Workload
@@ -64,17 +65,12 @@ def run_workload(wl: Workload, *, scale: float, runs: int, impls: list[str], wor
             w = T.WalUnderTest(wal, catalog, restart, confirmed, end, c.bindir, c.socket_dir, c.port, DB,
                                c.tool_env())
             result["wal"] = {"start_lsn": restart, "decode_start_lsn": confirmed, "end_lsn": end,
-                             "segment_files": len(list(wal.iterdir())), "bytes": _lsn(end) - _lsn(restart)}
+                             "segment_files": len(list(wal.iterdir())), "bytes": parse_lsn(end) - parse_lsn(restart)}
             log(f"WAL {restart}..{end}: {result['wal']['bytes'] / 2**20:,.0f} MiB; "
                 f"the workload took {result['workload_seconds']:.1f} s on the server")
             _measure_all(w, conn, result, runs=runs, impls=impls, work_dir=work_dir, log=log)
     _summarise(result, T.tools_for(impls))
     return result
-
-
-def _lsn(text: str) -> int:
-    hi, lo = text.split("/")
-    return int(hi, 16) << 32 | int(lo, 16)
 
 
 def _measure_all(w: T.WalUnderTest, conn, result: dict, *, runs: int, impls: list[str], work_dir: Path,
