@@ -90,7 +90,7 @@ class Tracker:
         return counted
 
     def _records(self) -> Iterator:
-        # Start the line lazily: the reader knows its range only once the segments are found
+        # The line starts with the reading, not while the command still loads its catalog
         self._start()
         n = 0
         try:
