@@ -116,8 +116,8 @@ def write_chart(path: Path, results: list[dict]) -> None:
     matplotlib.use("Agg")  # files only, no display
     import matplotlib.pyplot as plt
 
-    fig, axes = plt.subplots(len(results), 1, figsize=(9, 0.45 * sum(len(r["tools"]) for r in results)
-                                                        + 1.2 * len(results)), squeeze=False)
+    height = 0.45 * sum(len(r["tools"]) for r in results) + 1.2 * len(results) + 0.4
+    fig, axes = plt.subplots(len(results), 1, figsize=(9, height), squeeze=False)
     for ax, r in zip(axes[:, 0], results):
         tools = r["tools"]
         labels = [t["label"] for t in tools]
@@ -136,6 +136,6 @@ def write_chart(path: Path, results: list[dict]) -> None:
         ax.set_xlim(right=max(secs) * 20)  # room for the labels
     fig.suptitle("waldecode against PostgreSQL 15's tools on the same WAL (blue: PostgreSQL; orange: waldecode "
                  "Cython; red: pure Python)", fontsize=9)
-    fig.tight_layout()
+    fig.tight_layout(rect=(0, 0, 1, 1 - 0.4 / height))  # the top 0.4 inch for the suptitle
     fig.savefig(path, dpi=110)
     plt.close(fig)
