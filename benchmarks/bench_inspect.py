@@ -1,78 +1,44 @@
-"""Benchmark: ``waldecode inspect`` against pg_waldump on the same WAL.
+"""Benchmark: ``waldecode inspect`` against pg_waldump on pgbench's WAL.
 
-Makes WAL with pgbench on a throw-away PostgreSQL 15 cluster (16 MB segments),
-copies the segments out, then times, best of ``--repeat`` runs each:
-pg_waldump --stats, pg_waldump (text), and ``waldecode inspect`` (--stats and
-text) under each implementation.  Prints seconds, records/s and the ratio to
-pg_waldump.  Run: ``.venv/bin/python benchmarks/bench_inspect.py [--scale 10]``.
+A thin script over ``waldecode bench --workloads pgbench`` (``waldecode/bench``), which
+times every tool on the same WAL and checks ``inspect --stats`` prints what
+``pg_waldump --stats=record`` prints; this prints the reading side of its results:
+records/s of ``pg_waldump`` and ``waldecode inspect`` (text and --stats) under each
+implementation, and the ratio to pg_waldump.
+
+Run: ``.venv/bin/python benchmarks/bench_inspect.py [--transactions N] [--runs N]``
 """
 
 from __future__ import annotations
 
 import argparse
-import os
-import subprocess
+import json
 import sys
-import tempfile
-import time
 from pathlib import Path
 
-from waldecode import _impl
-from waldecode.testing.cluster import Cluster
-
-
-def make_wal(scale: int, transactions: int, dest: Path) -> tuple[str, str]:
-    settings = {"wal_keep_size": "4GB", "max_wal_size": "8GB", "checkpoint_timeout": "1h"}
-    with Cluster(15, wal_segsize_mb=16, settings=settings, wal_compression="lz4") as c:
-        start = c.sql("SELECT pg_current_wal_insert_lsn()")[0][0]
-        conn = ["-h", str(c.socket_dir), "-p", str(c.port)]
-        c.run_bin("pgbench", *conn, "-i", "-s", str(scale), "-q", "postgres")
-        c.sql("CHECKPOINT")
-        c.run_bin("pgbench", *conn, "-c", "2", "-t", str(transactions), "-n", "postgres")
-        end = c.sql("SELECT pg_current_wal_insert_lsn()")[0][0]
-        c.sql("CHECKPOINT")
-        c.archive_wal(dest)
-    return str(start), str(end)
-
-
-def best(cmd: list[str], repeat: int, env=None) -> float:
-    times = []
-    for _ in range(repeat):
-        t = time.perf_counter()
-        subprocess.run(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=True, env=env)
-        times.append(time.perf_counter() - t)
-    return min(times)
+from waldecode.bench.workloads import BY_NAME
+from waldecode.cli import main as waldecode
 
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--scale", type=int, default=10)
-    ap.add_argument("--transactions", type=int, default=5000)
-    ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--transactions", type=int, default=20_000, help="pgbench transactions (default 20,000)")
+    ap.add_argument("--runs", default="3")
+    ap.add_argument("--wal-compression", default="lz4", help="the server's wal_compression (default lz4)")
+    ap.add_argument("--output-dir", type=Path, default=Path("bench-results/inspect"))
     args = ap.parse_args()
-    with tempfile.TemporaryDirectory(prefix="waldecode-bench-") as tmp:
-        wal = Path(tmp)
-        start, end = make_wal(args.scale, args.transactions, wal)
-        size = sum(f.stat().st_size for f in wal.iterdir())
-        waldump = "/usr/lib/postgresql/15/bin/pg_waldump"
-        rng = ["--start", start, "--end", end]
-        nrec = int(subprocess.run([waldump, "-p", str(wal), *rng], capture_output=True, text=True,
-                                  check=True).stdout.count("\n"))
-        print(f"WAL: {size / 2**20:.0f} MiB in {len(os.listdir(wal))} segments, {nrec} records, {start}..{end}")
-        rows = [("pg_waldump --stats", best([waldump, "-p", str(wal), *rng, "--stats"], args.repeat)),
-                ("pg_waldump", best([waldump, "-p", str(wal), *rng], args.repeat))]
-        base = {"--stats": rows[0][1], "": rows[1][1]}
-        for impl in _impl.available():
-            env = dict(os.environ, WALDECODE_IMPL=impl)
-            for flag in ("--stats", ""):
-                cmd = [sys.executable, "-m", "waldecode.cli", "inspect", "-s", start, "-e", end, str(wal)]
-                if flag:
-                    cmd.append(flag)
-                rows.append((f"waldecode inspect {flag} [{impl}]".replace("  ", " "), best(cmd, args.repeat, env)))
-        print(f"{'tool':40} {'seconds':>8} {'records/s':>12} {'x pg_waldump':>13}")
-        for name, secs in rows:
-            ref = base["--stats" if "--stats" in name else ""]
-            print(f"{name:40} {secs:8.2f} {nrec / secs:12,.0f} {secs / ref:13.1f}")
+    status = waldecode(["bench", "--workloads", "pgbench", "--runs", args.runs,
+                        "--scale", repr(args.transactions / BY_NAME["pgbench"].base_size),
+                        "--wal-compression", args.wal_compression, "--output-dir", str(args.output_dir)])
+    if status != 0:
+        return status
+    (result,) = json.loads((args.output_dir / "bench.json").read_text())["workloads"]
+    print(f"\n{result['records']:,} records, {result['wal']['bytes'] / 2**20:,.0f} MiB of WAL")
+    print(f"{'tool':40} {'seconds':>8} {'records/s':>12} {'x pg_waldump':>13}")
+    for t in result["tools"]:
+        if t["unit"] == "records":
+            ratio = f"{t['ratio']:13.1f}" if t["ratio"] is not None else f"{'ref':>13}"
+            print(f"{t['label']:40} {t['median_seconds']:8.2f} {t['rate_per_second']:12,.0f} {ratio}")
     return 0
 
 

@@ -11,6 +11,7 @@ import argparse
 import os
 import sys
 
+from . import progress
 from .catalog import CatalogError
 from .errors import WALError, format_lsn
 from .output import OutputPluginError
@@ -53,6 +54,7 @@ def _build_parser() -> argparse.ArgumentParser:
     ins.add_argument("-t", "--timeline", type=int, help="read this timeline when the input holds several")
     ins.add_argument("--no-crc-check", dest="verify_crc", action="store_false",
                      help="do not verify record CRCs (for looking at damaged WAL)")
+    ins.add_argument("-q", "--quiet", action="store_true", help="no progress line on stderr")
     ins.set_defaults(func=cmd_inspect)
 
     dec = sub.add_parser("decode", help="decode WAL into row changes, as a logical slot would",
@@ -93,6 +95,7 @@ def _build_parser() -> argparse.ArgumentParser:
     dec.add_argument("--slot-interval", type=float, default=5.0, metavar="SECONDS",
                      help="with --slot: update the slot file at most this often (default 5 s; always at the end)")
     dec.add_argument("-t", "--timeline", type=int, help="read this timeline when the input holds several")
+    dec.add_argument("-q", "--quiet", action="store_true", help="no progress line on stderr")
     dec.set_defaults(func=cmd_decode)
 
     cat = sub.add_parser("catalog", help="write a catalog snapshot for decode",
@@ -109,6 +112,14 @@ def _build_parser() -> argparse.ArgumentParser:
                           "without them (no CHECKPOINT)")
     cat.add_argument("-o", "--output", required=True, metavar="FILE", help="where to write the JSON snapshot")
     cat.set_defaults(func=cmd_catalog)
+
+    from .bench import add_arguments as add_bench_arguments
+
+    ben = sub.add_parser("bench", help="time waldecode against pg_waldump and PostgreSQL's own decoding",
+                         description="Build workloads on throw-away PostgreSQL 15 clusters and time, on the same "
+                                     "WAL, pg_waldump, the server's decoding and waldecode; check the outputs match.")
+    add_bench_arguments(ben)
+    ben.set_defaults(func=cmd_bench)
     return p
 
 
@@ -164,7 +175,8 @@ def cmd_inspect(args) -> int:
     stats = waldump.WaldumpStats(major, per_record=args.stats == "record") if args.stats else None
     fmt = waldump.format_record_bkp_details if args.bkp_details else waldump.format_record
     shown = 0
-    for rec in reader:
+    records = progress.track(reader, quiet=args.quiet, streams_stdout=stats is None)
+    for rec in records:
         if wanted_rmgrs is not None and rec.xl_rmid not in wanted_rmgrs:
             continue
         if args.xid is not None and rec.xl_xid != args.xid:
@@ -177,6 +189,7 @@ def cmd_inspect(args) -> int:
         shown += 1
         if args.limit is not None and shown >= args.limit:
             break
+    records.close()
     if stats is not None:
         out.write(stats.format())
     out.flush()
@@ -235,14 +248,23 @@ def cmd_decode(args) -> int:
             spill_dir = _fresh_dir(args.slot + ".spill")
     else:
         out = _LazyOutput(args.output)
-    plugin = TestDecoding(catalog, out.write_line, options)
+    write = out.write_line
+
+    def track(reader):
+        # The progress line (on a terminal) counts the changes written
+        nonlocal write
+        tracker = progress.track(reader, quiet=args.quiet, streams_stdout=not args.output, unit="changes")
+        write = tracker.counting(out.write_line)
+        return tracker
+
+    plugin = TestDecoding(catalog, lambda line: write(line), options)
     warn = lambda m: print(f"waldecode: warning: {m}", file=sys.stderr)  # noqa: E731
     try:
         result = decode_wal(segments, catalog, plugin, start_lsn=start_lsn, restart_lsn=restart_lsn,
                             end_lsn=args.end_lsn, two_phase=slot_state.two_phase if slot_state else args.two_phase,
                             spill_dir=spill_dir, spill_threshold=args.spill_threshold,
                             memory_budget=args.memory_budget, include_uncommitted=args.include_uncommitted,
-                            on_warning=warn, observer=keeper)
+                            on_warning=warn, observer=keeper, track=track)
     except BaseException:
         out.close(create=False)  # an input error before any output leaves no empty file behind
         raise
@@ -362,6 +384,12 @@ def cmd_catalog(args) -> int:
     from .catalog_dsn import main_catalog
 
     return main_catalog(args.dsn, args.output, pages=args.pages or "auto")
+
+
+def cmd_bench(args) -> int:
+    from .bench import main_bench
+
+    return main_bench(args)
 
 
 class UsageError(Exception):

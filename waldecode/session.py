@@ -53,7 +53,7 @@ def decode_wal(source, catalog: Catalog, plugin, *, start_lsn: int | None = None
                end_lsn: int | None = None, timeline: int | None = None, two_phase: bool = False,
                spill_dir: str | None = None, spill_threshold: int = DEFAULT_SPILL_THRESHOLD,
                memory_budget: int = DEFAULT_MEMORY_BUDGET, include_uncommitted: bool = False,
-               on_warning=None, observer=None) -> DecodeResult:
+               on_warning=None, observer=None, track=None) -> DecodeResult:
     """Decode ``source`` (paths, or a ``walfile.SegmentSet``) through ``plugin``.
 
     ``start_lsn`` is a slot's confirmed position: every transaction committing at or after
@@ -64,7 +64,8 @@ def decode_wal(source, catalog: Catalog, plugin, *, start_lsn: int | None = None
     a slot created at ``restart_lsn`` (default: the input's first record) decodes.
     ``observer`` (e.g. ``slot.SlotKeeper``) is told ``begin(read_from, decoder)``, then
     ``after_record(rec, decoder)`` after each record, and ``finish(end, decoder)`` after
-    the last one unless an error ended the run.
+    the last one unless an error ended the run.  ``track(reader)`` may wrap the reader (the
+    progress line); what it returns is iterated instead, and closed at the end.
     """
     segments = source if isinstance(source, SegmentSet) else discover(source, timeline)
     if segments.major != catalog.major:
@@ -88,19 +89,22 @@ def decode_wal(source, catalog: Catalog, plugin, *, start_lsn: int | None = None
                              assume_consistent=plan is not None and plan.assume_consistent,
                              on_warning=on_warning)
     result = DecodeResult(plan, read_from, None, end_lsn, decoder=decoder)
+    records = reader if track is None else track(reader)
     try:
         if observer is None:
-            for rec in reader:
+            for rec in records:
                 decoder.process(rec)
         else:
             observer.begin(read_from if read_from is not None else segments.first_segno * segments.seg_size, decoder)
             after = observer.after_record
-            for rec in reader:
+            for rec in records:
                 decoder.process(rec)
                 after(rec, decoder)
             if not decoder.not_decoded:
                 observer.finish(reader.last_end_lsn, decoder)
     finally:
+        if records is not reader:
+            records.close()  # the progress line goes before anything else is printed
         _check_catalog_age(decoder, catalog, read_from)
         result.open_transactions = decoder.finish(include_uncommitted, hint=_start_hint(plan, segments))
         result.stop = reader.stop

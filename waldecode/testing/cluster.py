@@ -255,7 +255,8 @@ class Cluster:
 
     # -- running binaries ----------------------------------------------------
 
-    def _env(self) -> dict[str, str]:
+    def tool_env(self) -> dict[str, str]:
+        """The environment the server's tools run in: none of our PG* variables, C locale."""
         env = {k: v for k, v in os.environ.items() if not k.startswith("PG")}
         env["LC_ALL"] = "C"
         if self._server_ids is not None:
@@ -286,7 +287,7 @@ class Cluster:
             cwd = self.base if self.base is not None else "/"
         proc = subprocess.run(
             argv, capture_output=True, text=text, cwd=cwd, input=input,
-            env=self._env(), timeout=timeout, **kwargs,
+            env=self.tool_env(), timeout=timeout, **kwargs,
         )
         if check and proc.returncode != 0:
             err = proc.stderr if text else proc.stderr.decode("utf-8", "replace")
@@ -385,15 +386,18 @@ class Cluster:
             return ""
         return "\n".join(text.splitlines()[-lines:])
 
-    def archive_wal(self, dest: Path | str, from_segment: str | None = None) -> Path:
+    def archive_wal(self, dest: Path | str, from_segment: str | None = None, to_segment: str | None = None) -> Path:
         """Copy the WAL segment files of ``pg_wal`` into ``dest``, as an archive would hold them.
 
-        ``from_segment`` (a segment file name) leaves out the older segments.
+        ``from_segment`` (a segment file name) leaves out the older segments, ``to_segment``
+        the newer ones (files the server preallocated or recycled, which hold no WAL yet:
+        pg_waldump refuses a directory holding a zeroed one).
         """
         dest = Path(dest)
         dest.mkdir(parents=True, exist_ok=True)
         for f in self.waldir.iterdir():
-            if len(f.name) == 24 and (from_segment is None or f.name[8:] >= from_segment[8:]):
+            if (len(f.name) == 24 and (from_segment is None or f.name[8:] >= from_segment[8:])
+                    and (to_segment is None or f.name[8:] <= to_segment[8:])):
                 shutil.copy(f, dest / f.name)
         return dest
 

@@ -1,0 +1,168 @@
+"""``waldecode bench``: waldecode against PostgreSQL's own tools, on the same WAL from a real server.
+
+For each workload (``workloads``) a throw-away PostgreSQL 15 cluster writes the WAL;
+``runner`` times on it ``pg_waldump --stats``, ``pg_waldump``, the server's
+``pg_logical_slot_peek_changes``, ``pg_recvlogical -f`` and ``waldecode inspect
+--stats``, ``inspect`` and ``decode`` under each implementation, every process
+measured for wall time and peak RSS (``measure``), and checks that waldecode's output
+equals the server's byte for byte.  ``report`` prints the table of medians and ratios
+and writes JSON and a PNG chart.  This module holds the command's options and its
+main; the CLI only adds the subcommand.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from .workloads import BY_NAME, WORKLOADS
+
+EXIT_OK = 0
+EXIT_FAILED = 1
+EXIT_USAGE = 2
+DEFAULT_SCALE = 0.25
+
+
+def _names(choices: list[str], what: str):
+    def parse(text: str) -> list[str]:
+        names = [x.strip() for x in text.split(",") if x.strip()]
+        bad = [x for x in names if x not in choices]
+        if bad or not names:
+            raise argparse.ArgumentTypeError(f"unknown {what} {', '.join(bad) or '(none)'}; "
+                                             f"choose from {', '.join(choices)}")
+        return list(dict.fromkeys(names))
+    return parse
+
+
+def _positive_float(text: str) -> float:
+    try:
+        v = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"invalid number {text!r}") from None
+    if not v > 0:
+        raise argparse.ArgumentTypeError(f"must be more than 0, not {text}")
+    return v
+
+
+def _positive_int(text: str) -> int:
+    try:
+        v = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"invalid number {text!r}") from None
+    if v < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, not {v}")
+    return v
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    sizes = "; ".join(f"{w.name}: {w.describe(1)}" for w in WORKLOADS)
+    p.add_argument("--workloads", type=_names([w.name for w in WORKLOADS], "workload"),
+                   default=[w.name for w in WORKLOADS], metavar="NAME,...",
+                   help=f"which workloads, comma-separated (default: all). At --scale 1: {sizes}")
+    p.add_argument("--scale", type=_positive_float, default=DEFAULT_SCALE,
+                   help=f"multiplier of the workload sizes (default {DEFAULT_SCALE}: a few minutes on 2 cores; "
+                        "1 is the full benchmark)")
+    p.add_argument("--runs", type=_positive_int, default=3, help="runs of each tool; the table shows the median "
+                                                                 "(default 3)")
+    p.add_argument("--impl", type=_names(["python", "cython"], "implementation"), default=None,
+                   metavar="python,cython", help="waldecode implementations to time (default: those available)")
+    p.add_argument("--output-dir", type=Path, default=Path("bench-results"), metavar="DIR",
+                   help="where bench.json and bench.png go (default ./bench-results)")
+    p.add_argument("--wal-compression", default="off", choices=("off", "pglz", "lz4", "zstd"),
+                   help="the server's wal_compression (default off)")
+    p.add_argument("--no-chart", action="store_true", help="no PNG (matplotlib not needed)")
+    p.add_argument("--keep", action="store_true",
+                   help="keep the clusters and the work directory (WAL, catalog, outputs) for a post-mortem")
+    p.add_argument("-q", "--quiet", action="store_true", help="no progress lines on stderr")
+
+
+def main_bench(args) -> int:
+    import psycopg
+
+    from .. import _impl
+    from ..testing.cluster import ClusterError, find_bindir
+    from . import report
+    from .measure import BenchError, rss_floor
+    from .runner import remove_work_dir, run_workload
+
+    def say(msg: str) -> None:
+        if not args.quiet:
+            print(f"bench: {msg}", file=sys.stderr, flush=True)
+
+    available = _impl.available()
+    impls = args.impl or available
+    missing = [i for i in impls if i not in available]
+    if missing:
+        print(f"waldecode: error: implementation {', '.join(missing)} is not available here "
+              f"(available: {', '.join(available)})", file=sys.stderr)
+        return EXIT_USAGE
+    if not args.no_chart:
+        try:
+            import matplotlib  # noqa: F401
+        except ImportError:
+            print("waldecode: error: the PNG chart needs matplotlib: pip install 'waldecode[bench]' "
+                  "(or pass --no-chart)", file=sys.stderr)
+            return EXIT_USAGE
+    try:
+        bindir = find_bindir(15)
+    except ClusterError as e:
+        print(f"waldecode: error: {e}", file=sys.stderr)
+        return EXIT_FAILED
+    args.output_dir.mkdir(parents=True, exist_ok=True)
+    work_root = Path(tempfile.mkdtemp(prefix="waldecode-bench-"))
+    floor = rss_floor()
+    document = {
+        "command": ["waldecode", *sys.argv[1:]] if sys.argv and sys.argv[0].endswith("waldecode") else sys.argv,
+        "started": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+        "options": {"workloads": args.workloads, "scale": args.scale, "runs": args.runs, "impls": impls,
+                    "wal_compression": args.wal_compression},
+        **report.environment(bindir),
+        "rss": {"method": floor.rss_method, "floor_mb": floor.rss_mb,
+                "note": "peak RSS (ru_maxrss) of each tool's process; the floor is what /bin/true reports"},
+        "workloads": [],
+    }
+    results = document["workloads"]
+    t0 = time.perf_counter()
+    failed = False
+    try:
+        for name in args.workloads:
+            wl = BY_NAME[name]
+            say(f"[{name}] {wl.describe(args.scale)}")
+            results.append(run_workload(wl, scale=args.scale, runs=args.runs, impls=impls,
+                                        work_dir=work_root / name, keep=args.keep,
+                                        wal_compression=args.wal_compression,
+                                        log=lambda m, name=name: say(f"[{name}] {m}")))
+            failed |= not results[-1]["ok"]
+    except (BenchError, ClusterError, psycopg.Error) as e:
+        print(f"waldecode: error: {e}", file=sys.stderr)
+        print(f"waldecode: kept the work directory {work_root}", file=sys.stderr)
+        return EXIT_FAILED
+    document["seconds"] = time.perf_counter() - t0
+    document["ok"] = not failed
+    sys.stdout.write(report.format_table(results))
+    sys.stdout.flush()
+    json_path = args.output_dir / "bench.json"
+    report.write_json(json_path, document)
+    say(f"wrote {json_path}")
+    if not args.no_chart:
+        png = args.output_dir / "bench.png"
+        report.write_chart(png, results)
+        say(f"wrote {png}")
+    if failed:
+        # Loud on purpose: a benchmark of wrong output is worthless
+        for r in results:
+            for c in r["checks"]:
+                if not c["ok"]:
+                    print(f"waldecode: MISMATCH in {r['name']}: {c['what']}"
+                          + (f" ({c['detail']})" if c["detail"] else ""), file=sys.stderr)
+        print(f"waldecode: error: outputs differ; kept the work directory {work_root}", file=sys.stderr)
+        return EXIT_FAILED
+    if args.keep:
+        say(f"kept the work directory {work_root}")
+    else:
+        remove_work_dir(work_root)
+    return EXIT_OK
