@@ -11,7 +11,7 @@ import argparse
 import os
 import sys
 
-from . import progress
+from . import argtypes, progress
 from .catalog import CatalogError
 from .errors import WALError, format_lsn
 from .output import OutputPluginError
@@ -24,13 +24,6 @@ EXIT_CORRUPT = 1
 EXIT_USAGE = 2
 
 
-def _lsn_arg(text: str) -> int:
-    try:
-        return parse_lsn(text)
-    except ValueError as e:
-        raise argparse.ArgumentTypeError(str(e)) from None
-
-
 def _build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="waldecode", description="Decode PostgreSQL WAL offline.")
     p.add_argument("--traceback", action="store_true", help="show the Python traceback on errors")
@@ -40,8 +33,8 @@ def _build_parser() -> argparse.ArgumentParser:
                          description="Print one line per WAL record in pg_waldump's format, or its --stats table.")
     ins.add_argument("paths", nargs="+", metavar="PATH",
                      help="WAL segment files or directories (pg_wal, an archive); .partial, .gz, .lz4, .zst accepted")
-    ins.add_argument("-s", "--start-lsn", type=_lsn_arg, help="start at the first record at or after this LSN")
-    ins.add_argument("-e", "--end-lsn", type=_lsn_arg, help="stop before the first record that ends after this LSN")
+    ins.add_argument("-s", "--start-lsn", type=argtypes.lsn, help="start at the first record at or after this LSN")
+    ins.add_argument("-e", "--end-lsn", type=argtypes.lsn, help="stop before the first record that ends after this LSN")
     # pg_waldump's -z/--stats[=record]: the value only in the "=" form, so "--stats FILE" takes no value
     ins.add_argument("-z", "--stats", action="store_const", const="record",
                      help="print pg_waldump's statistics instead of records: per record type (the default, "
@@ -66,21 +59,21 @@ def _build_parser() -> argparse.ArgumentParser:
     dec.add_argument("--format", default="test_decoding", choices=("test_decoding",), help="output plugin")
     dec.add_argument("-o", "--option", dest="options", action="append", default=[], metavar="NAME[=VALUE]",
                      help="output plugin option, as pg_recvlogical -o passes it (repeatable)")
-    dec.add_argument("-s", "--start-lsn", type=_lsn_arg,
+    dec.add_argument("-s", "--start-lsn", type=argtypes.lsn,
                      help="decode what a logical slot confirmed up to this LSN (its confirmed_flush_lsn, "
                           "pg_recvlogical --startpos) decodes: every transaction committing at or after it, "
                           "whole, reading back through the input as far as needed; default: what a slot "
                           "created at the input's first record decodes")
-    dec.add_argument("--restart-lsn", type=_lsn_arg,
+    dec.add_argument("--restart-lsn", type=argtypes.lsn,
                      help="with --start-lsn: the slot's restart_lsn; reading begins there, consistent from "
                           "there on as the server's slot is")
-    dec.add_argument("-e", "--end-lsn", type=_lsn_arg, help="stop before the first record that ends after this LSN")
+    dec.add_argument("-e", "--end-lsn", type=argtypes.lsn, help="stop before the first record that ends after this LSN")
     dec.add_argument("--two-phase", action="store_true",
                      help="decode prepared transactions at PREPARE, as a slot created with two_phase")
     dec.add_argument("--spill-dir", help="directory for .spill files (default: a temporary directory)")
-    dec.add_argument("--spill-threshold", type=_positive_int, default=4096, metavar="N",
+    dec.add_argument("--spill-threshold", type=argtypes.positive_int, default=4096, metavar="N",
                      help="spill a transaction to disk past this many changes in memory (default 4096)")
-    dec.add_argument("--memory-budget", type=_positive_int, default=64 * 1024 * 1024, metavar="BYTES",
+    dec.add_argument("--memory-budget", type=argtypes.positive_int, default=64 * 1024 * 1024, metavar="BYTES",
                      help="spill the largest transaction when all buffered changes exceed this (default 64 MiB)")
     dec.add_argument("--set", dest="settings", action="append", default=[], metavar="NAME=VALUE",
                      help="override a setting output depends on (TimeZone, DateStyle, IntervalStyle, "
@@ -121,16 +114,6 @@ def _build_parser() -> argparse.ArgumentParser:
     add_bench_arguments(ben)
     ben.set_defaults(func=cmd_bench)
     return p
-
-
-def _positive_int(text: str) -> int:
-    try:
-        v = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"invalid number {text!r}") from None
-    if v < 1:
-        raise argparse.ArgumentTypeError(f"must be at least 1, not {v}")
-    return v
 
 
 def _plugin_options(items) -> dict:

@@ -19,6 +19,7 @@ import tempfile
 import time
 from pathlib import Path
 
+from .. import argtypes
 from .workloads import BY_NAME, WORKLOADS
 
 EXIT_OK = 0
@@ -38,35 +39,15 @@ def _names(choices: list[str], what: str):
     return parse
 
 
-def _positive_float(text: str) -> float:
-    try:
-        v = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"invalid number {text!r}") from None
-    if not v > 0:
-        raise argparse.ArgumentTypeError(f"must be more than 0, not {text}")
-    return v
-
-
-def _positive_int(text: str) -> int:
-    try:
-        v = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"invalid number {text!r}") from None
-    if v < 1:
-        raise argparse.ArgumentTypeError(f"must be at least 1, not {v}")
-    return v
-
-
 def add_arguments(p: argparse.ArgumentParser) -> None:
     sizes = "; ".join(f"{w.name}: {w.describe(1)}" for w in WORKLOADS)
     p.add_argument("--workloads", type=_names([w.name for w in WORKLOADS], "workload"),
                    default=[w.name for w in WORKLOADS], metavar="NAME,...",
                    help=f"which workloads, comma-separated (default: all). At --scale 1: {sizes}")
-    p.add_argument("--scale", type=_positive_float, default=DEFAULT_SCALE,
+    p.add_argument("--scale", type=argtypes.positive_float, default=DEFAULT_SCALE,
                    help=f"multiplier of the workload sizes (default {DEFAULT_SCALE}: a few minutes on 2 cores; "
                         "1 is the full benchmark)")
-    p.add_argument("--runs", type=_positive_int, default=3, help="runs of each tool; the table shows the median "
+    p.add_argument("--runs", type=argtypes.positive_int, default=3, help="runs of each tool; the table shows the median "
                                                                  "(default 3)")
     p.add_argument("--impl", type=_names(["python", "cython"], "implementation"), default=None,
                    metavar="python,cython", help="waldecode implementations to time (default: those available)")
