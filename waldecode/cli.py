@@ -11,16 +11,14 @@ import argparse
 import os
 import sys
 
-from .catalog import CatalogError
-from .errors import WALError, format_lsn
-from .output import OutputPluginError
-from .reorderbuffer import SpillError
-from .types import TypeOutputError
+from .errors import CatalogError, Error, OutputPluginError, UsageError, format_lsn
 from .xlogreader import XLogReader, parse_lsn
 
 EXIT_OK = 0
-EXIT_CORRUPT = 1
-EXIT_USAGE = 2
+EXIT_CORRUPT = 1  # bad input, or what it holds cannot be decoded
+EXIT_USAGE = 2  # arguments, catalog snapshot or plugin options that do not fit
+
+_USAGE_ERRORS = (UsageError, CatalogError, OutputPluginError)
 
 
 def _lsn_arg(text: str) -> int:
@@ -358,10 +356,6 @@ def cmd_catalog(args) -> int:
     return main_catalog(args.dsn, args.output)
 
 
-class UsageError(Exception):
-    """Arguments that do not fit together."""
-
-
 def main(argv=None) -> int:
     parser = _build_parser()
     argv = list(sys.argv[1:] if argv is None else argv)
@@ -372,21 +366,11 @@ def main(argv=None) -> int:
         args.stats = args.stats_kind
     try:
         return args.func(args)
-    except WALError as e:
+    except Error as e:
         if args.traceback:
             raise
         print(f"waldecode: error: {e}", file=sys.stderr)
-        return EXIT_CORRUPT
-    except (TypeOutputError, SpillError) as e:
-        if args.traceback:
-            raise
-        print(f"waldecode: error: {e}", file=sys.stderr)
-        return EXIT_CORRUPT
-    except (UsageError, CatalogError, OutputPluginError) as e:
-        if args.traceback:
-            raise
-        print(f"waldecode: error: {e}", file=sys.stderr)
-        return EXIT_USAGE
+        return EXIT_USAGE if isinstance(e, _USAGE_ERRORS) else EXIT_CORRUPT
     except BrokenPipeError:
         return EXIT_OK
     except KeyboardInterrupt:

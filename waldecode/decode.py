@@ -22,8 +22,8 @@ from typing import NamedTuple
 
 from .catalog import Catalog
 from .catalog_history import CatalogHistory
-from .errors import format_lsn
-from .replay import DecodeError, Replayer
+from .errors import DecodeError, format_lsn
+from .replay import Replayer
 from .reorderbuffer import (
     REORDER_BUFFER_CHANGE_DELETE,
     REORDER_BUFFER_CHANGE_INSERT,

@@ -25,6 +25,7 @@ from typing import NamedTuple
 
 import lz4.frame
 
+from .errors import SpillError
 from .faults import crashpoint
 
 # src/include/replication/reorderbuffer.h: ReorderBufferChangeType (the ones that are queued here)
@@ -98,10 +99,6 @@ def _deserialize(buf: bytes, count: int) -> list[Change]:
                 pos += length
         out.append(Change(lsn, action, spc, rel, origin, bool(clear), parts[0], parts[1], parts[2]))
     return out
-
-
-class SpillError(Exception):
-    """A spill file cannot be written or read back."""
 
 
 class TXN:

@@ -23,7 +23,7 @@ from .catalog import (
     Catalog,
     Relation,
 )
-from .errors import WALError, format_lsn
+from .errors import DecodeError, WALError, format_lsn
 from .output import UNCHANGED_TOAST
 from .reorderbuffer import (
     REORDER_BUFFER_CHANGE_DELETE,
@@ -48,10 +48,6 @@ from .rmgr.logicalmsg import SizeOfLogicalMessage, xl_logical_message  # noqa: E
 
 _ACTION_NAMES = {REORDER_BUFFER_CHANGE_INSERT: "INSERT", REORDER_BUFFER_CHANGE_UPDATE: "UPDATE",
                  REORDER_BUFFER_CHANGE_DELETE: "DELETE"}
-
-
-class DecodeError(WALError):
-    """The WAL cannot be decoded with this catalog (unknown relation, impossible TOAST sequence, ...)."""
 
 
 def relation_is_logically_logged(rel: Relation) -> bool:

@@ -6,9 +6,9 @@ values in attnum order: None (NULL), ``UNCHANGED_TOAST``, a missing-value marker
 from ``waldecode.heaptuple``, or the datum's bytes.
 """
 
+from ..errors import OutputPluginError
+
 # A TOASTed value the change did not carry (test_decoding prints unchanged-toast-datum)
 UNCHANGED_TOAST = type("UnchangedToast", (), {"__repr__": lambda self: "UNCHANGED_TOAST"})()
 
-
-class OutputPluginError(Exception):
-    """Bad plugin options (an ERROR in the server)."""
+__all__ = ["UNCHANGED_TOAST", "OutputPluginError"]

@@ -21,12 +21,9 @@ pg_lsn, bit strings, json, xml, tid), ``jsonb``, ``arrays``, ``records``,
 from __future__ import annotations
 
 from ..catalog import DEFAULT_SETTINGS
+from ..errors import TypeOutputError
 from ..heaptuple import MissingValue
 from ..varlena import ToastPointer
-
-
-class TypeOutputError(Exception):
-    """A value cannot be turned into its text form."""
 
 
 class UnsupportedTypeError(TypeOutputError):
