@@ -23,7 +23,7 @@ pytestmark = pytest.mark.server
 def decode(catalog, wal, start, end) -> list[str]:
     rows: list[str] = []
     reader = XLogReader([wal], parse_lsn(start), parse_lsn(end))
-    dec = LogicalDecoder(catalog, TestDecoding(catalog, rows.append), segment_size=reader.seg_size)
+    dec = LogicalDecoder(catalog, TestDecoding(rows.append), segment_size=reader.seg_size)
     for rec in reader:
         dec.process(rec)
     dec.finish()

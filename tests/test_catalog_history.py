@@ -116,7 +116,7 @@ def test_without_history_unknown_relations_are_skipped_with_a_warning():
     got: list[str] = []
     reader = XLogReader([fx.wal_dir], parse_lsn(slot["restart_lsn"]), fx.end_lsn)
     seen = []
-    decoder = LogicalDecoder(catalog, TestDecoding(catalog, got.append), segment_size=reader.seg_size,
+    decoder = LogicalDecoder(catalog, TestDecoding(got.append), segment_size=reader.seg_size,
                              catalog_history=False, on_warning=seen.append)
     for rec in reader:
         decoder.process(rec)
@@ -132,7 +132,7 @@ def test_without_history_unknown_relations_are_skipped_with_a_warning():
 
 def test_a_snapshot_without_catalogs_disables_the_history():
     catalog = Catalog("15.0", 150000, 15, 0, "db", 5, 1663, {"TimeZone": "UTC"}, {}, {})
-    decoder = LogicalDecoder(catalog, TestDecoding(catalog, lambda row: None))
+    decoder = LogicalDecoder(catalog, TestDecoding(lambda row: None))
     assert decoder.history is None
     assert decoder.warnings == ["the catalog snapshot has no pg_class (OID 1259) with its columns and relfilenode: "
                                 "catalog changes in the WAL are not tracked"]

@@ -196,7 +196,7 @@ def test_wal_written_below_logical_level_is_refused(tmp_path):
         c.__exit__(None, None, None)
     assert catalog.settings["wal_level"] == "replica"
     reader = XLogReader([wal], parse_lsn(start), parse_lsn(end))
-    decoder = LogicalDecoder(catalog, TestDecoding(catalog, lambda row: None), segment_size=reader.seg_size)
+    decoder = LogicalDecoder(catalog, TestDecoding(lambda row: None), segment_size=reader.seg_size)
     with pytest.raises(DecodeError, match="wal_level below logical .*has no database info"):
         for rec in reader:
             decoder.process(rec)
@@ -213,7 +213,7 @@ def test_range_without_a_consistent_point_is_reported(cluster, tmp_path):
     wal = cluster.archive_wal(tmp_path / "wal")
     rows: list[str] = []
     reader = XLogReader([wal], parse_lsn(start), parse_lsn(end))
-    decoder = LogicalDecoder(catalog, TestDecoding(catalog, rows.append), segment_size=reader.seg_size)
+    decoder = LogicalDecoder(catalog, TestDecoding(rows.append), segment_size=reader.seg_size)
     for rec in reader:
         decoder.process(rec)
     decoder.finish()

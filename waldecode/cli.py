@@ -229,10 +229,11 @@ def cmd_decode(args) -> int:
             spill_dir = _fresh_dir(args.slot + ".spill")
     else:
         out = _LazyOutput(args.output)
-    plugin = TestDecoding(catalog, out.write_line, options)
+    plugin = TestDecoding(out.write_line)
     warn = lambda m: print(f"waldecode: warning: {m}", file=sys.stderr)  # noqa: E731
     try:
-        result = decode_wal(segments, catalog, plugin, start_lsn=start_lsn, restart_lsn=restart_lsn,
+        result = decode_wal(segments, catalog, plugin, plugin_options=options, start_lsn=start_lsn,
+                            restart_lsn=restart_lsn,
                             end_lsn=args.end_lsn, two_phase=slot_state.two_phase if slot_state else args.two_phase,
                             spill_dir=spill_dir, spill_threshold=args.spill_threshold,
                             memory_budget=args.memory_budget, include_uncommitted=args.include_uncommitted,

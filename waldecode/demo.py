@@ -33,9 +33,9 @@ def decode_matches(path: Path, meta: dict, out_file: str, spec: dict) -> tuple[i
     catalog = Catalog.load(path / "snapshot.json.gz")
     slot = next(s for s in meta["slots"] if s["name"] == spec["slot"])
     rows: list[str] = []
-    plugin = TestDecoding(catalog, rows.append, spec["options"])
     reader = XLogReader([path / "wal"], parse_lsn(slot["restart_lsn"]), parse_lsn(meta["end_lsn"]))
-    decoder = LogicalDecoder(catalog, plugin, two_phase=slot["two_phase"], segment_size=reader.seg_size)
+    decoder = LogicalDecoder(catalog, TestDecoding(rows.append), plugin_options=spec["options"],
+                             two_phase=slot["two_phase"], segment_size=reader.seg_size)
     for rec in reader:
         decoder.process(rec)
     decoder.finish()

@@ -331,7 +331,8 @@ class ReorderBuffer:
         sub.end_lsn = end_lsn
         self.assign_child(xid, subxid, commit_lsn)
 
-    def prepare(self, xid: int, gid: str, lsn: int, end_lsn: int, create: bool = True) -> TXN | None:
+    def prepare(self, xid: int, gid: str, lsn: int, end_lsn: int, prepare_time: int = 0,
+                create: bool = True) -> TXN | None:
         """ReorderBufferRememberPrepareInfo: the transaction is prepared as ``gid`` at ``lsn``."""
         txn = self.txn_by_xid(xid, create, lsn)
         if txn is not None:
@@ -339,6 +340,7 @@ class ReorderBuffer:
             txn.gid = gid
             txn.final_lsn = lsn
             txn.end_lsn = end_lsn
+            txn.xact_time = prepare_time  # what ROLLBACK PREPARED tells the plugin
         return txn
 
     def truncate(self, txn: TXN) -> None:
