@@ -90,11 +90,12 @@ class SlotRun:
         # A copy of the WAL, as an archive would hold it
         wal = self.c.archive_wal(tmp_path / "wal", first)
         got: list[str] = []
-        plugin = TestDecoding(self.catalog, got.append, self.options)
+        plugin = TestDecoding(got.append)
         spill = tmp_path / "spill"
         spill.mkdir()
         # Decoded as the slot decodes: from its confirmed position, reading back as far as needed
-        result = decode_wal([wal], self.catalog, plugin, start_lsn=parse_lsn(self.confirmed_lsn),
+        result = decode_wal([wal], self.catalog, plugin, plugin_options=self.options,
+                            start_lsn=parse_lsn(self.confirmed_lsn),
                             end_lsn=parse_lsn(end_lsn), two_phase=self.two_phase, spill_dir=str(spill),
                             **self.decoder_kw)
         self.result = result

@@ -23,7 +23,7 @@ pytestmark = pytest.mark.server
 def decode(catalog, wal, start, end) -> list[str]:
     """As the slot created at ``start`` decodes (reading from there)."""
     rows: list[str] = []
-    decode_wal([wal], catalog, TestDecoding(catalog, rows.append), restart_lsn=parse_lsn(start),
+    decode_wal([wal], catalog, TestDecoding(rows.append), restart_lsn=parse_lsn(start),
                end_lsn=parse_lsn(end))
     return rows
 

@@ -125,7 +125,8 @@ def test_materialized_catalog_restarts_decoding(fx):
     records = list(reader)
 
     def decoder_for(cat: Catalog, rows: list) -> LogicalDecoder:
-        return LogicalDecoder(cat, TestDecoding(cat, rows.append, meta["options"]), segment_size=reader.seg_size)
+        return LogicalDecoder(cat, TestDecoding(rows.append), plugin_options=meta["options"],
+                              segment_size=reader.seg_size)
 
     rows: list[str] = []
     decoder = decoder_for(catalog, rows)
@@ -168,7 +169,7 @@ def test_without_history_unknown_relations_are_skipped_with_a_warning():
     got: list[str] = []
     reader = XLogReader([fx.wal_dir], parse_lsn(slot["restart_lsn"]), fx.end_lsn)
     seen = []
-    decoder = LogicalDecoder(catalog, TestDecoding(catalog, got.append), segment_size=reader.seg_size,
+    decoder = LogicalDecoder(catalog, TestDecoding(got.append), segment_size=reader.seg_size,
                              catalog_history=False, on_warning=seen.append)
     for rec in reader:
         decoder.process(rec)
@@ -205,7 +206,7 @@ def test_catalog_pages_in_json():
 
 def test_a_snapshot_without_catalogs_disables_the_history():
     catalog = Catalog("15.0", 150000, 15, 0, "db", 5, 1663, {"TimeZone": "UTC"}, {}, {})
-    decoder = LogicalDecoder(catalog, TestDecoding(catalog, lambda row: None))
+    decoder = LogicalDecoder(catalog, TestDecoding(lambda row: None))
     assert decoder.history is None
     assert decoder.warnings == ["the catalog snapshot has no pg_class (OID 1259) with its columns and relfilenode: "
                                 "catalog changes in the WAL are not tracked"]
@@ -497,7 +498,7 @@ def test_unresolvable_relation_is_reported_and_the_rest_decoded(cluster, tmp_pat
 def decode_again(run: Run, tmp_path, catalog: Catalog) -> LogicalDecoder:
     """The WAL ``run.finish`` copied to ``tmp_path``, decoded once more with another catalog snapshot."""
     reader = XLogReader([tmp_path / "wal"], parse_lsn(run.restart_lsn))
-    decoder = LogicalDecoder(catalog, TestDecoding(catalog, lambda row: None), segment_size=reader.seg_size)
+    decoder = LogicalDecoder(catalog, TestDecoding(lambda row: None), segment_size=reader.seg_size)
     for rec in reader:
         decoder.process(rec)
     decoder.finish()

@@ -47,8 +47,8 @@ def decode_fixture(fx, meta, spill_threshold=4096, memory_budget=64 << 20, spill
     catalog = Catalog.load(fx.path / "snapshot.json.gz")
     slot = next(s for s in fx.meta["slots"] if s["name"] == meta["slot"])
     rows: list[str] = []
-    plugin = TestDecoding(catalog, rows.append, {k: v for k, v in meta["options"].items()})
-    result = decode_wal([fx.wal_dir], catalog, plugin, start_lsn=parse_lsn(slot["confirmed_flush_lsn"]),
+    result = decode_wal([fx.wal_dir], catalog, TestDecoding(rows.append), plugin_options=meta["options"],
+                        start_lsn=parse_lsn(slot["confirmed_flush_lsn"]),
                         restart_lsn=parse_lsn(slot["restart_lsn"]) if restart else None, end_lsn=fx.end_lsn,
                         two_phase=slot["two_phase"], spill_threshold=spill_threshold,
                         memory_budget=memory_budget, spill_dir=spill_dir)

@@ -196,7 +196,7 @@ def test_wal_written_below_logical_level_is_refused(tmp_path):
         c.__exit__(None, None, None)
     assert catalog.settings["wal_level"] == "replica"
     with pytest.raises(DecodeError, match="wal_level below logical .*has no database info"):
-        decode_wal([wal], catalog, TestDecoding(catalog, lambda row: None), restart_lsn=parse_lsn(start),
+        decode_wal([wal], catalog, TestDecoding(lambda row: None), restart_lsn=parse_lsn(start),
                    end_lsn=parse_lsn(end))
 
 
@@ -210,7 +210,7 @@ def test_range_without_a_consistent_point_is_reported(cluster, tmp_path):
         conn.execute("CHECKPOINT")
     wal = cluster.archive_wal(tmp_path / "wal")
     rows: list[str] = []
-    result = decode_wal([wal], catalog, TestDecoding(catalog, rows.append), restart_lsn=parse_lsn(start),
+    result = decode_wal([wal], catalog, TestDecoding(rows.append), restart_lsn=parse_lsn(start),
                         end_lsn=parse_lsn(end))
     assert rows == []
     assert any("no consistent point" in w for w in result.warnings), result.warnings

@@ -35,7 +35,7 @@ def test_segment_extraction_equals_the_sequential_decoder(fx, monkeypatch, impl)
         return real_queue(self, xid, change)
 
     monkeypatch.setattr(ReorderBuffer, "queue_change", spy)
-    result = decode_wal([fx.wal_dir], catalog, TestDecoding(catalog, lambda row: None),
+    result = decode_wal([fx.wal_dir], catalog, TestDecoding(lambda row: None),
                         start_lsn=parse_lsn(slot["confirmed_flush_lsn"]), end_lsn=fx.end_lsn)
     monkeypatch.undo()
     assert result.consistent_lsn is not None

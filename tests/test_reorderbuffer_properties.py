@@ -179,7 +179,7 @@ def build(ops) -> WalModel:
 
 def decode(records, catalog, spill_threshold, memory_budget, spill_dir) -> list[str]:
     rows: list[str] = []
-    dec = LogicalDecoder(catalog, TestDecoding(catalog, rows.append), spill_threshold=spill_threshold,
+    dec = LogicalDecoder(catalog, TestDecoding(rows.append), spill_threshold=spill_threshold,
                          memory_budget=memory_budget, segment_size=1 << 20, spill_dir=str(spill_dir))
     for r in records:
         dec.process(r)
@@ -204,7 +204,7 @@ def test_spill_files_are_named_as_postgresql_names_them(tmp_path):
     model = build([("insert", 0)] * 10)
     catalog = make_catalog()
     rows: list[str] = []
-    dec = LogicalDecoder(catalog, TestDecoding(catalog, rows.append), spill_threshold=4,
+    dec = LogicalDecoder(catalog, TestDecoding(rows.append), spill_threshold=4,
                          segment_size=1 << 20, spill_dir=str(tmp_path))
     commit = model.records[-1]
     for r in model.records[:-1]:

@@ -61,7 +61,7 @@ def lsn_now(conn) -> str:
 
 def decode(catalog, wal, start: str, end: str, restart: str | None = None):
     rows: list[str] = []
-    result = decode_wal([wal], catalog, TestDecoding(catalog, rows.append), start_lsn=parse_lsn(start),
+    result = decode_wal([wal], catalog, TestDecoding(rows.append), start_lsn=parse_lsn(start),
                         restart_lsn=parse_lsn(restart) if restart else None, end_lsn=parse_lsn(end))
     return rows, result
 

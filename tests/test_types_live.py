@@ -8,7 +8,7 @@ resolved from the TOAST table, and ``types.output_text`` must equal the
 server's output (``format('%s', v)``) under several session settings (TimeZone, DateStyle,
 IntervalStyle, extra_float_digits, bytea_output).  The same rows are decoded
 by a ``test_decoding`` slot and its INSERT lines must equal the lines built
-with ``types.test_decoding_value``.
+with test_decoding's ``print_literal``.
 
 One server for the module; skipped when PostgreSQL 15 is not installed.
 """
@@ -32,7 +32,8 @@ from hypothesis import strategies as st  # noqa: E402
 
 from waldecode.catalog import DEFAULT_SETTINGS, Attribute, Catalog, Relation, TypeInfo  # noqa: E402
 from waldecode.heaptuple import MissingValue, deform_tuple  # noqa: E402
-from waldecode.types import output_text, test_decoding_value  # noqa: E402
+from waldecode.output.test_decoding import print_literal  # noqa: E402
+from waldecode.types import output_text  # noqa: E402
 from waldecode.types.datetime import DATEORDER_MDY, USE_ISO_DATES, timestamp_text  # noqa: E402
 from waldecode.varlena import ToastPointer, decompress_toast_value  # noqa: E402
 
@@ -248,7 +249,8 @@ class Live:
                     text = None if value is None else output_text(att.atttypid, value, self.catalog, merged)
                     if isinstance(value, MissingValue):
                         text = value.text
-                    cols.append(f" {att.attname}[{att.type_name}]:{test_decoding_value(att.atttypid, text)}")
+                    literal = "null" if text is None else print_literal(att.atttypid, text)
+                    cols.append(f" {att.attname}[{att.type_name}]:{literal}")
                 expected.append(f"table public.{table}: INSERT:" + "".join(cols))
             assert lines == expected, f"test_decoding under {s}"
 
@@ -929,10 +931,9 @@ def test_corrupt_tuples():
     assert deform_tuple(b"\x01" + struct.pack("<i", 7), 2, 1, 24, atts) == [struct.pack("<i", 7), None]
 
 
-def test_test_decoding_value():
-    assert test_decoding_value(23, "-5") == "-5"
-    assert test_decoding_value(701, "NaN") == "NaN"
-    assert test_decoding_value(1560, "101") == "B'101'"
-    assert test_decoding_value(16, "t") == "true" and test_decoding_value(16, "f") == "false"
-    assert test_decoding_value(25, "it's \\x") == "'it''s \\x'"
-    assert test_decoding_value(25, None) == "null"
+def test_print_literal():
+    assert print_literal(23, "-5") == "-5"
+    assert print_literal(701, "NaN") == "NaN"
+    assert print_literal(1560, "101") == "B'101'"
+    assert print_literal(16, "t") == "true" and print_literal(16, "f") == "false"
+    assert print_literal(25, "it's \\x") == "'it''s \\x'"

@@ -45,6 +45,8 @@ import json
 import zlib
 from dataclasses import asdict, dataclass, field, fields
 
+from .errors import CatalogError
+
 FORMAT_NAME = "waldecode-catalog"
 FORMAT_VERSION = 1
 
@@ -370,10 +372,6 @@ class Catalog:
         except (OSError, EOFError) as e:
             raise CatalogError(f"cannot read catalog snapshot {path}: {getattr(e, 'strerror', None) or e}") from None
         return cls.from_json(text, str(path))
-
-
-class CatalogError(Exception):
-    """A catalog snapshot cannot be read or does not fit the WAL."""
 
 
 def write_snapshot_file(catalog: Catalog, output_path: str | None, prog: str, where: str) -> int:

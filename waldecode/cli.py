@@ -12,16 +12,14 @@ import os
 import sys
 
 from . import argtypes, progress
-from .catalog import CatalogError
-from .errors import WALError, format_lsn
-from .output import OutputPluginError
-from .reorderbuffer import SpillError
-from .types import TypeOutputError
+from .errors import CatalogError, Error, OutputPluginError, UsageError, format_lsn
 from .xlogreader import XLogReader, parse_lsn
 
 EXIT_OK = 0
-EXIT_CORRUPT = 1
-EXIT_USAGE = 2
+EXIT_CORRUPT = 1  # bad input, or what it holds cannot be decoded
+EXIT_USAGE = 2  # arguments, catalog snapshot or plugin options that do not fit
+
+_USAGE_ERRORS = (UsageError, CatalogError, OutputPluginError)
 
 
 def _build_parser() -> argparse.ArgumentParser:
@@ -240,10 +238,11 @@ def cmd_decode(args) -> int:
         write = tracker.counting(out.write_line)
         return tracker
 
-    plugin = TestDecoding(catalog, lambda line: write(line), options)
+    plugin = TestDecoding(lambda line: write(line))
     warn = lambda m: print(f"waldecode: warning: {m}", file=sys.stderr)  # noqa: E731
     try:
-        result = decode_wal(segments, catalog, plugin, start_lsn=start_lsn, restart_lsn=restart_lsn,
+        result = decode_wal(segments, catalog, plugin, plugin_options=options, start_lsn=start_lsn,
+                            restart_lsn=restart_lsn,
                             end_lsn=args.end_lsn, two_phase=slot_state.two_phase if slot_state else args.two_phase,
                             spill_dir=spill_dir, spill_threshold=args.spill_threshold,
                             memory_budget=args.memory_budget, include_uncommitted=args.include_uncommitted,
@@ -375,10 +374,6 @@ def cmd_bench(args) -> int:
     return main_bench(args)
 
 
-class UsageError(Exception):
-    """Arguments that do not fit together."""
-
-
 def main(argv=None) -> int:
     parser = _build_parser()
     argv = list(sys.argv[1:] if argv is None else argv)
@@ -389,21 +384,11 @@ def main(argv=None) -> int:
         args.stats = args.stats_kind
     try:
         return args.func(args)
-    except WALError as e:
+    except Error as e:
         if args.traceback:
             raise
         print(f"waldecode: error: {e}", file=sys.stderr)
-        return EXIT_CORRUPT
-    except (TypeOutputError, SpillError) as e:
-        if args.traceback:
-            raise
-        print(f"waldecode: error: {e}", file=sys.stderr)
-        return EXIT_CORRUPT
-    except (UsageError, CatalogError, OutputPluginError) as e:
-        if args.traceback:
-            raise
-        print(f"waldecode: error: {e}", file=sys.stderr)
-        return EXIT_USAGE
+        return EXIT_USAGE if isinstance(e, _USAGE_ERRORS) else EXIT_CORRUPT
     except BrokenPipeError:
         return EXIT_OK
     except KeyboardInterrupt:

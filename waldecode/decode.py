@@ -22,8 +22,9 @@ from typing import NamedTuple
 
 from .catalog import Catalog
 from .catalog_history import CatalogHistory
-from .errors import format_lsn
-from .replay import DecodeError, Replayer
+from .errors import DecodeError, format_lsn
+from .output.base import CatalogView, OutputPlugin, OutputPluginOptions, Transaction
+from .replay import Replayer
 from .reorderbuffer import (
     REORDER_BUFFER_CHANGE_DELETE,
     REORDER_BUFFER_CHANGE_INSERT,
@@ -49,6 +50,7 @@ from .rmgr import (
 from .rmgr import heap as rm_heap
 from .rmgr import xact as rm_xact
 from .rmgr import standby as rm_standby
+from .rmgr.logicalmsg import parse_message
 from .snapbuild import SNAPBUILD_CONSISTENT, SNAPBUILD_FULL_SNAPSHOT, SnapBuilder
 from .xlogrecord import DecodedRecord
 from .rmgr.heap import (  # heapam_xlog.h, declared once in the rmgr module
@@ -271,15 +273,19 @@ class NotDecoded(NamedTuple):
 class LogicalDecoder:
     """LogicalDecodingProcessRecord for one database, as a slot created at the first record read."""
 
-    def __init__(self, catalog: Catalog, plugin, *, two_phase: bool = False, spill_dir: str | None = None,
+    def __init__(self, catalog: Catalog, plugin: OutputPlugin, *, plugin_options: dict | None = None,
+                 two_phase: bool = False, spill_dir: str | None = None,
                  spill_threshold: int = DEFAULT_SPILL_THRESHOLD, memory_budget: int = DEFAULT_MEMORY_BUDGET,
-                 segment_size: int = 16 * 1024 * 1024, include_rewrites: bool = False,
+                 segment_size: int = 16 * 1024 * 1024,
                  start_decoding_at: int = 0, assume_consistent: bool = False, major: int | None = None,
                  catalog_history: bool = True, on_warning=None):
         self.catalog = catalog
         self.database = catalog.database_oid
         self.plugin = plugin
-        self.two_phase = two_phase
+        # CreateDecodingContext: the plugin's startup parses its options before anything is decoded
+        snapshot = CatalogView(catalog)
+        plugin_opts = plugin.startup(dict(plugin_options or {}), snapshot) or OutputPluginOptions()
+        self.two_phase = two_phase and plugin.supports_two_phase()
         self.major = major or catalog.major
         self.rb = ReorderBuffer(spill_dir, spill_threshold, memory_budget, segment_size)
         self.snapbuild = SnapBuilder(start_decoding_at, assume_consistent)
@@ -295,7 +301,8 @@ class LogicalDecoder:
             self.warn(history.inactive_reason)
             history = None
         self.history = history
-        self.replayer = Replayer(catalog, plugin, include_rewrites, history=history, warn=self.warn)
+        self.replayer = Replayer(catalog, plugin, snapshot, plugin_opts.receive_rewrites, history=history,
+                                 warn=self.warn)
         self.crashed: list = []  # transactions dropped by ReorderBufferAbortOld
         self._dispatch = {
             RM_XLOG_ID: self._xlog,
@@ -417,10 +424,11 @@ class LogicalDecoder:
         if transactional:
             self._queue(rec, message_changes)
         else:
-            from .replay import parse_message
-
             _t, prefix, content = parse_message(main)
-            self.plugin.message(None, False, prefix, content)
+            txn = self.rb.txn_by_xid(xid, False) if xid else None
+            # ReorderBufferQueueMessage: the transaction it was written in, if any, still open
+            ptxn = Transaction(xid, txn.first_lsn, 0, 0, 0) if txn is not None else None
+            self.plugin.message(ptxn, rec.end_lsn, False, prefix, content)
 
     # -- transactions --------------------------------------------------------------------------
 
@@ -450,20 +458,20 @@ class LogicalDecoder:
             return
         parsed, xid = ev.parsed, ev.xid
         if info in (rm_xact.XLOG_XACT_COMMIT, rm_xact.XLOG_XACT_COMMIT_PREPARED):
-            two_phase = info == rm_xact.XLOG_XACT_COMMIT_PREPARED and self._decode_prepared(ev.gid)
+            two_phase = info == rm_xact.XLOG_XACT_COMMIT_PREPARED and self._decode_prepared(xid, ev.gid)
             self._decode_commit(rec, parsed, xid, two_phase)
         elif info in (rm_xact.XLOG_XACT_ABORT, rm_xact.XLOG_XACT_ABORT_PREPARED):
-            two_phase = info == rm_xact.XLOG_XACT_ABORT_PREPARED and self._decode_prepared(ev.gid)
+            two_phase = info == rm_xact.XLOG_XACT_ABORT_PREPARED and self._decode_prepared(xid, ev.gid)
             self._decode_abort(rec, parsed, xid, two_phase)
-        elif not self._decode_prepared(ev.gid):  # XLOG_XACT_PREPARE, decoded at COMMIT PREPARED
-            rb.prepare(xid, ev.gid, rec.lsn, rec.end_lsn)
+        elif not self._decode_prepared(xid, ev.gid):  # XLOG_XACT_PREPARE, decoded at COMMIT PREPARED
+            rb.prepare(xid, ev.gid, rec.lsn, rec.end_lsn, self._prepare_time(parsed))
         else:
             self._decode_prepare(rec, parsed)
 
     def _ended_before_snapshot(self, rec: DecodedRecord, ev: XactEvent) -> None:
         rb = self.rb
         if ev.info == rm_xact.XLOG_XACT_PREPARE:
-            rb.prepare(ev.xid, ev.gid, rec.lsn, rec.end_lsn)
+            rb.prepare(ev.xid, ev.gid, rec.lsn, rec.end_lsn, self._prepare_time(ev.parsed))
             self._ended_early(ev.xid, rec, "prepared", ev.gid, ev.dbId)
             return
         gid = ev.gid
@@ -493,9 +501,9 @@ class LogicalDecoder:
         return (self.requested_start is not None and lsn >= self.requested_start
                 and dbId in (0, self.database) and not self._filter_origin(origin))
 
-    def _decode_prepared(self, gid: str) -> bool:
+    def _decode_prepared(self, xid: int, gid: str) -> bool:
         """not FilterPrepare(): is this transaction decoded at PREPARE time?"""
-        return self.two_phase and not self.plugin.filter_prepare(gid)
+        return self.two_phase and not self.plugin.filter_prepare(xid, gid)
 
     def _needs_skip(self, lsn: int, dbId: int, origin: int) -> bool:
         """DecodeTXNNeedsSkip."""
@@ -505,6 +513,16 @@ class LogicalDecoder:
     @staticmethod
     def _commit_time(parsed) -> int:
         return parsed.origin_timestamp if parsed.xinfo & rm_xact.XACT_XINFO_HAS_ORIGIN else parsed.xact_time
+
+    @staticmethod
+    def _prepare_time(parsed) -> int:
+        return parsed.origin_timestamp if parsed.origin_lsn else parsed.xact_time
+
+    @staticmethod
+    def _plugin_txn(txn, rec: DecodedRecord, parsed, xact_time: int) -> Transaction:
+        """The plugin's view of ``txn``, ended by ``rec``."""
+        return Transaction(txn.xid, txn.first_lsn, rec.lsn, rec.end_lsn, xact_time, rec.origin, parsed.origin_lsn,
+                           txn.gid or parsed.twophase_gid or None)
 
     def _decode_commit(self, rec: DecodedRecord, parsed, xid: int, two_phase: bool) -> None:
         rb = self.rb
@@ -533,7 +551,7 @@ class LogicalDecoder:
             txn = rb.txn_by_xid(xid, False)
             if txn is None:
                 return
-            self.plugin.commit_prepared(xid, txn.gid or parsed.twophase_gid, commit_time)
+            self.plugin.commit_prepared(self._plugin_txn(txn, rec, parsed, commit_time), rec.lsn)
             rb.cleanup(txn)
             return
         txn = rb.txn_by_xid(xid, False)
@@ -544,8 +562,9 @@ class LogicalDecoder:
         if not txn.has_base_snapshot:
             rb.cleanup(txn)
             return
+        ptxn = self._plugin_txn(txn, rec, parsed, commit_time)
         try:
-            self.replayer.replay(xid, rb.iter_changes(txn), lambda: self.plugin.commit(xid, commit_time))
+            self.replayer.replay(ptxn, rb.iter_changes(txn), lambda: self.plugin.commit(ptxn, rec.lsn))
         finally:
             rb.cleanup(txn)
 
@@ -556,7 +575,8 @@ class LogicalDecoder:
         if two_phase and not self._needs_skip(rec.lsn, parsed.dbId, rec.origin):
             txn = rb.txn_by_xid(xid, False)
             if txn is not None:
-                self.plugin.rollback_prepared(xid, txn.gid or parsed.twophase_gid, self._commit_time(parsed))
+                self.plugin.rollback_prepared(self._plugin_txn(txn, rec, parsed, self._commit_time(parsed)),
+                                              txn.end_lsn, txn.xact_time)
                 rb.cleanup(txn)
             return
         rb.abort(xid)
@@ -567,17 +587,18 @@ class LogicalDecoder:
         if self._needs_skip(rec.lsn, parsed.dbId, rec.origin):
             if self.snapbuild.state < SNAPBUILD_CONSISTENT:
                 self._ended_early(xid, rec, "prepared", parsed.twophase_gid, parsed.dbId)
-            rb.prepare(xid, parsed.twophase_gid, rec.lsn, rec.end_lsn)
+            rb.prepare(xid, parsed.twophase_gid, rec.lsn, rec.end_lsn, self._prepare_time(parsed))
             return  # ReorderBufferSkipPrepare: decoded at COMMIT PREPARED instead
         for sub in parsed.subxacts:
             rb.commit_child(xid, sub, rec.lsn, rec.end_lsn)
-        txn = rb.prepare(xid, parsed.twophase_gid, rec.lsn, rec.end_lsn, create=False)
+        prepare_time = self._prepare_time(parsed)
+        txn = rb.prepare(xid, parsed.twophase_gid, rec.lsn, rec.end_lsn, prepare_time, create=False)
         if txn is None:
             return
-        prepare_time = parsed.origin_timestamp if parsed.origin_lsn else parsed.xact_time
         if txn.has_base_snapshot:
-            self.replayer.replay(xid, rb.iter_changes(txn),
-                                 lambda: self.plugin.prepare(xid, txn.gid, prepare_time))
+            ptxn = self._plugin_txn(txn, rec, parsed, prepare_time)
+            self.replayer.replay(ptxn, rb.iter_changes(txn), lambda: self.plugin.prepare(ptxn, rec.lsn),
+                                 prepare=True)
         # The transaction stays known, without its changes, until COMMIT/ROLLBACK PREPARED
         rb.truncate(txn)
 
@@ -588,7 +609,7 @@ class LogicalDecoder:
 
         With ``include_uncommitted``, the changes of each open transaction are replayed
         too, in first-LSN order, ended by the plugin's ``uncommitted`` line instead of a
-        commit: what a crashed or cut-off primary had in flight.
+        commit: what a crashed or cut-off primary had in flight.  The plugin is shut down.
         """
         if self.snapbuild.state < SNAPBUILD_CONSISTENT:
             self.warn("no consistent point was reached: the WAL read holds no XLOG_RUNNING_XACTS record that "
@@ -600,8 +621,10 @@ class LogicalDecoder:
                 for txn in list(self.rb.toplevel.values()):
                     # a prepared transaction decoded at PREPARE kept nothing: its changes were printed
                     if txn.has_base_snapshot and not (txn.prepared and not txn.total_changes):
-                        self.replayer.replay(txn.xid, self.rb.iter_changes(txn),
-                                             lambda xid=txn.xid: self.plugin.uncommitted(xid))
+                        ptxn = Transaction(txn.xid, txn.first_lsn, 0, 0, 0, gid=txn.gid or None)
+                        self.replayer.replay(ptxn, self.rb.iter_changes(txn),
+                                             lambda ptxn=ptxn: self.plugin.uncommitted(ptxn))
         finally:
             self.rb.close()
+            self.plugin.shutdown()
         return open_txns

@@ -34,9 +34,10 @@ def decode_matches(path: Path, meta: dict, out_file: str, spec: dict) -> tuple[i
     catalog = Catalog.load(path / "snapshot.json.gz")
     slot = next(s for s in meta["slots"] if s["name"] == spec["slot"])
     rows: list[str] = []
-    plugin = TestDecoding(catalog, rows.append, spec["options"])
-    decode_wal([path / "wal"], catalog, plugin, start_lsn=parse_lsn(slot["confirmed_flush_lsn"]),
-               end_lsn=parse_lsn(meta["end_lsn"]), two_phase=slot["two_phase"])
+    plugin = TestDecoding(rows.append)
+    decode_wal([path / "wal"], catalog, plugin, plugin_options=spec["options"],
+               start_lsn=parse_lsn(slot["confirmed_flush_lsn"]), end_lsn=parse_lsn(meta["end_lsn"]),
+               two_phase=slot["two_phase"])
     expected = [json.loads(line)[2] for line in (path / out_file).read_text(encoding="ascii").splitlines()]
     same = sum(1 for a, b in zip(rows, expected) if a == b)
     return same - abs(len(rows) - len(expected)), len(expected), rows

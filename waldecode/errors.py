@@ -1,8 +1,10 @@
-"""Exceptions shared by the pure-Python and Cython implementations.
+"""The exception tree, shared by every stage and by the pure-Python and Cython implementations.
 
-Every message names what went wrong and where: the segment file, the LSN written
-``X/X`` as PostgreSQL prints it, and where useful the offset in the file.
-End of valid WAL is not an error: the reader reports it as a ``ReadStop``.
+``Error`` is the one root (``except waldecode.Error``).  Every message names what went
+wrong and where: the segment file, the LSN written ``X/X`` as PostgreSQL prints it, and
+where useful the offset in the file.  End of valid WAL is not an error: the reader
+reports it, and damage it stops at, as a ``xlogpage.ReadStop``.  Printing these and
+turning them into exit codes is the CLI's business.
 """
 
 from __future__ import annotations
@@ -12,8 +14,12 @@ def format_lsn(lsn: int) -> str:
     return f"{lsn >> 32:X}/{lsn & 0xFFFFFFFF:X}"
 
 
-class WALError(Exception):
-    """Base class: bad or unusable WAL input."""
+class Error(Exception):
+    """Base class of every error waldecode raises."""
+
+
+class WALError(Error):
+    """Bad or unusable WAL input; says in which segment file and at which LSN when known."""
 
     def __init__(self, message: str, path: str | None = None, lsn: int | None = None):
         self.path = path
@@ -27,16 +33,8 @@ class WALError(Exception):
         self.reason = message
 
 
-class InvalidPageError(WALError):
-    """A page header fails its checks (magic, flags, pageaddr, timeline, sizes)."""
-
-
 class CorruptRecordError(WALError):
     """A record's framing or contents are impossible (lengths, block ids, ...)."""
-
-
-class CRCMismatchError(CorruptRecordError):
-    """A record's CRC-32C does not match its contents."""
 
 
 class MissingSegmentError(WALError):
@@ -49,3 +47,27 @@ class SegmentFileError(WALError):
 
 class DecompressionError(CorruptRecordError):
     """A full-page image or compressed datum does not decompress to the size it claims."""
+
+
+class DecodeError(WALError):
+    """The WAL cannot be decoded with this catalog (unknown relation, impossible TOAST sequence, ...)."""
+
+
+class CatalogError(Error):
+    """A catalog snapshot cannot be taken or read, or does not fit the WAL."""
+
+
+class SpillError(Error):
+    """A reorder-buffer spill file cannot be written or read back."""
+
+
+class TypeOutputError(Error):
+    """A value cannot be turned into its text form."""
+
+
+class OutputPluginError(Error):
+    """An output plugin refuses its options (an ERROR from the plugin's startup in the server)."""
+
+
+class UsageError(Error):
+    """Arguments or inputs that do not fit together."""

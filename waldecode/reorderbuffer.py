@@ -26,6 +26,7 @@ from typing import NamedTuple
 import lz4.frame
 from sortedcontainers import SortedKeyList
 
+from .errors import SpillError
 from .faults import crashpoint
 
 # src/include/replication/reorderbuffer.h: ReorderBufferChangeType (the ones that are queued here)
@@ -99,10 +100,6 @@ def _deserialize(buf: bytes, count: int) -> list[Change]:
                 pos += length
         out.append(Change(lsn, action, spc, rel, origin, bool(clear), parts[0], parts[1], parts[2]))
     return out
-
-
-class SpillError(Exception):
-    """A spill file cannot be written or read back."""
 
 
 class TXN:
@@ -342,7 +339,8 @@ class ReorderBuffer:
         sub.end_lsn = end_lsn
         self.assign_child(xid, subxid, commit_lsn)
 
-    def prepare(self, xid: int, gid: str, lsn: int, end_lsn: int, create: bool = True) -> TXN | None:
+    def prepare(self, xid: int, gid: str, lsn: int, end_lsn: int, prepare_time: int = 0,
+                create: bool = True) -> TXN | None:
         """ReorderBufferRememberPrepareInfo: the transaction is prepared as ``gid`` at ``lsn``."""
         txn = self.txn_by_xid(xid, create, lsn)
         if txn is not None:
@@ -350,6 +348,7 @@ class ReorderBuffer:
             txn.gid = gid
             txn.final_lsn = lsn
             txn.end_lsn = end_lsn
+            txn.xact_time = prepare_time  # what ROLLBACK PREPARED tells the plugin
         return txn
 
     def truncate(self, txn: TXN) -> None:

@@ -8,7 +8,9 @@ rewrite heaps); a relation that cannot be resolved is reported through ``warn`` 
 its change skipped, the rest of the transaction still decoded;
 inserts into TOAST relations are collected as chunks and substituted into the next
 row of their table; speculative inserts wait for their confirmation; tuples are
-split into column values.  Hands the plugin relations and value lists, never WAL.
+split into column values.  Calls the plugin as ``output.base.OutputPlugin`` says,
+handing it relations, value lists and the ``CatalogView`` in force for each change,
+never WAL.
 """
 
 from __future__ import annotations
@@ -23,8 +25,9 @@ from .catalog import (
     Catalog,
     Relation,
 )
-from .errors import WALError, format_lsn
+from .errors import DecodeError, WALError, format_lsn
 from .output import UNCHANGED_TOAST
+from .output.base import DELETE, INSERT, UPDATE, CatalogView, OutputPlugin, Transaction
 from .reorderbuffer import (
     REORDER_BUFFER_CHANGE_DELETE,
     REORDER_BUFFER_CHANGE_INSERT,
@@ -36,7 +39,7 @@ from .reorderbuffer import (
     REORDER_BUFFER_CHANGE_UPDATE,
     Change,
 )
-from .rmgr.heap import (  # noqa: E402  (heapam_xlog.h, declared once in the rmgr module)
+from .rmgr.heap import (  # heapam_xlog.h, declared once in the rmgr module
     XLH_TRUNCATE_CASCADE,
     XLH_TRUNCATE_RESTART_SEQS,
     SizeOfHeapHeader,
@@ -44,14 +47,10 @@ from .rmgr.heap import (  # noqa: E402  (heapam_xlog.h, declared once in the rmg
     xl_heap_header,
     xl_heap_truncate,
 )
-from .rmgr.logicalmsg import SizeOfLogicalMessage, xl_logical_message  # noqa: E402
+from .rmgr.logicalmsg import parse_message
 
-_ACTION_NAMES = {REORDER_BUFFER_CHANGE_INSERT: "INSERT", REORDER_BUFFER_CHANGE_UPDATE: "UPDATE",
-                 REORDER_BUFFER_CHANGE_DELETE: "DELETE"}
-
-
-class DecodeError(WALError):
-    """The WAL cannot be decoded with this catalog (unknown relation, impossible TOAST sequence, ...)."""
+_ACTION_NAMES = {REORDER_BUFFER_CHANGE_INSERT: INSERT, REORDER_BUFFER_CHANGE_UPDATE: UPDATE,
+                 REORDER_BUFFER_CHANGE_DELETE: DELETE}
 
 
 def relation_is_logically_logged(rel: Relation) -> bool:
@@ -72,34 +71,30 @@ class ToastChunks:
 
 
 class Replayer:
-    def __init__(self, catalog: Catalog, plugin, include_rewrites: bool = False, history=None, warn=None):
+    def __init__(self, catalog: Catalog, plugin: OutputPlugin, snapshot: CatalogView,
+                 include_rewrites: bool = False, history=None, warn=None):
+        """``snapshot`` is the plugin's view of ``catalog``, the one its ``startup`` was given."""
         self.catalog = catalog
+        self.snapshot = snapshot
         self.plugin = plugin
         self.include_rewrites = include_rewrites
         self.history = history if history is not None and history.active else None
         self.warn = warn
-        self._shown = catalog  # the catalog the plugin looks types up in
+        self._shown = catalog  # the catalog of the last change, and the plugin's view of it
+        self._shown_view = snapshot
         self._static = True  # this transaction decodes with the snapshot alone
-        self._plugin_base = (getattr(plugin, "catalog", None), getattr(plugin, "ctx", None))
 
-    def _catalog_at(self, xid: int, lsn: int):
-        """The catalog as transaction ``xid`` saw it at ``lsn``; the plugin is shown the same one."""
-        view = self.history.view(lsn, xid)
-        if view is not self._shown:
-            self._show(view)
-        return view
-
-    def _show(self, view) -> None:
-        """Make the plugin's type output (enum labels, composite and domain types) use ``view``."""
-        self._shown = view
-        plugin = self.plugin
-        if hasattr(plugin, "set_catalog"):
-            plugin.set_catalog(view)
-        elif hasattr(plugin, "ctx"):
-            if view is self.catalog:
-                plugin.catalog, plugin.ctx = self._plugin_base
-            else:
-                plugin.catalog, plugin.ctx = view, view.output_context()
+    def _catalog_at(self, xid: int, lsn: int) -> tuple:
+        """The catalog as transaction ``xid`` saw it at ``lsn``, and the plugin's view of it: a new
+        view only when the catalog changed, so that plugins can cache per view."""
+        if self._static:
+            return self.catalog, self.snapshot
+        catalog = self.history.view(lsn, xid)
+        if catalog is not self._shown:
+            self._shown = catalog
+            self._shown_view = (self.snapshot if catalog is self.catalog
+                                else CatalogView(catalog, catalog.output_context))
+        return catalog, self._shown_view
 
     def _skip(self, what: str, why: str, lsn: int) -> None:
         """A change whose relation is unknown: skipped with a warning (an error without ``warn``)."""
@@ -152,8 +147,9 @@ class Replayer:
                     out[i] = varlena.decompress_toast_value(b"".join(ent.chunks), v)
         return out
 
-    def replay(self, xid: int, changes, commit_cb) -> None:
-        """Run one committed transaction's changes through the plugin: begin, changes, commit_cb()."""
+    def replay(self, txn: Transaction, changes, end, prepare: bool = False) -> None:
+        """Run one transaction's changes through the plugin: ``begin`` (``begin_prepare`` for one
+        decoded at PREPARE), its changes, then ``end()``, the callback that ends it."""
         plugin = self.plugin
         history = self.history
         # Without catalog changes anywhere the snapshot serves every change (and nothing changes
@@ -161,7 +157,10 @@ class Replayer:
         self._static = history is None or (self._shown is self.catalog and not history.has_changes)
         toast_hash: dict[int, ToastChunks] = {}
         specinsert: Change | None = None
-        plugin.begin(xid)
+        if prepare:
+            plugin.begin_prepare(txn)
+        else:
+            plugin.begin(txn)
         for change in changes:
             action = change.action
             if action == REORDER_BUFFER_CHANGE_INTERNAL_SPEC_INSERT:
@@ -179,17 +178,18 @@ class Replayer:
                 change = specinsert._replace(action=REORDER_BUFFER_CHANGE_INSERT)
                 action = REORDER_BUFFER_CHANGE_INSERT
             if action in _ACTION_NAMES:
-                self._apply_tuple_change(xid, change, toast_hash)
+                self._apply_tuple_change(txn, change, toast_hash)
                 specinsert = None
             elif action == REORDER_BUFFER_CHANGE_TRUNCATE:
-                self._apply_truncate(xid, change)
+                self._apply_truncate(txn, change)
             elif action == REORDER_BUFFER_CHANGE_MESSAGE:
                 transactional, prefix, content = parse_message(change.extra)
-                plugin.message(xid, transactional, prefix, content)
-        commit_cb()
+                plugin.message(txn, change.lsn, transactional, prefix, content)
+        end()
 
-    def _apply_tuple_change(self, xid: int, change: Change, toast_hash: dict) -> None:
-        catalog = self.catalog if self._static else self._catalog_at(xid, change.lsn)
+    def _apply_tuple_change(self, txn: Transaction, change: Change, toast_hash: dict) -> None:
+        xid = txn.xid
+        catalog, view = self._catalog_at(xid, change.lsn)
         rel = catalog.relation_by_filenode(change.spcOid, change.relNumber)
         if rel is None:
             if change.newtuple is None and change.oldtuple is None:
@@ -218,14 +218,15 @@ class Replayer:
             newvals = self._toast_replace(rel, newvals, toast_hash, change.lsn)
         if change.oldtuple is not None:
             oldvals = self.tuple_values(rel, change.oldtuple, change.lsn)
-        self.plugin.change(xid, rel, _ACTION_NAMES[change.action], newvals, oldvals)
+        self.plugin.change(txn, change.lsn, view, rel, _ACTION_NAMES[change.action], newvals, oldvals)
         if change.clear_toast_afterwards:
             toast_hash.clear()
 
-    def _apply_truncate(self, xid: int, change: Change) -> None:
+    def _apply_truncate(self, txn: Transaction, change: Change) -> None:
+        xid = txn.xid
         _db, nrelids, flags = xl_heap_truncate.unpack_from(change.extra, 0)
         relids = struct.unpack_from(f"<{nrelids}I", change.extra, SizeOfHeapTruncate)
-        catalog = self.catalog if self._static else self._catalog_at(xid, change.lsn)
+        catalog, view = self._catalog_at(xid, change.lsn)
         rels = []
         for relid in relids:
             rel = catalog.relation(relid)
@@ -239,14 +240,5 @@ class Replayer:
             if relation_is_logically_logged(rel):
                 rels.append(rel)
         if rels:
-            self.plugin.truncate(xid, rels, bool(flags & XLH_TRUNCATE_RESTART_SEQS),
+            self.plugin.truncate(txn, change.lsn, view, rels, bool(flags & XLH_TRUNCATE_RESTART_SEQS),
                                  bool(flags & XLH_TRUNCATE_CASCADE))
-
-
-def parse_message(data: bytes) -> tuple[bool, str, bytes]:
-    """xl_logical_message: (transactional, prefix, content)."""
-    _db, transactional, prefix_size, message_size = xl_logical_message.unpack_from(data, 0)
-    prefix_raw = data[SizeOfLogicalMessage:SizeOfLogicalMessage + prefix_size]
-    prefix = prefix_raw.split(b"\0", 1)[0].decode("utf-8", errors="surrogateescape")
-    start = SizeOfLogicalMessage + prefix_size
-    return bool(transactional), prefix, bytes(data[start:start + message_size])

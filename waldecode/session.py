@@ -49,12 +49,14 @@ class DecodeResult:
         return not self.warnings and not self.not_decoded
 
 
-def decode_wal(source, catalog: Catalog, plugin, *, start_lsn: int | None = None, restart_lsn: int | None = None,
+def decode_wal(source, catalog: Catalog, plugin, *, plugin_options: dict | None = None,
+               start_lsn: int | None = None, restart_lsn: int | None = None,
                end_lsn: int | None = None, timeline: int | None = None, two_phase: bool = False,
                spill_dir: str | None = None, spill_threshold: int = DEFAULT_SPILL_THRESHOLD,
                memory_budget: int = DEFAULT_MEMORY_BUDGET, include_uncommitted: bool = False,
                on_warning=None, observer=None, track=None) -> DecodeResult:
-    """Decode ``source`` (paths, or a ``walfile.SegmentSet``) through ``plugin``.
+    """Decode ``source`` (paths, or a ``walfile.SegmentSet``) through ``plugin``, started with
+    ``plugin_options`` (as ``pg_recvlogical -o`` gives them).
 
     ``start_lsn`` is a slot's confirmed position: every transaction committing at or after
     it is decoded whole, reading as far back as needed (``startpoint.plan_start``), or
@@ -84,7 +86,7 @@ def decode_wal(source, catalog: Catalog, plugin, *, start_lsn: int | None = None
     reader = XLogReader(segments=segments, start_lsn=read_from, end_lsn=end_lsn)
     decoder = LogicalDecoder(catalog, plugin, two_phase=two_phase, spill_dir=spill_dir,
                              spill_threshold=spill_threshold, memory_budget=memory_budget,
-                             segment_size=segments.seg_size, include_rewrites=plugin.include_rewrites,
+                             segment_size=segments.seg_size, plugin_options=plugin_options,
                              start_decoding_at=start_lsn or 0,
                              assume_consistent=plan is not None and plan.assume_consistent,
                              on_warning=on_warning)

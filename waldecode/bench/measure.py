@@ -19,10 +19,12 @@ import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+from ..errors import Error
+
 _HELPER = Path(__file__).with_name("rusage.py")
 
 
-class BenchError(RuntimeError):
+class BenchError(Error):
     """A tool failed, or the outputs the benchmark compares differ."""
 
 

@@ -47,4 +47,5 @@ def main() -> None:
                 f"{method.replace(' ', '_')}\n")
 
 
-main()
+if __name__ == "__main__":  # run as a script by measure.py; importing it does nothing
+    main()

@@ -1,14 +1,15 @@
 """Output plugins: turn committed transactions into text (test_decoding first).
 
-A plugin receives transactions, relations (``catalog.Relation``) and decoded
-tuples from ``waldecode.replay``; it never sees WAL.  A tuple is a list of column
-values in attnum order: None (NULL), ``UNCHANGED_TOAST``, a missing-value marker
-from ``waldecode.heaptuple``, or the datum's bytes.
+The contract every plugin follows is ``output.base.OutputPlugin`` (PostgreSQL's
+OutputPluginCallbacks); a plugin receives transactions, relations and decoded tuples
+from ``waldecode.replay``, never WAL.  A tuple is a list of column values in attnum
+order: None (NULL), ``UNCHANGED_TOAST``, a missing-value marker from
+``waldecode.heaptuple``, or the datum's bytes.  Each plugin quotes values its own way.
 """
+
+from ..errors import OutputPluginError
 
 # A TOASTed value the change did not carry (test_decoding prints unchanged-toast-datum)
 UNCHANGED_TOAST = type("UnchangedToast", (), {"__repr__": lambda self: "UNCHANGED_TOAST"})()
 
-
-class OutputPluginError(Exception):
-    """Bad plugin options (an ERROR in the server)."""
+__all__ = ["UNCHANGED_TOAST", "OutputPluginError"]

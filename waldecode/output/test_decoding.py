@@ -3,17 +3,45 @@
 Options as ``pg_recvlogical -o`` passes them (``include-xids`` on by default,
 ``include-timestamp``, ``skip-empty-xacts``, ``only-local``, ``include-rewrites``,
 ``force-binary``, ``stream-changes``); unknown options and unparsable values are
-rejected with the server's own wording.  Values go through the type output
-functions of ``waldecode.types`` with the catalog snapshot's settings.
+rejected with the server's own wording.  Values are the type output text of
+``waldecode.types`` under the snapshot's settings, quoted by ``print_literal``.
 """
 
 from __future__ import annotations
 
-from .. import types
+from ..catalog import Relation
 from ..types.datetime import USE_ISO_DATES, timestamptz_text
-from ..catalog import Catalog, Relation
 from . import UNCHANGED_TOAST, OutputPluginError
+from .base import INSERT, UPDATE, CatalogView, OutputPlugin, OutputPluginOptions, Transaction, unknown_option
 from .quote import quote_identifier, quote_literal_cstr, quote_qualified_identifier
+
+# pg_type OIDs print_literal special-cases (src/include/catalog/pg_type.dat)
+BOOLOID = 16
+INT8OID = 20
+INT2OID = 21
+INT4OID = 23
+OIDOID = 26
+FLOAT4OID = 700
+FLOAT8OID = 701
+NUMERICOID = 1700
+BITOID = 1560
+VARBITOID = 1562
+_UNQUOTED_OIDS = frozenset((INT2OID, INT4OID, INT8OID, OIDOID, FLOAT4OID, FLOAT8OID, NUMERICOID))
+_SPECIAL_OIDS = _UNQUOTED_OIDS | {BITOID, VARBITOID, BOOLOID}
+
+
+def print_literal(typid: int, outputstr: str) -> str:
+    """print_literal: how test_decoding prints ``outputstr``, the output text of a value in a
+    column of type ``typid``.  Decided by the column's type OID only (a domain over integer
+    is quoted); numbers as they are, bit strings as B'...', booleans as true/false, anything
+    else as a literal with its quotes doubled."""
+    if typid in _UNQUOTED_OIDS:
+        return outputstr
+    if typid == BITOID or typid == VARBITOID:
+        return "B'" + outputstr + "'"
+    if typid == BOOLOID:
+        return "true" if outputstr == "t" else "false"
+    return "'" + outputstr.replace("'", "''") + "'"
 
 
 def parse_bool(value: str) -> bool | None:
@@ -43,169 +71,144 @@ def parse_bool(value: str) -> bool | None:
     return None
 
 
-class TestDecoding:
+class TestDecoding(OutputPlugin):
     """The plugin; ``write(text)`` receives each output row without its newline."""
 
     __test__ = False  # not a pytest test class, despite the name
     BOOL_OPTIONS = ("include-xids", "include-timestamp", "force-binary", "skip-empty-xacts", "only-local",
                     "include-rewrites", "stream-changes")
 
-    def __init__(self, catalog: Catalog, write, options: dict | None = None):
-        self.catalog = catalog
-        self.major = catalog.major
-        self.settings = catalog.settings
+    def __init__(self, write):
         self.write = write
-        self.include_xids = True
-        self.include_timestamp = False
-        self.skip_empty_xacts = False
-        self.only_local = False
-        self.include_rewrites = False
-        for name, value in (options or {}).items():
+        self._wrote_changes = False
+        # per relation OID: (attributes, catalog view, [(column prefix, value formatter) or None])
+        self._column_cache: dict[int, tuple] = {}
+        self._relname_cache: dict[int, tuple] = {}
+
+    def startup(self, options: dict, catalog: CatalogView) -> OutputPluginOptions:
+        """pg_decode_startup: the options, each a boolean; the session's settings for timestamps."""
+        flags = {"include-xids": True, "include-timestamp": False, "skip-empty-xacts": False,
+                 "only-local": False, "include-rewrites": False}
+        for name, value in options.items():
             if name not in self.BOOL_OPTIONS:
-                raise OutputPluginError(f'option "{name}" = "{value if value is not None else "(null)"}" is unknown')
+                raise unknown_option(name, value)
             if value is None:
                 flag = True
             else:
                 flag = parse_bool(value)
                 if flag is None:
                     raise OutputPluginError(f'could not parse value "{value}" for parameter "{name}"')
-            if name == "include-xids":
-                self.include_xids = flag
-            elif name == "include-timestamp":
-                self.include_timestamp = flag
-            elif name == "skip-empty-xacts":
-                self.skip_empty_xacts = flag
-            elif name == "only-local":
-                self.only_local = flag
-            elif name == "include-rewrites":
-                self.include_rewrites = flag
-        self._wrote_changes = False
-        self.ctx = types.OutputContext(catalog, catalog.settings)
-        self._column_cache: dict[int, tuple] = {}
-        self._relname_cache: dict[int, tuple] = {}
+            flags[name] = flag
+        self.include_xids = flags["include-xids"]
+        self.include_timestamp = flags["include-timestamp"]
+        self.skip_empty_xacts = flags["skip-empty-xacts"]
+        self.only_local = flags["only-local"]
+        self.major = catalog.major
+        self._session = catalog.output_context()
+        return OutputPluginOptions(receive_rewrites=flags["include-rewrites"])
 
     # -- transaction lines ---------------------------------------------------------------------
 
     def _timestamp(self, ts: int) -> str:
         """timestamptz_to_str: ISO style whatever DateStyle says, in the session TimeZone."""
-        return timestamptz_text(ts, self.ctx.timezone, USE_ISO_DATES, 0)
+        return timestamptz_text(ts, self._session.timezone, USE_ISO_DATES, 0)
 
-    def _begin_line(self, xid: int) -> None:
-        self.write(f"BEGIN {xid}" if self.include_xids else "BEGIN")
+    def _begin_line(self, txn: Transaction) -> None:
+        self.write(f"BEGIN {txn.xid}" if self.include_xids else "BEGIN")
 
-    def begin(self, xid: int) -> None:
+    def begin(self, txn: Transaction) -> None:
         self._wrote_changes = False
         if not self.skip_empty_xacts:
-            self._begin_line(xid)
+            self._begin_line(txn)
 
-    def commit(self, xid: int, commit_time: int) -> None:
+    def commit(self, txn: Transaction, commit_lsn: int) -> None:
         if self.skip_empty_xacts and not self._wrote_changes:
             return
-        line = f"COMMIT {xid}" if self.include_xids else "COMMIT"
+        line = f"COMMIT {txn.xid}" if self.include_xids else "COMMIT"
         if self.include_timestamp:
-            line += f" (at {self._timestamp(commit_time)})"
+            line += f" (at {self._timestamp(txn.xact_time)})"
         self.write(line)
 
-    def _mark_change(self, xid: int) -> None:
+    def _mark_change(self, txn: Transaction) -> None:
         if self.skip_empty_xacts and not self._wrote_changes:
-            self._begin_line(xid)
+            self._begin_line(txn)
         self._wrote_changes = True
 
-    def uncommitted(self, xid: int) -> None:
+    def uncommitted(self, txn: Transaction) -> None:
         """Not test_decoding's: ends a transaction that has no commit record in the WAL read."""
         if self.skip_empty_xacts and not self._wrote_changes:
             return
-        self.write(f"UNCOMMITTED {xid}" if self.include_xids else "UNCOMMITTED")
+        self.write(f"UNCOMMITTED {txn.xid}" if self.include_xids else "UNCOMMITTED")
 
     # two-phase (slots created with two_phase)
-    def begin_prepare(self, xid: int) -> None:
-        self.begin(xid)
+    def begin_prepare(self, txn: Transaction) -> None:
+        self.begin(txn)
 
-    def prepare(self, xid: int, gid: str, prepare_time: int) -> None:
+    def prepare(self, txn: Transaction, prepare_lsn: int) -> None:
         if self.skip_empty_xacts and not self._wrote_changes:
             return
-        line = "PREPARE TRANSACTION " + quote_literal_cstr(gid)
+        line = "PREPARE TRANSACTION " + quote_literal_cstr(txn.gid)
         if self.include_xids:
-            line += f", txid {xid}"
+            line += f", txid {txn.xid}"
         if self.include_timestamp:
-            line += f" (at {self._timestamp(prepare_time)})"
+            line += f" (at {self._timestamp(txn.xact_time)})"
         self.write(line)
 
-    def _finish_prepared(self, word: str, xid: int, gid: str, ts: int) -> None:
-        line = f"{word} PREPARED " + quote_literal_cstr(gid)
+    def _finish_prepared(self, word: str, txn: Transaction) -> None:
+        line = f"{word} PREPARED " + quote_literal_cstr(txn.gid)
         if self.include_xids:
-            line += f", txid {xid}"
+            line += f", txid {txn.xid}"
         if self.include_timestamp:
-            line += f" (at {self._timestamp(ts)})"
+            line += f" (at {self._timestamp(txn.xact_time)})"
         self.write(line)
 
-    def commit_prepared(self, xid: int, gid: str, commit_time: int) -> None:
-        self._finish_prepared("COMMIT", xid, gid, commit_time)
+    def commit_prepared(self, txn: Transaction, commit_lsn: int) -> None:
+        self._finish_prepared("COMMIT", txn)
 
-    def rollback_prepared(self, xid: int, gid: str, abort_time: int) -> None:
-        self._finish_prepared("ROLLBACK", xid, gid, abort_time)
+    def rollback_prepared(self, txn: Transaction, prepare_end_lsn: int, prepare_time: int) -> None:
+        # test_decoding prints the abort's time (txn->xact_time), not the prepare's
+        self._finish_prepared("ROLLBACK", txn)
 
-    @staticmethod
-    def filter_prepare(gid: str) -> bool:
+    def filter_prepare(self, xid: int, gid: str) -> bool:
         """pg_decode_filter_prepare: GIDs containing _nodecode are decoded at COMMIT PREPARED instead."""
         return "_nodecode" in gid
 
-    def filter_by_origin(self, origin: int) -> bool:
-        return self.only_local and origin != 0
+    def filter_by_origin(self, origin_id: int) -> bool:
+        return self.only_local and origin_id != 0
 
     # -- changes -------------------------------------------------------------------------------
 
-    def _relname(self, rel: Relation) -> str:
+    def _relname(self, catalog: CatalogView, rel: Relation) -> str:
         hit = self._relname_cache.get(rel.oid)
         if hit is not None and hit[0] is rel:
             return hit[1]
-        text = self._relname_uncached(rel)
+        name = rel.relname
+        if rel.relrewrite:
+            # A rewrite's transient heap prints as the table it rewrites
+            target = catalog.relation(rel.relrewrite)
+            if target is not None:
+                name = target.relname
+        text = quote_qualified_identifier(rel.nspname, name, self.major)
         self._relname_cache[rel.oid] = (rel, text)
         return text
 
-    def _relname_uncached(self, rel: Relation) -> str:
-        name = rel.relname
-        if rel.relrewrite:
-            target = self.catalog.relation(rel.relrewrite)
-            if target is not None:
-                name = target.relname
-        return quote_qualified_identifier(rel.nspname, name, self.major)
-
-    def _columns(self, rel: Relation) -> list:
+    def _columns(self, catalog: CatalogView, rel: Relation) -> list:
         """Per column: (prefix ' name[type]:', formatter of a non-NULL value), or None for a dropped
-        column; cached per relation, so a row costs one call per value."""
+        column; cached per relation and catalog view, so a row costs one call per value."""
         hit = self._column_cache.get(rel.oid)
-        if hit is not None and hit[0] is rel.attributes:
-            return hit[1]
+        if hit is not None and hit[0] is rel.attributes and hit[1] is catalog:
+            return hit[2]
+        ctx = catalog.output_context()
         cols = [None if att.attisdropped else
-                (f" {quote_identifier(att.attname, self.major)}[{att.type_name}]:", self._formatter(att.atttypid))
+                (f" {quote_identifier(att.attname, self.major)}[{att.type_name}]:", _formatter(ctx, att.atttypid))
                 for att in rel.attributes]
-        self._column_cache[rel.oid] = (rel.attributes, cols)
+        self._column_cache[rel.oid] = (rel.attributes, catalog, cols)
         return cols
 
-    def _formatter(self, typeoid: int):
-        """value -> what print_literal prints for it: the type's output text, quoted by the column's type OID."""
-        ctx = self.ctx
-        output = ctx.output
-        fn, typ = ctx.function(typeoid)
-        literal = types.test_decoding_value
-
-        def text_of(v) -> str:
-            # bytes are the common case; markers (missing values) take the general path
-            return fn(v, typ, ctx) if v.__class__ is bytes else output(typeoid, v)
-
-        quoted = literal(typeoid, "") == "''"
-        if quoted:
-            def fmt(v) -> str:
-                return "'" + text_of(v).replace("'", "''") + "'"
-        else:
-            def fmt(v) -> str:
-                return literal(typeoid, text_of(v))
-        return fmt
-
-    def _tuple(self, rel: Relation, values, skip_nulls: bool) -> str:
+    def _tuple(self, catalog: CatalogView, rel: Relation, values, skip_nulls: bool) -> str:
+        """tuple_to_stringinfo."""
         out = []
-        for col, value in zip(self._columns(rel), values):
+        for col, value in zip(self._columns(catalog, rel), values):
             if col is None:
                 continue
             if value is None:
@@ -218,27 +221,28 @@ class TestDecoding:
                 out.append(col[0] + col[1](value))
         return "".join(out)
 
-    def change(self, xid: int, rel: Relation, action: str, newvals, oldvals) -> None:
-        """action: INSERT, UPDATE or DELETE; values are lists in attnum order (None for a missing tuple)."""
-        self._mark_change(xid)
-        parts = ["table ", self._relname(rel), ":"]
-        if action == "INSERT":
+    def change(self, txn: Transaction, lsn: int, catalog: CatalogView, relation: Relation, action: str,
+               new, old) -> None:
+        self._mark_change(txn)
+        parts = ["table ", self._relname(catalog, relation), ":"]
+        if action == INSERT:
             parts.append(" INSERT:")
-            parts.append(" (no-tuple-data)" if newvals is None else self._tuple(rel, newvals, False))
-        elif action == "UPDATE":
+            parts.append(" (no-tuple-data)" if new is None else self._tuple(catalog, relation, new, False))
+        elif action == UPDATE:
             parts.append(" UPDATE:")
-            if oldvals is not None:
+            if old is not None:
                 parts.append(" old-key:")
-                parts.append(self._tuple(rel, oldvals, True))
+                parts.append(self._tuple(catalog, relation, old, True))
                 parts.append(" new-tuple:")
-            parts.append(" (no-tuple-data)" if newvals is None else self._tuple(rel, newvals, False))
+            parts.append(" (no-tuple-data)" if new is None else self._tuple(catalog, relation, new, False))
         else:
             parts.append(" DELETE:")
-            parts.append(" (no-tuple-data)" if oldvals is None else self._tuple(rel, oldvals, True))
+            parts.append(" (no-tuple-data)" if old is None else self._tuple(catalog, relation, old, True))
         self.write("".join(parts))
 
-    def truncate(self, xid: int, relations: list, restart_seqs: bool, cascade: bool) -> None:
-        self._mark_change(xid)
+    def truncate(self, txn: Transaction, lsn: int, catalog: CatalogView, relations: list, restart_seqs: bool,
+                 cascade: bool) -> None:
+        self._mark_change(txn)
         names = ", ".join(quote_qualified_identifier(r.nspname, r.relname, self.major) for r in relations)
         flags = ""
         if restart_seqs or cascade:
@@ -250,10 +254,31 @@ class TestDecoding:
             flags = " (no-flags)"
         self.write(f"table {names}: TRUNCATE:{flags}")
 
-    def message(self, xid: int | None, transactional: bool, prefix: str, content: bytes) -> None:
+    def message(self, txn: Transaction | None, message_lsn: int, transactional: bool, prefix: str,
+                content: bytes) -> None:
         # 13-16 print no BEGIN for a transaction holding only a message, even with skip-empty-xacts
         if transactional and self.major >= 17:
-            self._mark_change(xid)
+            self._mark_change(txn)
         text = content.decode("utf-8", errors="surrogateescape")
         self.write(f"message: transactional: {int(transactional)} prefix: {prefix}, sz: {len(content)} "
                    f"content:{text}")
+
+
+def _formatter(ctx, typeoid: int):
+    """value -> what print_literal prints for it: the type's output text under ``ctx``, quoted by the
+    column's type OID."""
+    output = ctx.output
+    fn, typ = ctx.function(typeoid)
+
+    def text_of(v) -> str:
+        # bytes are the common case; markers (missing values) take the general path
+        return fn(v, typ, ctx) if v.__class__ is bytes else output(typeoid, v)
+
+    if typeoid in _SPECIAL_OIDS:
+        def fmt(v) -> str:
+            return print_literal(typeoid, text_of(v))
+    else:
+        def fmt(v) -> str:
+            # print_literal's default case, inlined: it is most columns' path
+            return "'" + text_of(v).replace("'", "''") + "'"
+    return fmt

@@ -4,8 +4,8 @@ Owns turning one column value from ``heaptuple`` (bytes as stored, a varlena
 payload, or a ``MissingValue``) into exactly the string the type's output
 function (``pg_type.typoutput``) prints in a session with the given settings
 (TimeZone, DateStyle, IntervalStyle, extra_float_digits, bytea_output,
-lc_monetary), and test_decoding's quoting of that string
-(``test_decoding_value``).  Hands text to the output plugins.
+lc_monetary).  Hands text to the output plugins, which quote it as they print
+it (test_decoding's print_literal lives in ``output.test_decoding``).
 
 Dispatch is by output function name, as the server's fmgr does: domains carry
 their base type's output function, containers (``array_out``, ``record_out``,
@@ -21,12 +21,9 @@ pg_lsn, bit strings, json, xml, tid), ``jsonb``, ``arrays``, ``records``,
 from __future__ import annotations
 
 from ..catalog import DEFAULT_SETTINGS
+from ..errors import TypeOutputError
 from ..heaptuple import MissingValue
 from ..varlena import ToastPointer
-
-
-class TypeOutputError(Exception):
-    """A value cannot be turned into its text form."""
 
 
 class UnsupportedTypeError(TypeOutputError):
@@ -47,42 +44,6 @@ class UnsupportedTypeError(TypeOutputError):
 
 class UnsupportedSettingError(TypeOutputError):
     """A setting value (e.g. an lc_monetary locale) that output cannot reproduce."""
-
-
-# pg_type OIDs test_decoding's print_literal special-cases (src/include/catalog/pg_type.dat)
-BOOLOID = 16
-INT8OID = 20
-INT2OID = 21
-INT4OID = 23
-OIDOID = 26
-FLOAT4OID = 700
-FLOAT8OID = 701
-NUMERICOID = 1700
-BITOID = 1560
-VARBITOID = 1562
-_RAW_OIDS = frozenset((INT2OID, INT4OID, INT8OID, OIDOID, FLOAT4OID, FLOAT8OID, NUMERICOID))
-
-
-def test_decoding_value(typ, text: str | None) -> str:
-    """contrib/test_decoding print_literal: how test_decoding prints ``text``, the
-    output of a column whose own type is ``typ`` (an OID or a ``TypeInfo``).
-
-    Decided by the column's type OID only (a domain over integer is quoted).
-    ``None`` (a NULL) prints ``null``.
-    """
-    if text is None:
-        return "null"
-    oid = typ if isinstance(typ, int) else typ.oid
-    if oid in _RAW_OIDS:
-        return text
-    if oid == BITOID or oid == VARBITOID:
-        return "B'" + text + "'"
-    if oid == BOOLOID:
-        return "true" if text == "t" else "false"
-    return "'" + text.replace("'", "''") + "'"
-
-
-test_decoding_value.__test__ = False  # not a pytest test, despite the name
 
 
 # output function name -> fn(value, typ, ctx) -> str; filled from the family modules below
@@ -200,5 +161,5 @@ def _register():
 
 _register()
 
-__all__ = ["OutputContext", "output_text", "test_decoding_value", "TypeOutputError", "UnsupportedTypeError",
-           "UnsupportedSettingError", "OUTPUT_FUNCTIONS"]
+__all__ = ["OutputContext", "output_text", "TypeOutputError", "UnsupportedTypeError", "UnsupportedSettingError",
+           "OUTPUT_FUNCTIONS"]

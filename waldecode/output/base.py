@@ -1,0 +1,214 @@
+"""The output-plugin contract: which callbacks the decoder calls, in which order, with what.
+
+Owns the interface between the apply stage (``replay``, ``decode``) and an output plugin,
+with the callback names of src/include/replication/output_plugin.h (OutputPluginCallbacks):
+a plugin subclasses ``OutputPlugin``, and the decoder calls nothing else on it and sets
+nothing on it.  Hands plugins a read-only ``Transaction`` (ReorderBufferTXN) with every
+transaction callback and, with every change, the ``CatalogView`` of the catalog in force
+for that change (PostgreSQL's historic snapshot); where a plugin writes is its own affair.
+
+Order of calls, as logical decoding makes them::
+
+    startup(options, catalog)                  once, before the first record is decoded
+    for each transaction decoded, at its commit (or at PREPARE on a two-phase slot):
+        begin(txn)                             begin_prepare(txn) at PREPARE
+        change(txn, lsn, ...) | truncate(txn, lsn, ...) | message(txn, lsn, ...)   in LSN order
+        commit(txn, commit_lsn)                prepare(txn, prepare_lsn) at PREPARE
+    commit_prepared(txn, ...), rollback_prepared(txn, ...)   at COMMIT/ROLLBACK PREPARED
+    message(txn or None, lsn, False, ...)      a non-transactional message, at its record
+    uncommitted(txn)                           waldecode's: ends a transaction still open at
+                                               the end of the WAL, when asked to print those
+    shutdown()                                 once, at the end (after an error too)
+
+``filter_by_origin`` is asked for each change and transaction end, with its replication
+origin, whether to leave it out; ``filter_prepare`` whether a prepared transaction is
+decoded at COMMIT PREPARED rather than at PREPARE.
+"""
+
+from __future__ import annotations
+
+import abc
+from dataclasses import dataclass
+
+from ..catalog import Relation, TypeInfo
+from ..errors import OutputPluginError
+from ..types import OutputContext
+
+# Values of ``change``'s ``action`` (test_decoding prints them as they are)
+INSERT = "INSERT"
+UPDATE = "UPDATE"
+DELETE = "DELETE"
+
+
+@dataclass(frozen=True, slots=True)
+class OutputPluginOptions:
+    """OutputPluginOptions: what ``startup`` tells the decoder about the plugin's needs."""
+
+    # Also decode changes to the transient heaps of table rewrites (a relation with relrewrite)
+    receive_rewrites: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class Transaction:
+    """A decoded transaction as plugins see it: the read-only part of ReorderBufferTXN.
+
+    ``final_lsn`` is the LSN of the record that ends what the callback reports (commit,
+    prepare, COMMIT/ROLLBACK PREPARED) and ``end_lsn`` the end of that record; both are 0
+    for a transaction still open at the end of the WAL (``uncommitted``).  ``xact_time``
+    is the time that record carries (commit_time, prepare_time or the abort time, as
+    PostgreSQL's ``xact_time`` union; TimestampTz: microseconds since 2000-01-01 UTC).
+    ``origin_id`` is the replication origin (0: none), ``gid`` the GID of a prepared
+    transaction, else None.
+    """
+
+    xid: int
+    first_lsn: int
+    final_lsn: int
+    end_lsn: int
+    xact_time: int
+    origin_id: int = 0
+    origin_lsn: int = 0
+    gid: str | None = None
+
+
+class CatalogView:
+    """The catalog in force for one change, as a plugin may use it.
+
+    ``relation(oid)`` and ``type(oid)`` look up relations and types as the transaction
+    saw them at that change (``catalog.Relation``, ``catalog.TypeInfo``, or None);
+    ``output_context()`` gives the ``types.OutputContext`` whose ``output(typeoid, value)``
+    is the type's output text under the snapshot's settings; ``major`` and ``settings``
+    are the server's.  The decoder hands out one view per catalog state and reuses it as
+    long as that state lasts, so plugins may cache per view (by identity).
+    """
+
+    __slots__ = ("_catalog", "_make_context", "_context", "major", "settings")
+
+    def __init__(self, catalog, output_context=None):
+        """``catalog``: a ``catalog.Catalog`` or a historic view of it; ``output_context``: a
+        callable giving the catalog's own output context, if it keeps one."""
+        self._catalog = catalog
+        self._make_context = output_context
+        self._context: OutputContext | None = None
+        self.major: int = catalog.major
+        self.settings: dict = catalog.settings
+
+    def __repr__(self) -> str:
+        return f"<CatalogView of {self._catalog!r}>"
+
+    def relation(self, oid: int) -> Relation | None:
+        return self._catalog.relation(oid)
+
+    def type(self, oid: int) -> TypeInfo | None:
+        return self._catalog.type(oid)
+
+    def output_context(self) -> OutputContext:
+        if self._context is None:
+            self._context = (self._make_context() if self._make_context is not None
+                             else OutputContext(self._catalog, self.settings))
+        return self._context
+
+
+def unknown_option(name: str, value: str | None) -> OutputPluginError:
+    """The error for an option a plugin does not know, worded as test_decoding words it."""
+    return OutputPluginError(f'option "{name}" = "{value if value is not None else "(null)"}" is unknown')
+
+
+_TWO_PHASE_CALLBACKS = ("begin_prepare", "prepare", "commit_prepared", "rollback_prepared", "filter_prepare")
+
+
+class OutputPlugin(abc.ABC):
+    """Base class of output plugins: PostgreSQL's OutputPluginCallbacks as methods.
+
+    ``begin``, ``change`` and ``commit`` are required; the others default to what
+    PostgreSQL does when a plugin leaves the callback unset.
+    """
+
+    # -- life cycle --------------------------------------------------------------------------------
+
+    def startup(self, options: dict[str, str | None], catalog: CatalogView) -> OutputPluginOptions | None:
+        """startup_cb: parse ``options`` (name -> value, None for a bare ``-o name``, as
+        ``pg_recvlogical -o`` passes them) and raise ``OutputPluginError`` for one that is
+        unknown or malformed.  ``catalog`` is the catalog snapshot decoding starts from
+        (what session-wide output, such as commit timestamps, is formatted with).  Returns
+        what the decoder should deliver (None: the defaults).  This default knows no option."""
+        if options:
+            raise unknown_option(*next(iter(options.items())))
+        return OutputPluginOptions()
+
+    def shutdown(self) -> None:
+        """shutdown_cb: decoding is over (normally or not); release what the plugin holds."""
+
+    # -- transactions ------------------------------------------------------------------------------
+
+    @abc.abstractmethod
+    def begin(self, txn: Transaction) -> None:
+        """begin_cb: a committed transaction's changes follow."""
+
+    @abc.abstractmethod
+    def change(self, txn: Transaction, lsn: int, catalog: CatalogView, relation: Relation, action: str,
+               new: list | None, old: list | None) -> None:
+        """change_cb: one row change of ``relation``, at ``lsn``, as ``catalog`` (the catalog in
+        force for this change) describes the relation.  ``action`` is ``INSERT``, ``UPDATE`` or
+        ``DELETE``; ``new`` and ``old`` are column values in attnum order (see
+        ``waldecode.output``), or None where the WAL carries no such tuple: ``old`` is the
+        replica-identity key (or the whole old row with REPLICA IDENTITY FULL) of an UPDATE or
+        DELETE that logged it, the other columns NULL."""
+
+    def truncate(self, txn: Transaction, lsn: int, catalog: CatalogView, relations: list[Relation],
+                 restart_seqs: bool, cascade: bool) -> None:
+        """truncate_cb: ``relations`` were truncated together (the logically logged ones of the
+        TRUNCATE).  Without it a TRUNCATE is not reported."""
+
+    def message(self, txn: Transaction | None, message_lsn: int, transactional: bool, prefix: str,
+                content: bytes) -> None:
+        """message_cb: a pg_logical_emit_message() message.  A transactional one comes inside
+        its transaction, in LSN order.  A non-transactional one comes at its record, with the
+        transaction it was written in, still open (``final_lsn`` 0), or None outside any.
+        Without it messages are not reported."""
+
+    @abc.abstractmethod
+    def commit(self, txn: Transaction, commit_lsn: int) -> None:
+        """commit_cb: the transaction begun by ``begin`` committed at ``commit_lsn``."""
+
+    def uncommitted(self, txn: Transaction) -> None:
+        """Not PostgreSQL's: ends a transaction that has no commit or abort in the WAL read, whose
+        changes were asked for (``--include-uncommitted``)."""
+
+    # -- two-phase commit (a slot created with two_phase) ------------------------------------------
+
+    @classmethod
+    def supports_two_phase(cls) -> bool:
+        """StartupDecodingContext's ctx->twophase: a plugin that implements any of the two-phase
+        callbacks has prepared transactions decoded at PREPARE on a two-phase slot; one that
+        implements none has them decoded at COMMIT PREPARED, as if the slot were not two-phase."""
+        return any(getattr(cls, name) is not getattr(OutputPlugin, name) for name in _TWO_PHASE_CALLBACKS)
+
+    def filter_prepare(self, xid: int, gid: str) -> bool:
+        """filter_prepare_cb: True to decode this prepared transaction at COMMIT PREPARED instead."""
+        return False
+
+    # Required once a plugin implements two-phase decoding (PostgreSQL's wrappers say the same)
+    def begin_prepare(self, txn: Transaction) -> None:
+        """begin_prepare_cb: a prepared transaction's changes follow (``txn.gid`` is set)."""
+        raise OutputPluginError("logical replication at prepare time requires a begin_prepare callback")
+
+    def prepare(self, txn: Transaction, prepare_lsn: int) -> None:
+        """prepare_cb: the transaction begun by ``begin_prepare`` was prepared at ``prepare_lsn``."""
+        raise OutputPluginError("logical replication at prepare time requires a prepare callback")
+
+    def commit_prepared(self, txn: Transaction, commit_lsn: int) -> None:
+        """commit_prepared_cb: a transaction decoded at PREPARE committed (COMMIT PREPARED)."""
+        raise OutputPluginError("logical replication at prepare time requires a commit_prepared callback")
+
+    def rollback_prepared(self, txn: Transaction, prepare_end_lsn: int, prepare_time: int) -> None:
+        """rollback_prepared_cb: a transaction decoded at PREPARE was rolled back (ROLLBACK
+        PREPARED); ``prepare_end_lsn`` and ``prepare_time`` are those of its PREPARE."""
+        raise OutputPluginError("logical replication at prepare time requires a rollback_prepared callback")
+
+    # -- origins -----------------------------------------------------------------------------------
+
+    def filter_by_origin(self, origin_id: int) -> bool:
+        """filter_by_origin_cb: True to leave out changes replayed from replication origin
+        ``origin_id`` (0: local changes)."""
+        return False
