@@ -41,13 +41,10 @@ cimport cython
 from cpython.buffer cimport PyBUF_SIMPLE, PyBuffer_Release, PyObject_GetBuffer
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize, PyBytes_GET_SIZE
 from cpython.mem cimport PyMem_Free, PyMem_Malloc, PyMem_Realloc
-from cpython.memoryview cimport PyMemoryView_FromMemory
 from libc.stdio cimport snprintf
-from libc.string cimport memchr, memcpy, memmove, memset, strlen
+from libc.string cimport memchr, memcpy, memset, strlen
 
 from pgdefs cimport *
-
-import struct
 
 from waldecode import heaptuple as _heaptuple
 from waldecode import types as _types
@@ -65,10 +62,6 @@ from waldecode.types import numeric as _numeric
 cdef extern from "wd_shortest.h":
     void wd_shortest_digits(unsigned long long ieee_mantissa, int ieee_exponent, int mantissa_bits, int bias,
                             unsigned long long *output, int *exp10) nogil
-
-cdef extern from "Python.h":
-    # PyBUF_READ for PyMemoryView_FromMemory
-    int PyBUF_READ
 
 
 # -- C structures ------------------------------------------------------------------------------
@@ -290,9 +283,12 @@ cdef class OutBuf:
             self.size = size
 
     def flush_to(self, f):
-        """``f.write`` the contents in one block, then empty the buffer."""
+        """``f.write`` the contents in one block, then empty the buffer.
+
+        A bytes copy, not a view of the buffer: a writer that keeps what it is given must not
+        see it change (one copy per block costs far less than formatting its lines)."""
         if self.size:
-            f.write(PyMemoryView_FromMemory(self.data, self.size, PyBUF_READ))
+            f.write(PyBytes_FromStringAndSize(self.data, self.size))
             self.size = 0
 
 
@@ -1033,7 +1029,7 @@ cdef int put_bytea(OutBuf o, const unsigned char *p, Py_ssize_t n, bint hex_outp
             w[0] = c'\\'
             w[1] = c'\\'
             w += 2
-        elif b < 0x20 or b > 0x7E:
+        elif b < c' ' or b > c'~':      # not printable ASCII
             w[0] = c'\\'
             w[1] = <char>(c'0' + (b >> 6))
             w[2] = <char>(c'0' + ((b >> 3) & 7))
@@ -1195,7 +1191,7 @@ cdef int put_json_string(OutBuf o, const unsigned char *s, Py_ssize_t n) except 
     ob_putc(o, c'"')
     for i in range(n):
         c = s[i]
-        if c >= 0x20 and c != c'"' and c != c'\\':
+        if c >= c' ' and c != c'"' and c != c'\\':
             ob_putc(o, <char>c)
         elif c == c'"':
             put_lit(o, b"\\\"")
@@ -1227,10 +1223,10 @@ cdef int varlena_payload(const unsigned char *buf, Py_ssize_t off, Py_ssize_t en
     if off >= end:
         return W_FALLBACK
     b0 = buf[off]
-    if b0 == 0x01:
+    if VARATT_IS_1B_E(b0):
         return W_FALLBACK
-    if b0 & 0x01:
-        size = b0 >> 1
+    if VARATT_IS_1B(b0):
+        size = VARSIZE_1B(b0)
         if off + size > end or size < 1:
             return W_FALLBACK
         pstart[0] = off + 1
@@ -1238,8 +1234,8 @@ cdef int varlena_payload(const unsigned char *buf, Py_ssize_t off, Py_ssize_t en
         return W_OK
     if off + 4 > end:
         return W_FALLBACK
-    size = pg_u32(buf + off) >> 2
-    if size < VARHDRSZ or off + size > end or (b0 & 0x03) == 0x02:
+    size = VARSIZE_4B(buf + off)
+    if size < VARHDRSZ or off + size > end or VARATT_IS_4B_C(b0):
         return W_FALLBACK
     pstart[0] = off + VARHDRSZ
     plen[0] = size - VARHDRSZ
@@ -1345,6 +1341,10 @@ cdef inline bint array_char_needs_quote(unsigned char c, char delim) noexcept no
             or c == c'\t' or c == c'\n' or c == c'\r' or c == c'\v' or c == c'\f')
 
 
+cdef inline char ascii_lower(char c) noexcept nogil:
+    return c + (c'a' - c'A') if c'A' <= c <= c'Z' else c
+
+
 cdef int array_quote(OutBuf o, Py_ssize_t mark, char delim) except -1:
     """arrays.py _quote on the element text at o.data[mark:]: double-quoted (with \\ before
     \\ and ") when empty, NULL in any case, or holding a delimiter, brace, quote or space."""
@@ -1352,8 +1352,8 @@ cdef int array_quote(OutBuf o, Py_ssize_t mark, char delim) except -1:
     cdef unsigned char c
     cdef bint need = n == 0
     cdef char *s = o.data + mark
-    if n == 4 and (s[0] | 0x20) == c'n' and (s[1] | 0x20) == c'u' and (s[2] | 0x20) == c'l' \
-            and (s[3] | 0x20) == c'l':
+    if n == 4 and ascii_lower(s[0]) == c'n' and ascii_lower(s[1]) == c'u' and ascii_lower(s[2]) == c'l' \
+            and ascii_lower(s[3]) == c'l':
         need = True
     for i in range(n):
         c = <unsigned char>s[i]
@@ -1420,7 +1420,7 @@ cdef int put_array(TypeOut t, OutBuf o, const unsigned char *v, Py_ssize_t n) ex
     else:
         for i in range(ndim):
             nitems *= dims[i]
-            if nitems > 0x3FFFFFFF // 4:      # arrays.py: MaxAllocSize / sizeof(Datum-ish)
+            if nitems > MaxAllocSize // 4:      # arrays.py's bound on the element count
                 return W_FALLBACK
     bitmap_off = 12 + 8 * ndim
     if dataoffset:
@@ -1667,6 +1667,10 @@ cdef class TypeOut:
     cdef int m_n_sep_by_space
     cdef dict _kinds                    # type OID -> output kind
     cdef ElemInfo *_elems               # array element types, direct-mapped by OID
+    # how many values went through the Python output function: of KIND_PYTHON types, and of
+    # native kinds whose C code declined the value (impossible or unusual data)
+    cdef readonly unsigned long long python_values
+    cdef readonly unsigned long long declined_values
 
     def __cinit__(self):
         self._tz_cache = NULL
@@ -1692,7 +1696,7 @@ cdef class TypeOut:
         PyMem_Free(self._tz_cache)
         PyMem_Free(self._elems)
 
-    def _setup_money(self, lc):
+    cdef _setup_money(self, lc):
         """misc.py cash_text's reading of struct lconv, done once."""
         points = lc["frac_digits"]
         if points < 0 or points > 10:
@@ -1741,16 +1745,17 @@ cdef class TypeOut:
         except _types.TypeOutputError:
             return NULL
         delim = typ.typdelim
-        if len(delim) != 1 or ord(delim) > 0x7F or typ.typalign not in _ALIGNMENT:
-            kind = KIND_PYTHON
+        ascii_delim = len(delim) == 1 and delim.isascii()
+        if not ascii_delim or typ.typalign not in _ALIGNMENT:
+            kind = KIND_PYTHON      # array_quote compares bytes: a multibyte delimiter goes the Python way
         e.oid = typeoid
         e.kind = kind
         e.typlen = typ.typlen
         e.typalign = _ALIGNMENT.get(typ.typalign, 1)
-        e.typdelim = ord(delim[0]) if len(delim) == 1 and ord(delim) <= 0x7F else c','
+        e.typdelim = ord(delim) if ascii_delim else c','
         return e
 
-    def _load_tz(self):
+    cdef _load_tz(self):
         tz = self.ctx.timezone
         fixed = tz.fixed_offset
         if fixed is not None:
@@ -1893,7 +1898,7 @@ cdef class TypeOut:
         if kind == KIND_CHAR:
             if n != 1:
                 return W_FALLBACK
-            if p[0] >= 0x80 and self.major >= 15:
+            if IS_HIGHBIT_SET(p[0]) and self.major >= 15:      # char.c charout: \\ooo since 15
                 ob_putc(o, c'\\')
                 ob_putc(o, <char>(c'0' + (p[0] >> 6)))
                 ob_putc(o, <char>(c'0' + ((p[0] >> 3) & 7)))
@@ -1940,14 +1945,25 @@ cdef class TypeOut:
             if self.write(o, kind, p, n) == W_OK:
                 return 0
             o.size = mark
+            self.declined_values += 1
+        self.python_values += 1
         text = self.ctx.output(typeoid, PyBytes_FromStringAndSize(<const char *>p, n))
         return _put_bytes(o, _utf8(text))
 
     # -- Python API --------------------------------------------------------------------------------
 
     def is_native(self, typeoid):
-        """Whether values of type ``typeoid`` are printed in C (else per value in Python)."""
-        return self.kind_of(typeoid) != KIND_PYTHON
+        """Whether values of type ``typeoid`` are printed in C (else per value in Python); an
+        array type is native when its element type is."""
+        cdef ElemInfo *e
+        kind = self.kind_of(typeoid)
+        if kind == KIND_ARRAY:
+            typ = self.ctx.type(typeoid)
+            while typ.typtype == "d" and typ.typbasetype:
+                typ = self.ctx.type(typ.typbasetype)
+            e = self._elem(typ.typelem)
+            return e != NULL and e.kind != KIND_PYTHON
+        return kind != KIND_PYTHON
 
     def kind_name(self, typeoid):
         """The output kind of ``typeoid``, by name (``"python"`` for the fallback)."""
@@ -2055,6 +2071,7 @@ cdef class RelDesc:
     cdef list _keep                     # bytes objects the ColDesc pointers point into
     cdef list _held                     # per column: decompressed payloads of the current tuple
     cdef bint _holding
+    cdef readonly unsigned long long python_tuples  # tuples a check sent the Python way (corrupt data)
 
 
     def __cinit__(self):
@@ -2159,7 +2176,7 @@ cdef class RelDesc:
                 if off >= end:
                     return 1
                 b0 = buf[off]
-                if b0 == 0x01:
+                if VARATT_IS_1B_E(b0):
                     # varattrib_1b_e: a TOAST pointer (on disk) or an in-memory one (never valid)
                     if off + 1 >= end:
                         return 1
@@ -2175,9 +2192,9 @@ cdef class RelDesc:
                     v.state = VAL_NULL if c.dropped else VAL_EXTERNAL
                     v.off = off + VARHDRSZ_EXTERNAL
                     v.len = SIZEOF_VARATT_EXTERNAL
-                elif b0 & 0x01:
+                elif VARATT_IS_1B(b0):
                     # varattrib_1b: a short header
-                    size = b0 >> 1
+                    size = VARSIZE_1B(b0)
                     if off + size > end:
                         return 1
                     v.state = VAL_NULL if c.dropped else VAL_INLINE
@@ -2187,20 +2204,19 @@ cdef class RelDesc:
                     # varattrib_4b: plain or (VARATT_IS_4B_C) compressed inline
                     if off + VARHDRSZ > end:
                         return 1
-                    size = pg_u32(buf + off) >> 2
+                    size = VARSIZE_4B(buf + off)
                     if size < VARHDRSZ or off + size > end:
                         return 1
                     if c.dropped:
                         v.state = VAL_NULL
-                    elif b0 & 0x03 == 0x02:
+                    elif VARATT_IS_4B_C(b0):
                         if size < VARHDRSZ_COMPRESSED:
                             return 1
                         tcinfo = pg_u32(buf + off + VARHDRSZ)
                         try:
-                            value = _varlena.decompress(
-                                PyMemoryView_FromMemory(<char *>buf + off + VARHDRSZ_COMPRESSED,
-                                                        size - VARHDRSZ_COMPRESSED, PyBUF_READ),
-                                tcinfo & VARLENA_EXTSIZE_MASK, tcinfo >> VARLENA_EXTSIZE_BITS)
+                            # a view that keeps the tuple's owner alive (one per compressed value)
+                            value = _varlena.decompress(memoryview(bufobj)[off + VARHDRSZ_COMPRESSED:off + size],
+                                                        tcinfo & VARLENA_EXTSIZE_MASK, tcinfo >> VARLENA_EXTSIZE_BITS)
                         except WALError:
                             return 1
                         value = bytes(value)
@@ -2323,6 +2339,7 @@ cdef class RelDesc:
             if r == 0:
                 self.append_columns(out, p, skip_nulls, toast)
             else:
+                self.python_tuples += 1
                 self._append_python(out, bufobj, start, end, t_infomask2, t_infomask, t_hoff, skip_nulls, toast,
                                     wal)
         except BaseException:
@@ -2371,6 +2388,7 @@ cdef class RelDesc:
                 r = self.deform(body, <const unsigned char *>view.buf, start, data_off, e,
                                 t_infomask2 & HEAP_NATTS_MASK, (t_infomask & HEAP_HASNULL) != 0)
             if r:
+                self.python_tuples += 1
                 return _heaptuple.deform_tuple(body, t_infomask2, t_infomask, t_hoff, self.attributes, start, end)
             return self._values(<const unsigned char *>view.buf)
         finally:

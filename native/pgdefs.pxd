@@ -28,6 +28,15 @@ cdef extern from *:
     #define DATEVAL_NOEND    INT32_MAX
     /* src/include/utils/jsonb.h (does not fit a C enum) */
     #define JENTRY_HAS_OFF   0x80000000u
+
+    /* src/include/varatt.h, little-endian: the first byte of a varlena tells its form */
+    static inline int VARATT_IS_1B_E(unsigned char b0) { return b0 == 0x01; }           /* external pointer */
+    static inline int VARATT_IS_1B(unsigned char b0) { return (b0 & 0x01) == 0x01; }     /* 1-byte header */
+    static inline int VARATT_IS_4B_C(unsigned char b0) { return (b0 & 0x03) == 0x02; }  /* compressed inline */
+    static inline uint32_t VARSIZE_1B(unsigned char b0) { return b0 >> 1; }
+    static inline uint32_t VARSIZE_4B(const unsigned char *p) { return pg_u32(p) >> 2; }
+    /* src/include/c.h */
+    #define IS_HIGHBIT_SET(ch) ((unsigned char) (ch) & 0x80)
     """
     unsigned short pg_u16(const unsigned char *p) nogil
     short pg_i16(const unsigned char *p) nogil
@@ -46,6 +55,12 @@ cdef extern from *:
     const int DATEVAL_NOBEGIN
     const int DATEVAL_NOEND
     const unsigned int JENTRY_HAS_OFF
+    bint VARATT_IS_1B_E(unsigned char b0) nogil
+    bint VARATT_IS_1B(unsigned char b0) nogil
+    bint VARATT_IS_4B_C(unsigned char b0) nogil
+    unsigned int VARSIZE_1B(unsigned char b0) nogil
+    unsigned int VARSIZE_4B(const unsigned char *p) nogil
+    bint IS_HIGHBIT_SET(unsigned char ch) nogil
 
 # src/include/access/htup_details.h
 cdef enum:
@@ -70,6 +85,10 @@ cdef enum:
     SIZEOF_VARATT_POINTER = 8       # the in-memory pointer of INDIRECT/EXPANDED tags
     VARLENA_EXTSIZE_BITS = 30
     VARLENA_EXTSIZE_MASK = 0x3FFFFFFF
+
+# src/include/utils/memutils.h
+cdef enum:
+    MaxAllocSize = 0x3FFFFFFF
 
 # src/include/catalog/pg_type.dat: the OIDs test_decoding's print_literal special-cases
 cdef enum:

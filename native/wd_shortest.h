@@ -196,6 +196,15 @@ wd_scale_up(uint64_t m, int e2, int q, int *exact)
     }
 }
 
+/* 5^0 .. 5^27 (5^27 < 2^63) */
+static const uint64_t wd_pow5_u64[28] = {
+    1ULL, 5ULL, 25ULL, 125ULL, 625ULL, 3125ULL, 15625ULL, 78125ULL, 390625ULL, 1953125ULL,
+    9765625ULL, 48828125ULL, 244140625ULL, 1220703125ULL, 6103515625ULL, 30517578125ULL,
+    152587890625ULL, 762939453125ULL, 3814697265625ULL, 19073486328125ULL, 95367431640625ULL,
+    476837158203125ULL, 2384185791015625ULL, 11920928955078125ULL, 59604644775390625ULL,
+    298023223876953125ULL, 1490116119384765625ULL, 7450580596923828125ULL
+};
+
 /* floor(m * 5^k / 2^q) and whether it was exact */
 static inline wd_u128
 wd_scale_down(uint64_t m, int k, int q, int *exact)
@@ -203,11 +212,8 @@ wd_scale_down(uint64_t m, int k, int q, int *exact)
     if (k <= 27 && q < 128)
     {
         /* 5^27 < 2^63, m < 2^55: the product fits in 118 bits */
-        wd_u128     n = m;
-        int         i;
+        wd_u128     n = (wd_u128) m * wd_pow5_u64[k];
 
-        for (i = 0; i < k; i++)
-            n *= 5;
         *exact = q == 0 || (n & (((wd_u128) 1 << q) - 1)) == 0;
         return n >> q;
     }
@@ -303,7 +309,12 @@ wd_shortest_digits(unsigned long long ieee_mantissa, int ieee_exponent, int mant
     vr_trailing_zeros = vr_exact;
     if (vp_exact)
         vp -= 1;                /* the upper bound itself is excluded */
-    while (vp / 10 > vm / 10)
+    /*
+     * The digit-removal loop.  vm <= vr <= vp: once vp fits in 64 bits, so do the
+     * others, and the rest of the loop runs in 64-bit arithmetic (a 128-bit division
+     * is a library call; a 64-bit one by 10 is a multiplication).
+     */
+    while ((vp >> 64) != 0 && vp / 10 > vm / 10)
     {
         vr_trailing_zeros = vr_trailing_zeros && last_removed == 0;
         last_removed = (int) (vr % 10);
@@ -311,6 +322,25 @@ wd_shortest_digits(unsigned long long ieee_mantissa, int ieee_exponent, int mant
         vp /= 10;
         vm /= 10;
         removed++;
+    }
+    if ((vp >> 64) == 0)
+    {
+        uint64_t    r = (uint64_t) vr,
+                    p = (uint64_t) vp,
+                    m = (uint64_t) vm;
+
+        while (p / 10 > m / 10)
+        {
+            vr_trailing_zeros = vr_trailing_zeros && last_removed == 0;
+            last_removed = (int) (r % 10);
+            r /= 10;
+            p /= 10;
+            m /= 10;
+            removed++;
+        }
+        vr = r;
+        vp = p;
+        vm = m;
     }
     if (vr_trailing_zeros && last_removed == 5 && vr % 2 == 0)
         last_removed = 4;       /* round half to even */

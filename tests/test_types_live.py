@@ -251,10 +251,14 @@ class Live:
                     assert ours == text, (f"{coltype} row {rid} ({exprs[rid - 1] if rid <= len(exprs) else 'NULL'})"
                                           f" under {s}: ours {ours!r} != server {text!r}")
                     if native is not None and value is not None:
+                        declined = native.declined_values
                         got = native.value_text(vatt.atttypid, value)
                         assert got == text.encode("utf-8", "surrogateescape"), (
                             f"{coltype} row {rid} ({exprs[rid - 1] if rid <= len(exprs) else 'NULL'}) under {s}: "
                             f"native {got!r} != server {text!r}")
+                        # printed by the C code itself when the type has C code
+                        assert native.declined_values == declined or not native.is_native(vatt.atttypid), \
+                            f"{coltype} row {rid}: the C code declined it"
                     self.checked += 1
             if decoding:
                 self.check_decoding(table, relation, raw)
@@ -293,6 +297,7 @@ class Live:
                     out.write(f"table public.{table}: INSERT:")
                     desc.append_tuple(out, *self.raw_tuples[rid], toast=self.detoast)
                     built.append(out.getvalue())
+                assert desc.python_tuples == 0, "a raw tuple took the Python path"
                 assert built == [ln.encode("utf-8", "surrogateescape") for ln in lines], \
                     f"native test_decoding lines under {s}"
 
