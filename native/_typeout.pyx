@@ -20,8 +20,19 @@ The compiled counterpart of ``types/*.py`` (output functions), ``heaptuple.defor
     prefix and quoting), the tuple deformer, and the column list formatter: the piece
     the decoder calls per change (``append_wal_tuple``).
 
+How the decoder uses it (replay.py + output/test_decoding.py, per change)::
+
+    typeout = _typeout.TypeOut(plugin.ctx)        # per OutputContext (a new one when the catalog view changes)
+    desc = typeout.relation(rel.attributes)       # per relation, cached like TestDecoding._columns
+    out.write("table public.t: INSERT:")          # out = _typeout.OutBuf(), one per output file
+    desc.append_wal_tuple(out, change.newtuple, False, toast)   # toast(pointer) -> payload or None
+    out.write("\\n")
+    if len(out) > 1 << 20:
+        out.flush_to(f)
+
 No Python object is created per column for the types with a native kind.  The rest is
-explicit and cheap to detect (``TypeOut.is_native``, ``RelDesc.python_columns``):
+explicit and cheap to detect (``TypeOut.is_native``, ``RelDesc.python_columns``; counted in
+``TypeOut.python_values`` / ``declined_values`` and ``RelDesc.python_tuples``):
 
 * a type without a native kind (xml, records, ranges, enums, geometric types, tsvector,
   hstore, int2vector/oidvector, ...) has ``KIND_PYTHON``: its values go through the
@@ -2059,8 +2070,10 @@ cdef class RelDesc:
 
     ``append_wal_tuple(out, tup, skip_nulls, toast)`` appends what test_decoding prints
     for a WAL tuple (xl_heap_header + tuple body): `` name[type]:value`` per column that
-    is not dropped.  ``deform(...)`` returns what ``heaptuple.deform_tuple`` returns.
-    Build one per relation (``TypeOut.relation``) and reuse it.
+    is not dropped.  ``deform_values(...)`` returns what ``heaptuple.deform_tuple`` returns.
+    Build one per relation and TypeOut (``TypeOut.relation``) and reuse it; like
+    TestDecoding's per-relation column formatters, building it raises UnsupportedTypeError
+    for a column whose type has no output function.
     """
 
     cdef readonly TypeOut typeout
@@ -2072,7 +2085,6 @@ cdef class RelDesc:
     cdef list _held                     # per column: decompressed payloads of the current tuple
     cdef bint _holding
     cdef readonly unsigned long long python_tuples  # tuples a check sent the Python way (corrupt data)
-
 
     def __cinit__(self):
         self.cols = NULL
@@ -2124,8 +2136,8 @@ cdef class RelDesc:
     @property
     def python_columns(self):
         """attnums of the (not dropped) columns whose values go through Python output functions."""
-        return [self.attributes[i].attnum for i in range(self.ncols)
-                if not self.cols[i].dropped and self.cols[i].kind == KIND_PYTHON]
+        return [att.attnum for att in self.attributes
+                if not att.attisdropped and not self.typeout.is_native(att.atttypid)]
 
     cdef int deform(self, object bufobj, const unsigned char *buf, Py_ssize_t bits_off, Py_ssize_t data_off,
                     Py_ssize_t end, int natts, bint hasnull) except -1:

@@ -596,3 +596,16 @@ def test_python_implementation_does_not_load_it():
     env["WALDECODE_IMPL"] = "cython"
     subprocess.run([sys.executable, "-c", "from waldecode import _impl, _typeout; assert _impl.typeout() is _typeout"],
                    env=env, check=True)
+
+
+def test_python_columns():
+    """Which columns of a relation go through Python output functions, at a glance."""
+    def att(num, typname, dropped=False):
+        typ = CATALOG.types[OID[typname]]
+        return Attribute(attnum=num, attname=f"c{num}", atttypid=0 if dropped else typ.oid, atttypmod=-1,
+                         attlen=typ.typlen, attbyval=typ.typbyval, attalign=typ.typalign, attstorage=typ.typstorage,
+                         attisdropped=dropped, type_name=typ.format_type)
+
+    desc = CONTEXTS[0][2].relation([att(1, "int4"), att(2, "point"), att(3, "xml", True), att(4, "_int4range"),
+                                    att(5, "_text")])
+    assert desc.python_columns == [2, 4]
