@@ -10,6 +10,10 @@ IntervalStyle, extra_float_digits, bytea_output).  The same rows are decoded
 by a ``test_decoding`` slot and its INSERT lines must equal the lines built
 with test_decoding's ``print_literal``.
 
+When the native output (``waldecode._typeout``) is built, every value is printed by it
+too and must equal the server's text, and every INSERT line is built a third way: the
+raw tuple through the native deformer and column-list formatter.
+
 One server for the module; skipped when PostgreSQL 15 is not installed.
 """
 
@@ -36,6 +40,11 @@ from waldecode.output.test_decoding import print_literal  # noqa: E402
 from waldecode.types import output_text  # noqa: E402
 from waldecode.types.datetime import DATEORDER_MDY, USE_ISO_DATES, timestamp_text  # noqa: E402
 from waldecode.varlena import ToastPointer, decompress_toast_value  # noqa: E402
+
+try:
+    from waldecode import _typeout  # the native output, compared with the server as well
+except ImportError:
+    _typeout = None
 
 def live_test(fn):
     """Marks a test that needs the server (the corrupt-datum tests at the end do not).
@@ -100,6 +109,8 @@ class Live:
         self.conn = cluster.connect()
         self.counter = itertools.count(1)
         self.checked = 0
+        self._native: dict = {}  # settings -> _typeout.TypeOut
+        self.raw_tuples: dict = {}  # id -> (body, t_infomask2, t_infomask, t_hoff) of the last raw_rows
 
     def sql(self, q, params=None):
         cur = self.conn.execute(q, params)
@@ -113,7 +124,20 @@ class Live:
 
     # catalog -------------------------------------------------------------------------------------
 
+    def native(self, merged: dict):
+        """The native output for ``merged`` settings (None when the extension is not built)."""
+        if _typeout is None:
+            return None
+        from waldecode.types import OutputContext
+
+        key = tuple(sorted(merged.items()))
+        typeout = self._native.get(key)
+        if typeout is None:
+            typeout = self._native[key] = _typeout.TypeOut(OutputContext(self.catalog, merged))
+        return typeout
+
     def build_catalog(self):
+        self._native.clear()
         labels: dict = {}
         for typid, oid, label in self.sql("SELECT enumtypid, oid, enumlabel FROM pg_enum"):
             labels.setdefault(typid, {})[oid] = label
@@ -165,6 +189,7 @@ class Live:
         """Every live tuple of ``table`` deformed from its raw page bytes."""
         npages = self.sql("SELECT pg_relation_size(%s::regclass) / 8192", (table,))[0][0]
         out = []
+        self.raw_tuples = {}
         for blk in range(npages):
             for lp, flags, infomask2, infomask, hoff, bits, data in self.sql(
                     "SELECT lp, lp_flags, t_infomask2, t_infomask, t_hoff, t_bits, t_data "
@@ -180,6 +205,8 @@ class Live:
                     bitmap = bytes(ba)
                 body = bitmap + b"\x00" * (hoff - 23 - len(bitmap)) + bytes(data)
                 values = deform_tuple(body, infomask2, infomask, hoff, relation.attributes)
+                if values and isinstance(values[0], bytes) and relation.attributes[0].atttypid == 23:
+                    self.raw_tuples[struct.unpack("<i", values[0])[0]] = (body, infomask2, infomask, hoff)
                 out.append([self.detoast(v) for v in values])
         return out
 
@@ -218,11 +245,21 @@ class Live:
                 self.set(s)
                 merged = dict(DEFAULT_SETTINGS)
                 merged.update(s)
+                native = self.native(merged)
                 for rid, text in self.sql(f"SELECT id, {OUTPUT_SQL} FROM {table} ORDER BY id"):
                     value = raw[rid][2]
                     ours = None if value is None else output_text(vatt.atttypid, value, self.catalog, merged)
                     assert ours == text, (f"{coltype} row {rid} ({exprs[rid - 1] if rid <= len(exprs) else 'NULL'})"
                                           f" under {s}: ours {ours!r} != server {text!r}")
+                    if native is not None and value is not None:
+                        declined = native.declined_values
+                        got = native.value_text(vatt.atttypid, value)
+                        assert got == text.encode("utf-8", "surrogateescape"), (
+                            f"{coltype} row {rid} ({exprs[rid - 1] if rid <= len(exprs) else 'NULL'}) under {s}: "
+                            f"native {got!r} != server {text!r}")
+                        # printed by the C code itself when the type has C code
+                        assert native.declined_values == declined or not native.is_native(vatt.atttypid), \
+                            f"{coltype} row {rid}: the C code declined it"
                     self.checked += 1
             if decoding:
                 self.check_decoding(table, relation, raw)
@@ -253,6 +290,18 @@ class Live:
                     cols.append(f" {att.attname}[{att.type_name}]:{literal}")
                 expected.append(f"table public.{table}: INSERT:" + "".join(cols))
             assert lines == expected, f"test_decoding under {s}"
+            native = self.native(merged)
+            if native is not None:
+                desc = native.relation(relation.attributes)
+                built = []
+                for rid in sorted(raw)[skip_lines:]:
+                    out = _typeout.OutBuf()
+                    out.write(f"table public.{table}: INSERT:")
+                    desc.append_tuple(out, *self.raw_tuples[rid], toast=self.detoast)
+                    built.append(out.getvalue())
+                assert desc.python_tuples == 0, "a raw tuple took the Python path"
+                assert built == [ln.encode("utf-8", "surrogateescape") for ln in lines], \
+                    f"native test_decoding lines under {s}"
 
 
 @pytest.fixture(scope="module")

@@ -55,6 +55,8 @@ from typing import NamedTuple
 
 from crc32c import crc32c
 
+from waldecode.testing.datums import pglz_compress  # noqa: F401  (walgen.pglz_compress for the tests)
+
 BLCKSZ = 8192
 XLOG_BLCKSZ = 8192
 MB = 1024 * 1024
@@ -125,48 +127,7 @@ def segment_file_name(tli: int, segno: int, seg_size: int) -> str:
 # Full-page images
 
 
-def pglz_compress(src: bytes) -> bytes:
-    """A valid pglz stream for ``src`` (greedy matches, offsets ≤ 4095, lengths 3..273).
-
-    Not PostgreSQL's pglz_compress (no history table heuristics, no "give up"
-    rule), but any conforming decoder restores ``src`` from it exactly.
-    """
-    src = bytes(src)
-    n = len(src)
-    out = bytearray()
-    last: dict[bytes, int] = {}
-    i = 0
-    while i < n:
-        ctrl_pos = len(out)
-        out.append(0)
-        ctrl = 0
-        for bit in range(8):
-            if i >= n:
-                break
-            best = 0
-            if i + 3 <= n:
-                cand = last.get(src[i:i + 3])
-                if cand is not None and 0 < i - cand <= 4095:
-                    limit = min(273, n - i)
-                    while best < limit and src[cand + best] == src[i + best]:
-                        best += 1
-            if best >= 3:
-                off = i - cand
-                if best < 18:
-                    out += bytes((((off >> 4) & 0xF0) | (best - 3), off & 0xFF))
-                else:
-                    out += bytes((((off >> 4) & 0xF0) | 0x0F, off & 0xFF, best - 18))
-                ctrl |= 1 << bit
-                for j in range(i, min(i + best, n - 2)):
-                    last[src[j:j + 3]] = j
-                i += best
-            else:
-                if i + 3 <= n:
-                    last[src[i:i + 3]] = i
-                out.append(src[i])
-                i += 1
-        out[ctrl_pos] = ctrl
-    return bytes(out)
+# pglz_compress lives with the other on-disk encoders (waldecode/testing/datums.py)
 
 
 def _compress(data: bytes, method: str) -> bytes:

@@ -4,6 +4,11 @@
 cannot be loaded); ``WALDECODE_PURE=1`` is a shorthand for ``python``.  Otherwise
 Cython is used when it was built, and pure Python when not.  ``IMPL`` names the
 active one.  Both expose the same functions and raise the same exceptions.
+
+``typeout()`` is the native tuple and type output (``waldecode._typeout``) when the
+Cython implementation is active, else None: the caller then uses the pure-Python
+reference (``heaptuple``, ``types``, ``output.test_decoding``).  It is imported only
+when asked for.
 """
 
 from __future__ import annotations
@@ -47,6 +52,20 @@ def use(name: str) -> None:
     frame_segment = chosen.frame_segment
     decode_record = chosen.decode_record
     pglz_decompress = chosen.pglz_decompress
+
+
+def typeout():
+    """``waldecode._typeout`` under the Cython implementation, None under pure Python."""
+    if IMPL != "cython":
+        return None
+    try:
+        from . import _typeout
+    except ImportError:
+        if _forced == "cython":
+            raise ImportError("WALDECODE_IMPL=cython but the extension waldecode._typeout is not built; "
+                              "install the package (pip install .) to build it") from None
+        return None
+    return _typeout
 
 
 def available() -> list[str]:

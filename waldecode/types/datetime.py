@@ -133,6 +133,11 @@ class TimeZone:
         self._abbrev = abbrev
         self._cache: dict = {}
 
+    @property
+    def fixed_offset(self) -> tuple[int, str] | None:
+        """(gmtoff, abbreviation) of a zone without transitions (GMT, a POSIX offset), else None."""
+        return None if self._fixed is None else (self._fixed, self._abbrev)
+
     def localtime(self, utime: int) -> tuple[int, str, bool]:
         if self._fixed is not None:
             return self._fixed, self._abbrev, False
