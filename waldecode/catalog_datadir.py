@@ -119,6 +119,14 @@ from .heaptuple import (  # src/include/access/htup_details.h: t_infomask bits
 from .output.quote import non_unreserved_keywords
 from .pg.encoding import python_codec
 from .pg.quote import NAMEDATALEN, split_identifier_string
+from .pg.transam import (
+    BootstrapTransactionId,
+    FirstNormalTransactionId,
+    FrozenTransactionId,
+    InvalidTransactionId,
+    multixact_precedes,
+    xid_precedes,
+)
 from .varlena import ToastPointer, decompress_toast_value
 
 __all__ = ["snapshot_from_datadir", "main_catalog_datadir", "read_pg_version", "read_pg_control",
@@ -172,12 +180,6 @@ LP_NORMAL = 1
 LP_REDIRECT = 2
 LP_DEAD = 3
 
-
-# src/include/access/transam.h
-InvalidTransactionId = 0
-BootstrapTransactionId = 1
-FrozenTransactionId = 2
-FirstNormalTransactionId = 3
 
 # src/include/access/clog.h, src/backend/access/transam/clog.c
 TRANSACTION_STATUS_IN_PROGRESS = 0x00
@@ -423,12 +425,6 @@ def read_relmap_file(path: str, major: int) -> dict[int, int]:
 
 # -- transaction status: pg_xact and pg_multixact -----------------------------------------------
 
-def _xid_precedes(a: int, b: int) -> bool:
-    """transam.c TransactionIdPrecedes for normal xids: modulo-2^32 comparison."""
-    diff = (a - b) & 0xFFFFFFFF
-    return diff >= 0x80000000
-
-
 class TransactionStatus:
     """Commit status of transaction IDs from ``pg_xact/`` (clog.c) and update xids of multixacts
     from ``pg_multixact/`` (multixact.c), as the files hold them.
@@ -484,7 +480,7 @@ class TransactionStatus:
 
     def _after_checkpoint(self, xid: int) -> bool:
         next_xid = self.control.checkPointCopy.nextXid & 0xFFFFFFFF
-        return not _xid_precedes(xid, next_xid)
+        return not xid_precedes(xid, next_xid)
 
     def multixact_update_xid(self, multi: int) -> int:
         """MultiXactIdGetUpdateXid: the member that updated or deleted the tuple, or InvalidTransactionId.
@@ -496,7 +492,7 @@ class TransactionStatus:
         """
         self.multixact_lookups += 1
         cp = self.control.checkPointCopy
-        before_checkpoint = _xid_precedes(multi, cp.nextMulti)  # MultiXactIdPrecedes: the same modulo-2^32 rule
+        before_checkpoint = multixact_precedes(multi, cp.nextMulti)
         nxt = multi + 1 if multi < 0xFFFFFFFF else FirstMultiXactId
         start = self._multixact_offset(multi)
         end = cp.nextMultiOffset if nxt == cp.nextMulti else self._multixact_offset(nxt)

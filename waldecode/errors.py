@@ -7,9 +7,7 @@ End of valid WAL is not an error: the reader reports it as a ``ReadStop``.
 
 from __future__ import annotations
 
-
-def format_lsn(lsn: int) -> str:
-    return f"{lsn >> 32:X}/{lsn & 0xFFFFFFFF:X}"
+from .pg.lsn import format_lsn  # noqa: F401  (re-exported: messages name LSNs as PostgreSQL writes them)
 
 
 class WALError(Exception):
