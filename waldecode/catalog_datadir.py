@@ -116,9 +116,8 @@ from .heaptuple import (  # src/include/access/htup_details.h: t_infomask bits
     SizeofHeapTupleHeader,
     deform_tuple,
 )
-from .output.quote import non_unreserved_keywords
 from .pg.encoding import python_codec
-from .pg.quote import NAMEDATALEN, split_identifier_string
+from .pg.quote import NAMEDATALEN, quote_identifier, split_identifier_string
 from .pg.transam import (
     BootstrapTransactionId,
     FirstNormalTransactionId,
@@ -1181,7 +1180,6 @@ class FormatType:
         self.namespaces = namespaces
         self.major = major
         self.quote_all = quote_all
-        self.keywords = non_unreserved_keywords(major)
         by_name = {name: oid for oid, name in namespaces.items()}
         path = []
         for name in split_identifier_string(search_path) or []:
@@ -1201,9 +1199,7 @@ class FormatType:
 
     def quote_identifier(self, ident: str) -> str:
         """ruleutils.c quote_identifier, honouring quote_all_identifiers."""
-        safe = not self.quote_all and bool(ident) and ident[0] in "abcdefghijklmnopqrstuvwxyz_" and \
-            all("a" <= c <= "z" or "0" <= c <= "9" or c == "_" for c in ident) and ident not in self.keywords
-        return ident if safe else '"' + ident.replace('"', '""') + '"'
+        return quote_identifier(ident, self.major, self.quote_all)
 
     def is_visible(self, typ: dict) -> bool:
         nsp = typ["typnamespace"]

@@ -92,9 +92,8 @@ from .heaptuple import (  # src/include/access/htup_details.h
     SizeofHeapTupleHeader,
     deform_tuple,
 )
-from .output.quote import quote_identifier
 from .pg.encoding import python_codec
-from .pg.quote import split_identifier_string
+from .pg.quote import quote_identifier, split_identifier_string
 from .varlena import ToastPointer
 
 __all__ = ["CatalogHistory", "HistoricCatalog", "CatalogProblem", "CatalogLayout", "TRACKED_CATALOGS",
