@@ -22,7 +22,7 @@ import time
 from pathlib import Path
 
 from waldecode import _impl
-from waldecode.catalog_dsn import snapshot_from_connection
+from waldecode.catalog.dsn import snapshot_from_connection
 from waldecode.testing.cluster import Cluster
 
 RSS_TARGET_MB = 300
