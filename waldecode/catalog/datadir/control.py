@@ -119,6 +119,18 @@ def control_file_data(major: int) -> Struct:
     )
 
 
+def read_head(path: str, size: int, missing: str, what: str = "") -> bytes:
+    """The first ``size`` bytes of a file; ``CatalogError`` saying ``missing`` when it does not exist, and
+    naming the file (``what`` first) when it cannot be read."""
+    try:
+        with open(path, "rb") as f:
+            return f.read(size)
+    except FileNotFoundError:
+        raise CatalogError(missing) from None
+    except OSError as e:
+        raise CatalogError(f"cannot read {what}{path}: {e.strerror}") from None
+
+
 def state_name(state: int) -> str:
     """DBState as pg_controldata names it."""
     return DB_STATE_NAMES.get(state, f"unknown state {state}")
@@ -149,13 +161,7 @@ def read_pg_control(pgdata: str, major: int):
     """``global/pg_control``: ControlFileData (a ``construct`` container, PostgreSQL's field names), its
     CRC-32C and sizes checked (xlog.c ReadControlFile)."""
     path = os.path.join(pgdata, "global", "pg_control")
-    try:
-        with open(path, "rb") as f:
-            data = f.read(PG_CONTROL_FILE_SIZE)
-    except FileNotFoundError:
-        raise CatalogError(f"{pgdata}: not a PostgreSQL data directory (no global/pg_control)") from None
-    except OSError as e:
-        raise CatalogError(f"cannot read {path}: {e.strerror}") from None
+    data = read_head(path, PG_CONTROL_FILE_SIZE, f"{pgdata}: not a PostgreSQL data directory (no global/pg_control)")
     layout = control_file_data(major)
     if len(data) < layout.sizeof():
         raise CatalogError(f"{path}: file is {len(data)} bytes, too short for a PostgreSQL {major} control file")

@@ -13,6 +13,7 @@ from construct import Array, Int32sl, Int32ul, Padding, Struct, Tell
 from crc32c import crc32c
 
 from ..model import CatalogError
+from .control import read_head
 
 RELMAPPER_FILENAME = "pg_filenode.map"
 RELMAPPER_FILEMAGIC = 0x592717
@@ -43,13 +44,7 @@ def read_relmap_file(path: str, major: int) -> dict[int, int]:
     """A ``pg_filenode.map``: {catalog OID: relfilenode}, magic, count and CRC-32C checked."""
     layout = rel_map_file(major)
     size = layout.sizeof()
-    try:
-        with open(path, "rb") as f:
-            data = f.read(size)
-    except FileNotFoundError:
-        raise CatalogError(f"relation mapper file {path} is missing") from None
-    except OSError as e:
-        raise CatalogError(f"cannot read relation mapper file {path}: {e.strerror}") from None
+    data = read_head(path, size, f"relation mapper file {path} is missing", "relation mapper file ")
     needed = size - (4 if major < 16 else 0)
     if len(data) < needed:
         raise CatalogError(f"relation mapper file {path}: {len(data)} bytes, expected {needed} or more")

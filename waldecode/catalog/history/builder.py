@@ -38,6 +38,16 @@ from .redo import CatalogRedo
 from .timeline import BaseFacts, CatalogTimeline
 
 
+#: how a report names the object a catalog row is about (pg_class, pg_attribute, pg_index: ``_row_name``)
+_ROW_NAMES = {
+    TypeRelationId: "type {typname} (OID {oid})",
+    NamespaceRelationId: "schema {nspname} (OID {oid})",
+    EnumRelationId: "enum label {enumlabel!r} (OID {oid}) of type OID {enumtypid}",
+    RangeRelationId: "range type OID {rngtypid}",
+    ProcedureRelationId: "function {proname} (OID {oid})",
+}
+
+
 class CatalogProblem(NamedTuple):
     """A catalog record whose rows could not be (fully) decoded."""
 
@@ -193,19 +203,10 @@ class CatalogHistory:
             return f"relation {nsp + '.' if nsp else ''}{row['relname']} (OID {row['oid']})"
         if cat == AttributeRelationId:
             return f"column {row['attnum']} ({row['attname']}) of relation {self._relation_name(row['attrelid'])}"
-        if cat == TypeRelationId:
-            return f"type {row['typname']} (OID {row['oid']})"
-        if cat == NamespaceRelationId:
-            return f"schema {row['nspname']} (OID {row['oid']})"
-        if cat == EnumRelationId:
-            return f"enum label {row['enumlabel']!r} (OID {row['oid']}) of type OID {row['enumtypid']}"
         if cat == IndexRelationId:
             return f"index OID {row['indexrelid']} of relation {self._relation_name(row['indrelid'])}"
-        if cat == RangeRelationId:
-            return f"range type OID {row['rngtypid']}"
-        if cat == ProcedureRelationId:
-            return f"function {row['proname']} (OID {row['oid']})"
-        return str(row_key(cat, row))
+        text = _ROW_NAMES.get(cat)
+        return str(row_key(cat, row)) if text is None else text.format(**row)
 
     def _concerned(self, events) -> str:
         """The relations, types and functions a transaction's catalog events are about (for a report)."""

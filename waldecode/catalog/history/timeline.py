@@ -166,7 +166,10 @@ class CatalogTimeline:
         self.facts = facts if facts is not None else BaseFacts(base, warn)
         self.warn = warn
         self.committed = Layer()
-        self.commit_lsns: list[int] = []  # append-only, in WAL order: bisect is the lookup
+        # Commits arrive in WAL order, so appending keeps this list sorted and bisect finds the epoch of
+        # an LSN in O(log n) with O(1) appends; a sortedcontainers.SortedList would only add cost to
+        # every append (nothing is ever inserted out of order).  A transaction's ``lsns`` likewise.
+        self.commit_lsns: list[int] = []
         self.commits: list[tuple] = []  # the events of each epoch, as committed
         self.txns: dict[int, TxnEvents] = {}
         self._views: dict = {}

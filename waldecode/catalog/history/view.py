@@ -299,19 +299,12 @@ class HistoricCatalog:
     def types(self) -> dict:
         """Every type of this point by OID (built on first use)."""
         if self._types_all is None:
-            merged = dict(self.base.types)
             changed = {k for _c, k in self._linked("types", 0)} | set(self._types)
             for _cat, label_oid in self._linked("enumtypes", 0):
                 v = self._get(EnumRelationId, label_oid)
                 if v is not ABSENT:
                     changed.add(v[1]["enumtypid"])
-            for oid in changed:
-                t = self.type(oid)
-                if t is None:
-                    merged.pop(oid, None)
-                else:
-                    merged[oid] = t
-            self._types_all = merged
+            self._types_all = _merged(self.base.types, changed, self.type)
         return self._types_all
 
     # relations --------------------------------------------------------------------------------------
@@ -343,17 +336,10 @@ class HistoricCatalog:
     @property
     def relations(self) -> dict:
         if self._relations_all is None:
-            merged = dict(self.base.relations)
             keys = {k for (cat, k), _ in self.timeline.committed.rows.items() if cat == RelationRelationId}
             if self._count:
                 keys |= {k for (cat, k), _ in self._txn.layer.rows.items() if cat == RelationRelationId}
-            for oid in keys:
-                r = self.relation(oid)
-                if r is None:
-                    merged.pop(oid, None)
-                else:
-                    merged[oid] = r
-            self._relations_all = merged
+            self._relations_all = _merged(self.base.relations, keys, self.relation)
         return self._relations_all
 
     def _make_relation(self, oid: int) -> Relation | None:
@@ -492,3 +478,15 @@ class HistoricCatalog:
             return relcache.replica_identity_key(
                 relreplident, [r for i, r in self.facts.indexes(oid).items() if i not in touched])
         return ()
+
+
+def _merged(base: dict, changed, get) -> dict:
+    """``base`` (OID -> object) with the objects of the ``changed`` OIDs as ``get`` gives them (None: gone)."""
+    merged = dict(base)
+    for oid in changed:
+        obj = get(oid)
+        if obj is None:
+            merged.pop(oid, None)
+        else:
+            merged[oid] = obj
+    return merged
