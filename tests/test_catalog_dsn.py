@@ -1,4 +1,4 @@
-"""``catalog_dsn``: catalog snapshots taken from live servers, checked against the server itself.
+"""``catalog.dsn``: catalog snapshots taken from live servers, checked against the server itself.
 
 PostgreSQL 15 (Debian's, with test_decoding) is the backbone: the snapshot's type
 names and replica identity keys are compared with what a real test_decoding
