@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import re
 import struct
-import sys
 from typing import Any
 
 from ..errors import WALError
