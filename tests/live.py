@@ -12,7 +12,7 @@ from contextlib import contextmanager
 
 import pytest
 
-from waldecode.catalog_dsn import snapshot_from_connection
+from waldecode.catalog.dsn import snapshot_from_connection
 from waldecode.decode import LogicalDecoder
 from waldecode.output.test_decoding import TestDecoding
 from waldecode.session import decode_wal

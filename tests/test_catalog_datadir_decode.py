@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import pytest
 
-from waldecode.catalog_datadir import snapshot_from_datadir
-from waldecode.catalog_dsn import snapshot_from_connection
+from waldecode.catalog.datadir import snapshot_from_datadir
+from waldecode.catalog.dsn import snapshot_from_connection
 from waldecode.output.test_decoding import TestDecoding
 from waldecode.session import decode_wal
 from waldecode.xlogreader import parse_lsn

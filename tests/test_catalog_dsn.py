@@ -1,4 +1,4 @@
-"""``catalog_dsn``: catalog snapshots taken from live servers, checked against the server itself.
+"""``catalog.dsn``: catalog snapshots taken from live servers, checked against the server itself.
 
 PostgreSQL 15 (Debian's, with test_decoding) is the backbone: the snapshot's type
 names and replica identity keys are compared with what a real test_decoding
@@ -18,8 +18,8 @@ import re
 import pytest
 
 from waldecode.catalog import Catalog, CatalogError
-from waldecode.catalog_dsn import (
-    main_catalog,
+from waldecode.cli import main as waldecode_main
+from waldecode.catalog.dsn import (
     parse_single_element_array,
     redact_dsn,
     snapshot_from_connection,
@@ -219,7 +219,7 @@ def test_connection_failure_is_one_line(tmp_path, capsys):
     msg = str(ei.value)
     assert "\n" not in msg and "hunter2" not in msg
     assert msg.startswith("cannot connect to PostgreSQL at ") and str(tmp_path) in msg and "nowhere" in msg
-    assert main_catalog(dsn, str(tmp_path / "out.json")) == 1
+    assert waldecode_main(["catalog", "--dsn", dsn, "-o", str(tmp_path / "out.json")]) == 1
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and err.startswith("waldecode: error: cannot connect") and "hunter2" not in err
     assert not (tmp_path / "out.json").exists()
@@ -545,7 +545,7 @@ def test_15_json_round_trip(pg15, tmp_path, capsys):
     assert again == cat
     assert again.to_json() == cat.to_json()
     out = tmp_path / "cat.json"
-    assert main_catalog(_dsn(c, "app", password="unused"), str(out)) == 0
+    assert waldecode_main(["catalog", "--dsn", _dsn(c, "app", password="unused"), "-o", str(out)]) == 0
     loaded = Catalog.load(out)
     assert loaded.database == "app" and loaded.relations.keys() >= {_rel(cat, "public", "pk").oid}
     # the catalogs' pages: a superuser without pageinspect reads the files after a CHECKPOINT
@@ -557,7 +557,7 @@ def test_15_json_round_trip(pg15, tmp_path, capsys):
     assert sum(len(pg_class.tuples(b)) for b in pg_class.blocks) == \
         c.sql("SELECT count(*) FROM pg_class", dbname="app")[0][0]
     # asked for none: no pages, and a warning says so
-    assert main_catalog(_dsn(c, "app"), str(out), pages="none") == 0
+    assert waldecode_main(["catalog", "--dsn", _dsn(c, "app"), "--pages", "none", "-o", str(out)]) == 0
     bare = Catalog.load(out)
     assert bare.catalog_pages == {} and "without catalog pages (asked for)" in capsys.readouterr().err
     assert bare.relations == loaded.relations
@@ -659,7 +659,7 @@ def test_wheel_server_snapshot(pg_wheel, tmp_path, capsys):
         assert by_name["g"].attgenerated == "v"
         assert cat.settings["wal_level"] == "replica"
         out = tmp_path / "cat.json"
-        assert main_catalog(_dsn(c, "postgres"), str(out)) == 0
+        assert waldecode_main(["catalog", "--dsn", _dsn(c, "postgres"), "-o", str(out)]) == 0
         err = capsys.readouterr().err
         assert "warning: wal_level is 'replica'" in err and err.count("\n") == 1
         assert Catalog.load(out).settings["wal_level"] == "replica"

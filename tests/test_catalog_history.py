@@ -27,9 +27,9 @@ from hypothesis import strategies as st
 from fixture_data import all_fixtures
 from live import DB, SlotRun, live_cluster
 from waldecode.catalog import DEFAULT_SETTINGS, Catalog, CatalogError, CatalogPages
-from waldecode.catalog_dsn import parse_single_element_array, snapshot_from_connection
+from waldecode.catalog.dsn import parse_single_element_array, snapshot_from_connection
 from waldecode.errors import format_lsn
-from waldecode.catalog_history import DECODED_COLUMNS, CatalogHistory, CatalogLayout, HistoricCatalog
+from waldecode.catalog.history import DECODED_COLUMNS, CatalogHistory, CatalogLayout, HistoricCatalog
 from waldecode.decode import LogicalDecoder
 from waldecode.output.test_decoding import TestDecoding
 from waldecode.snapbuild import SNAPBUILD_CONSISTENT, SnapBuilder
@@ -102,7 +102,7 @@ def test_decoded_catalog_rows_equal_the_servers(fx):
             checked += 1
         history.process(rec)
         if rec.xl_rmid in (9, 10) and rec.xl_xid:
-            last_xid = history.top_of.get(rec.xl_xid, rec.xl_xid)
+            last_xid = history.tracker.top(rec.xl_xid)
     assert checked and not labels
     assert history.problems == []
     # The views inside the transaction saw its own uncommitted DDL: the history's transactions commit
@@ -275,7 +275,7 @@ def test_create_table_after_the_snapshot(cluster, tmp_path):
     assert not any("id[integer]:3" in r for r in got if r.startswith("table public.t_unlogged"))
     history = run.decoder.history
     assert history._temp_oids, "the temporary tables' catalog rows were seen"
-    assert not any(k in history._temp_oids for (cat, k) in history.committed.rows if cat == 1259)
+    assert not any(k in history._temp_oids for (cat, k) in history.timeline.committed.rows if cat == 1259)
 
 
 @pytest.mark.server
@@ -599,7 +599,7 @@ def test_ddl_and_dml_right_after_the_snapshot(cluster, tmp_path, page_source):
                           "c[text]:'c default'", f"table public.{x}_renamed: DELETE: id[integer]:2",
                           f"k[{x}_kind2]:'y'", f"table public.{x}_gone: INSERT: id[integer]:3", "soon_col[integer]:8"])
     history = run.decoder.history
-    assert any(page.source == "the catalog snapshot" for page in history.pages.values())
+    assert any(page.source == "the catalog snapshot" for page in history.redo.pages.values())
     old = decode_again(run, tmp_path, without_pages(run.catalog))
     reasons = {p.catalog: p.reason for p in old.history.problems}
     assert reasons.keys() >= {"pg_catalog.pg_class", "pg_catalog.pg_attribute"}, old.history.problems
@@ -607,7 +607,7 @@ def test_ddl_and_dml_right_after_the_snapshot(cluster, tmp_path, page_source):
     # The history's state at the end is what the server's catalog then is
     with cluster.connect(DB) as conn:
         now = snapshot_from_connection(conn, pages=page_source)
-    mismatches = catalog_mismatches(history.materialize(), now, history._first_xid)
+    mismatches = catalog_mismatches(history.materialize(), now, history.redo.first_xid)
     assert mismatches == [], "\n".join(mismatches)
 
 
@@ -696,9 +696,9 @@ def test_catalog_rewritten_in_the_range_then_its_rows_dropped(cluster, tmp_path)
         assert view.relation(cat).relfilenode == node
         if cat != 3501:  # rewritten: the new relfilenode's pages came from the rewrite's images
             assert node != run.catalog.relation(cat).relfilenode
-            assert any(k[0] == node and p.source == "a full-page image" for k, p in history.pages.items()), cat
+            assert any(k[0] == node and p.source == "a full-page image" for k, p in history.redo.pages.items()), cat
     # the rolled back CLUSTER's new heap is forgotten with its pages
-    assert all(history._nodes[n] != 3501 or n == nodes[3501] for n in history._nodes)
+    assert all(history.redo.nodes[n] != 3501 or n == nodes[3501] for n in history.redo.nodes)
 
 
 @pytest.mark.server

@@ -12,7 +12,7 @@ from __future__ import annotations
 import pytest
 
 from live import SlotRun, live_cluster
-from waldecode.catalog_dsn import snapshot_from_connection
+from waldecode.catalog.dsn import snapshot_from_connection
 
 pytestmark = [pytest.mark.server]
 

@@ -19,7 +19,7 @@ import time
 import pytest
 
 from live import DB, live_cluster
-from waldecode.catalog_dsn import snapshot_from_connection
+from waldecode.catalog.dsn import snapshot_from_connection
 from waldecode.output.test_decoding import TestDecoding
 from waldecode.session import decode_wal
 from waldecode.xlogreader import parse_lsn

@@ -19,7 +19,7 @@ import time
 
 import pytest
 
-from waldecode.catalog_dsn import snapshot_from_connection
+from waldecode.catalog.dsn import snapshot_from_connection
 from waldecode.walfile import parse_history
 
 pytestmark = [pytest.mark.server, pytest.mark.slow]

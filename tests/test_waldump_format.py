@@ -21,6 +21,7 @@ from pathlib import Path
 import pytest
 
 from waldecode import rmgr, waldump
+from waldecode.pg.lsn import parse_lsn
 from waldecode.xlogrecord import BlockRef, DecodedRecord
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -41,16 +42,11 @@ def _reader_class():
     return XLogReader
 
 
-def _parse_lsn(text: str) -> int:
-    hi, lo = text.split("/")
-    return (int(hi, 16) << 32) | int(lo, 16)
-
-
 def _read_fixture(fixture: Path):
     XLogReader = _reader_class()
     meta = json.loads((fixture / "meta.json").read_text())
-    start = _parse_lsn(meta["start_lsn"])
-    end = _parse_lsn(meta["end_lsn"])
+    start = parse_lsn(meta["start_lsn"])
+    end = parse_lsn(meta["end_lsn"])
     reader = XLogReader([fixture / "wal"], start_lsn=start, end_lsn=end)
     records = list(reader)
     return reader, records

@@ -355,17 +355,52 @@ def _open_slot(args, segments, options: dict):
 
 
 def cmd_catalog(args) -> int:
-    if args.datadir:
-        if args.pages:
-            raise UsageError("--pages goes with --dsn; with --datadir the pages are read from the files")
-        from .catalog_datadir import main_catalog_datadir
+    """Take a snapshot from a live server or a data directory and write its JSON.  A snapshot that cannot
+    be taken is one error line (exit 1); warnings (a server may be running on the data directory, it was
+    not shut down cleanly, wal_level is not logical, catalog pages are missing) are one line each, and
+    the snapshot is still written."""
+    prog = "waldecode"
 
-        return main_catalog_datadir(args.datadir, args.database, args.output)
-    if args.database:
-        raise UsageError("--database goes with --datadir; with --dsn, name the database in the DSN")
-    from .catalog_dsn import main_catalog
+    def warn(message: str) -> None:
+        print(f"{prog}: warning: {message}", file=sys.stderr)
 
-    return main_catalog(args.dsn, args.output, pages=args.pages or "auto")
+    try:
+        if args.datadir:
+            if args.pages:
+                raise UsageError("--pages goes with --dsn; with --datadir the pages are read from the files")
+            from .catalog.datadir import snapshot_from_datadir
+
+            catalog = snapshot_from_datadir(args.datadir, args.database, warn=warn)
+            where = f"the last start of {args.datadir}"
+        else:
+            if args.database:
+                raise UsageError("--database goes with --datadir; with --dsn, name the database in the DSN")
+            from .catalog.dsn import redact_dsn, snapshot_from_dsn
+
+            catalog = snapshot_from_dsn(args.dsn, args.pages or "auto")
+            where = redact_dsn(args.dsn)
+    except CatalogError as e:
+        if args.traceback:
+            raise
+        print(f"{prog}: error: {e}", file=sys.stderr)
+        return 1
+    text = catalog.to_json()
+    if args.output == "-":
+        sys.stdout.write(text)
+    else:
+        try:
+            with open(args.output, "w", encoding="utf-8") as f:
+                f.write(text)
+        except OSError as e:
+            print(f"{prog}: error: cannot write catalog snapshot {args.output}: {e.strerror}", file=sys.stderr)
+            return 1
+    if catalog.catalog_pages_note:
+        warn(catalog.catalog_pages_note)
+    wal_level = catalog.settings.get("wal_level")
+    if wal_level != "logical":
+        warn(f"wal_level is {wal_level!r} on {where}, not 'logical': its WAL does not carry what logical decoding "
+             "needs")
+    return 0
 
 
 def cmd_bench(args) -> int:

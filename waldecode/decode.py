@@ -7,8 +7,9 @@ events, each filtered by database and origin as PostgreSQL does.  Dispatch is by
 table: every resource manager names the record types it decodes and the ones it
 knowingly ignores; anything else is an error naming the rmgr and info.
 
-Every record first goes to the catalog history (``catalog_history``), which keeps
-the catalog as of each LSN from the catalog rows the WAL carries; the replayer
+Every record first goes to the transaction tracker (``logical.txn``) and the catalog
+history (``catalog.history``), which keeps the catalog as of each LSN from the catalog
+rows the WAL carries; the replayer
 decodes each change with that catalog.  Takes ``DecodedRecord``s (from any reader),
 hands committed transactions to ``replay.Replayer`` and through it to an output
 plugin.  Changes that cannot be decoded (a relation the history cannot resolve) are
@@ -21,8 +22,9 @@ import struct
 from typing import NamedTuple
 
 from .catalog import Catalog
-from .catalog_history import CatalogHistory
+from .catalog.history import CatalogHistory
 from .errors import DecodeError, format_lsn
+from .logical.txn import TransactionTracker, XactEvent, xact_event  # noqa: F401  (xact_event: re-exported)
 from .output.base import CatalogView, OutputPlugin, OutputPluginOptions, Transaction
 from .replay import Replayer
 from .reorderbuffer import (
@@ -226,36 +228,6 @@ def changes_of(rec: DecodedRecord, database: int) -> list[Change]:
     return fn(rec, database) if fn is not None else []
 
 
-class XactEvent(NamedTuple):
-    """What an xact record says about a transaction's end (decode.c xact_decode, per record)."""
-
-    info: int  # XLOG_XACT_COMMIT, _ABORT, _PREPARE, _COMMIT_PREPARED, _ABORT_PREPARED
-    xid: int  # the top-level transaction (the prepared one for the *_PREPARED records)
-    lsn: int
-    end_lsn: int
-    subxacts: tuple
-    dbId: int
-    gid: str
-    parsed: object  # rmgr.xact.ParsedXact
-
-
-def xact_event(rec: DecodedRecord, major: int) -> XactEvent | None:
-    """The end of a transaction that a record tells (None for other records, assignments, invalidations)."""
-    if rec.xl_rmid != RM_XACT_ID:
-        return None
-    info = rec.xl_info & XLOG_XACT_OPMASK
-    if info in (rm_xact.XLOG_XACT_COMMIT, rm_xact.XLOG_XACT_COMMIT_PREPARED, rm_xact.XLOG_XACT_ABORT,
-                rm_xact.XLOG_XACT_ABORT_PREPARED):
-        is_commit = info in (rm_xact.XLOG_XACT_COMMIT, rm_xact.XLOG_XACT_COMMIT_PREPARED)
-        parsed = rm_xact.parse_commit_or_abort(rec.xl_info, rec.main_data, major, is_commit)
-    elif info == rm_xact.XLOG_XACT_PREPARE:
-        parsed, _initfileinval = rm_xact.parse_prepare(rec.main_data, major)
-    else:
-        return None
-    return XactEvent(info, parsed.twophase_xid or rec.xl_xid, rec.lsn, rec.end_lsn, tuple(parsed.subxacts),
-                     parsed.dbId, parsed.twophase_gid or "", parsed)
-
-
 class NotDecoded(NamedTuple):
     """A transaction that ended inside the WAL read and was not decoded, and why."""
 
@@ -296,7 +268,8 @@ class LogicalDecoder:
         self.first_running: tuple[int, set] | None = None  # (LSN, xids) of the first running-xacts record
         self.warnings: list[str] = []
         self.on_warning = on_warning
-        history = CatalogHistory(catalog, self.major, warn=self.warn) if catalog_history else None
+        self.txns = TransactionTracker(self.major)  # the one transaction tracker: the history listens to it
+        history = CatalogHistory(catalog, self.major, warn=self.warn, txns=self.txns) if catalog_history else None
         if history is not None and not history.active:
             self.warn(history.inactive_reason)
             history = None
@@ -321,6 +294,7 @@ class LogicalDecoder:
             self.on_warning(message)
 
     def process(self, rec: DecodedRecord) -> None:
+        self.txns.process(rec)
         if self.history is not None:
             self.history.process(rec)
         if rec.toplevel_xid:

@@ -9,9 +9,7 @@ turning them into exit codes is the CLI's business.
 
 from __future__ import annotations
 
-
-def format_lsn(lsn: int) -> str:
-    return f"{lsn >> 32:X}/{lsn & 0xFFFFFFFF:X}"
+from .pg.lsn import format_lsn  # noqa: F401  (re-exported: messages name LSNs as PostgreSQL writes them)
 
 
 class Error(Exception):

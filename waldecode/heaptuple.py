@@ -43,6 +43,9 @@ HEAP_MOVED = 0xC000  # HEAP_MOVED_OFF | HEAP_MOVED_IN (pre-9.0 VACUUM FULL)
 HEAP_XMAX_BITS = HEAP_XMAX_COMMITTED | HEAP_XMAX_INVALID | HEAP_XMAX_IS_MULTI | HEAP_LOCK_MASK | HEAP_XMAX_LOCK_ONLY
 HEAP_KEYS_UPDATED = 0x2000  # t_infomask2
 SizeofHeapTupleHeader = 23  # offsetof(HeapTupleHeaderData, t_bits)
+# HeapTupleHeaderData up to t_bits: t_xmin, t_xmax, t_cid (t_xvac), t_ctid (ip_blkid bi_hi, bi_lo;
+# ip_posid), t_infomask2, t_infomask, t_hoff
+HeapTupleHeaderData = struct.Struct("<IIIHHHHHB")
 MaxTupleAttributeNumber = 1664
 MaxHeapAttributeNumber = 1600
 

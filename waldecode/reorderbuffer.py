@@ -384,7 +384,7 @@ class ReorderBuffer:
 
     def abort_old(self, oldest_running_xid: int) -> list[TXN]:
         """ReorderBufferAbortOld: top-level transactions older than the oldest running one crashed."""
-        from .snapbuild import xid_precedes
+        from .pg.transam import xid_precedes
 
         dropped = []
         for txn in list(self.toplevel.values()):

@@ -12,6 +12,8 @@ historic catalog snapshots are built here.
 
 from __future__ import annotations
 
+from .pg.transam import xid_precedes
+
 # src/include/replication/snapbuild.h: SnapBuildState
 SNAPBUILD_START = -1
 SNAPBUILD_BUILDING_SNAPSHOT = 0
@@ -20,13 +22,6 @@ SNAPBUILD_CONSISTENT = 2
 
 STATE_NAMES = {SNAPBUILD_START: "START", SNAPBUILD_BUILDING_SNAPSHOT: "BUILDING_SNAPSHOT",
                SNAPBUILD_FULL_SNAPSHOT: "FULL_SNAPSHOT", SNAPBUILD_CONSISTENT: "CONSISTENT"}
-
-
-def xid_precedes(a: int, b: int) -> bool:
-    """TransactionIdPrecedes: modulo-2^32 comparison for normal xids (>= 3)."""
-    if a < 3 or b < 3:
-        return a < b
-    return ((a - b) & 0xFFFFFFFF) >= 0x80000000
 
 
 class SnapBuilder:

@@ -15,6 +15,7 @@ import re
 from typing import NamedTuple
 
 from . import rmgr
+from .pg.lsn import format_lsn, parse_lsn
 from .rmgr.rmgrdesc_utils import fork_name
 from .xlogrecord import (BKPIMAGE_COMPRESS_LZ4, BKPIMAGE_COMPRESS_PGLZ, BKPIMAGE_COMPRESS_ZSTD,
                          BKPIMAGE_IS_COMPRESSED_V13, BLCKSZ)
@@ -22,16 +23,6 @@ from .xlogrecord import (BKPIMAGE_COMPRESS_LZ4, BKPIMAGE_COMPRESS_PGLZ, BKPIMAGE
 XLR_INFO_MASK = 0x0F
 MAIN_FORKNUM = 0
 MAX_XLINFO_TYPES = 16
-
-
-def _lsn(lsn: int) -> str:
-    """``%X/%08X`` of LSN_FORMAT_ARGS as XLogDumpDisplayRecord prints it."""
-    return "%X/%08X" % (lsn >> 32, lsn & 0xFFFFFFFF)
-
-
-def _lsn_short(lsn: int) -> str:
-    """``%X/%X``."""
-    return "%X/%X" % (lsn >> 32, lsn & 0xFFFFFFFF)
 
 
 def record_lengths(record) -> tuple[int, int]:
@@ -205,8 +196,8 @@ class WaldumpStats:
 
         lines = []
         if major >= 15:
-            lines.append("WAL statistics between %s and %s:" % (_lsn_short(self.startptr or 0),
-                                                                _lsn_short(self.endptr or 0)))
+            lines.append("WAL statistics between %s and %s:" % (format_lsn(self.startptr or 0),
+                                                                format_lsn(self.endptr or 0)))
         lines.append("%-27s %20s %8s %20s %8s %20s %8s %20s %8s" % (
             "Type", "N", "(%)", "Record size", "(%)", "FPI size", "(%)", "Combined size", "(%)"))
         lines.append("%-27s %20s %8s %20s %8s %20s %8s %20s %8s" % (
@@ -254,11 +245,6 @@ class WaldumpLine(NamedTuple):
 WALDUMP_LINE_RE = re.compile(
     r"^rmgr: (?P<rmgr>\S+)\s+len \(rec/tot\):\s+(?P<rec>\d+)/\s*(?P<tot>\d+), tx:\s+(?P<xid>\d+), "
     r"lsn: (?P<lsn>[0-9A-F]+/[0-9A-F]+), prev (?P<prev>[0-9A-F]+/[0-9A-F]+), desc: (?P<desc>.*)$")
-
-
-def parse_lsn(text: str) -> int:
-    hi, lo = text.split("/")
-    return (int(hi, 16) << 32) | int(lo, 16)
 
 
 def parse_waldump_line(line: str) -> WaldumpLine | None:

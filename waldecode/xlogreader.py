@@ -15,21 +15,10 @@ from collections.abc import Iterator
 
 from . import _impl
 from .errors import MissingSegmentError, WALError, format_lsn
+from .pg.lsn import parse_lsn  # re-exported
 from .walfile import SegmentSet, discover
 from .xlogpage import FrameState, ReadStop, SizeOfXLogLongPHD, SizeOfXLogShortPHD
 from .xlogrecord import DecodedRecord
-
-
-def parse_lsn(text: str) -> int:
-    """'X/X' as PostgreSQL prints an LSN."""
-    try:
-        hi, lo = text.strip().split("/")
-        hi_v, lo_v = int(hi, 16), int(lo, 16)
-    except ValueError:
-        raise ValueError(f"invalid LSN {text!r}: expected X/X in hexadecimal, as 0/16B3748") from None
-    if hi_v > 0xFFFFFFFF or lo_v > 0xFFFFFFFF:
-        raise ValueError(f"invalid LSN {text!r}: each half must fit in 32 bits")
-    return hi_v << 32 | lo_v
 
 
 class XLogReader:

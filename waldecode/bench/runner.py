@@ -19,7 +19,7 @@ import statistics
 import time
 from pathlib import Path
 
-from ..catalog_dsn import snapshot_from_connection
+from ..catalog.dsn import snapshot_from_connection
 from ..testing.cluster import Cluster
 from ..xlogreader import parse_lsn
 from . import tools as T

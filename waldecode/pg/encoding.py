@@ -22,6 +22,20 @@ PY_CODECS = {
 }
 
 
+# src/include/mb/pg_wchar.h: enum pg_enc (the server encodings, by number), names as encnames.c prints them
+PG_ENCODING_NAMES = (
+    "SQL_ASCII", "EUC_JP", "EUC_CN", "EUC_KR", "EUC_TW", "EUC_JIS_2004", "UTF8", "MULE_INTERNAL",
+    "LATIN1", "LATIN2", "LATIN3", "LATIN4", "LATIN5", "LATIN6", "LATIN7", "LATIN8", "LATIN9", "LATIN10",
+    "WIN1256", "WIN1258", "WIN866", "WIN874", "KOI8R", "WIN1251", "WIN1252", "ISO_8859_5", "ISO_8859_6",
+    "ISO_8859_7", "ISO_8859_8", "WIN1250", "WIN1253", "WIN1254", "WIN1255", "WIN1257", "KOI8U",
+)
+
+
+def encoding_name(number: int) -> str:
+    """pg_encoding_to_char: the name of server encoding ``number`` (pg_database.encoding)."""
+    return PG_ENCODING_NAMES[number] if 0 <= number < len(PG_ENCODING_NAMES) else str(number)
+
+
 def python_codec(encoding: str | None) -> str:
     """The codec for a server encoding name (UTF-8 when unknown or not given)."""
     return PY_CODECS.get(encoding or "UTF8", "utf-8")

@@ -1,41 +1,11 @@
-"""Catalog snapshot: what decoding needs to know about relations and types.
+"""The catalog snapshot's data model and its JSON file (``waldecode catalog -o``).
 
-Owns the data model of the versioned JSON snapshot (``waldecode catalog -o``):
-relations by OID and by (tablespace, relfilenode), their columns, and the types
-output needs (enum labels, composite attributes, array elements, domain bases,
-range subtypes), plus the server settings output functions depend on.  Built by
-``catalog_dsn`` from a live server, ``catalog_datadir`` from a data directory, or
-``CatalogHistory.materialize`` at a point of the WAL; handed to the decoder and the
-type output.
-
-JSON layout (``format`` = "waldecode-catalog", ``version`` = 1): top-level keys
-``server_version``, ``server_version_num``, ``major``, ``lsn`` ("X/X", taken at),
-``database``, ``database_oid``, ``database_tablespace``, ``namespaces`` (schema OIDs and names,
-for DDL inside the decoded range), ``settings`` (TimeZone,
-DateStyle, IntervalStyle, extra_float_digits, bytea_output, lc_monetary,
-search_path), ``relations`` (list of Relation dicts, each with ``attributes``),
-``types`` (list of TypeInfo dicts), mirroring the dataclasses below field for
-field; field names are PostgreSQL's column names.
-
-``catalog_pages`` (optional, still format version 1: older snapshots lack it and
-are read as before, older readers ignore it) holds what the catalog history
-(``catalog_history``) needs to redo catalog records on pages the WAL read shows no
-full-page image of.  For each catalog it tracks (pg_class, pg_attribute, pg_type,
-pg_namespace, pg_enum, pg_index, pg_range, pg_proc): ``{"oid", "relfilenode",
-"source", "blocks": [{"blkno", "items": [[offnum, length], ...], "data"}, ...]}``,
-per block of the relation's main fork the heap tuples at ``lsn`` by line pointer
-(ctid = (blkno, offnum); those the snapshot sees, and in a history's also dead
-versions a full-page image showed), each the whole on-page tuple exactly as stored
-(HeapTupleHeaderData, null bitmap, data), from which an update logged as a
-prefix/suffix difference is rebuilt and a deletion is known by its row.  ``data``
-is the block's tuples one after the other in ``items`` order, zlib-compressed, in
-base64 (about an eighth of their size).  A block listed is known as far as its
-live tuples go, a block not listed is unknown; ``"partial": true`` marks a block of
-which only the tuples some WAL wrote are known (a history's materialized state).
-``source`` says where the tuples came from: ``get_raw_page`` or
-``pg_read_binary_file`` (a live server), ``datadir``, ``history``
-(``CatalogHistory.materialize``).  ``catalog_pages_note`` (optional) says why pages
-are missing (not permitted to read them, pages left out).
+Owns ``Catalog`` (relations by OID and by (tablespace, relfilenode), the types output needs,
+the settings output depends on, schema names, and the tracked catalogs' pages) with its
+``Relation``, ``Attribute``, ``TypeInfo`` and ``CatalogPages``, and the versioned JSON
+format below.  Built by ``catalog.dsn`` (a live server), ``catalog.datadir`` (a data
+directory) or ``CatalogHistory.materialize`` (a point of the WAL); handed to the decoder,
+the catalog history and the type output.
 """
 
 from __future__ import annotations
@@ -45,46 +15,40 @@ import json
 import zlib
 from dataclasses import asdict, dataclass, field, fields
 
-from .errors import CatalogError
+from ..errors import CatalogError
+from ..pg.lsn import format_lsn, parse_lsn
+from .pg_catalog import FirstCatalogUserObjectId, RELKIND_TOASTVALUE
 
+# JSON layout (``format`` = "waldecode-catalog", ``version`` = 1): top-level keys
+# ``server_version``, ``server_version_num``, ``major``, ``lsn`` ("X/X", taken at),
+# ``database``, ``database_oid``, ``database_tablespace``, ``namespaces`` (schema OIDs and names,
+# for DDL inside the decoded range), ``settings`` (TimeZone,
+# DateStyle, IntervalStyle, extra_float_digits, bytea_output, lc_monetary,
+# search_path), ``relations`` (list of Relation dicts, each with ``attributes``),
+# ``types`` (list of TypeInfo dicts), mirroring the dataclasses below field for
+# field; field names are PostgreSQL's column names.
+#
+# ``catalog_pages`` (optional, still format version 1: older snapshots lack it and
+# are read as before, older readers ignore it) holds what the catalog history
+# (``catalog.history``) needs to redo catalog records on pages the WAL read shows no
+# full-page image of.  For each catalog it tracks (pg_class, pg_attribute, pg_type,
+# pg_namespace, pg_enum, pg_index, pg_range, pg_proc): ``{"oid", "relfilenode",
+# "source", "blocks": [{"blkno", "items": [[offnum, length], ...], "data"}, ...]}``,
+# per block of the relation's main fork the heap tuples at ``lsn`` by line pointer
+# (ctid = (blkno, offnum); those the snapshot sees, and in a history's also dead
+# versions a full-page image showed), each the whole on-page tuple exactly as stored
+# (HeapTupleHeaderData, null bitmap, data), from which an update logged as a
+# prefix/suffix difference is rebuilt and a deletion is known by its row.  ``data``
+# is the block's tuples one after the other in ``items`` order, zlib-compressed, in
+# base64 (about an eighth of their size).  A block listed is known as far as its
+# live tuples go, a block not listed is unknown; ``"partial": true`` marks a block of
+# which only the tuples some WAL wrote are known (a history's materialized state).
+# ``source`` says where the tuples came from: ``get_raw_page`` or
+# ``pg_read_binary_file`` (a live server), ``datadir``, ``history``
+# (``CatalogHistory.materialize``).  ``catalog_pages_note`` (optional) says why pages
+# are missing (not permitted to read them, pages left out).
 FORMAT_NAME = "waldecode-catalog"
 FORMAT_VERSION = 1
-
-# src/include/catalog/pg_class.h: relkind, relpersistence, relreplident
-RELKIND_RELATION = "r"
-RELKIND_TOASTVALUE = "t"
-RELKIND_SEQUENCE = "S"
-RELKIND_MATVIEW = "m"
-RELKIND_COMPOSITE_TYPE = "c"
-RELKIND_FOREIGN_TABLE = "f"
-RELKIND_PARTITIONED_TABLE = "p"
-RELPERSISTENCE_PERMANENT = "p"
-REPLICA_IDENTITY_DEFAULT = "d"
-REPLICA_IDENTITY_NOTHING = "n"
-REPLICA_IDENTITY_FULL = "f"
-REPLICA_IDENTITY_INDEX = "i"
-
-# src/include/catalog/pg_type.h, pg_attribute.h, pg_proc.h, pg_class.h, pg_index.h, pg_namespace.h,
-# pg_enum.h, pg_range.h: the catalogs' own OIDs (identical 13-18)
-TypeRelationId = 1247
-AttributeRelationId = 1249
-ProcedureRelationId = 1255
-RelationRelationId = 1259
-IndexRelationId = 2610
-NamespaceRelationId = 2615
-EnumRelationId = 3501
-RangeRelationId = 3541
-
-#: the catalogs the catalog history follows through the WAL, and whose pages a snapshot carries
-TRACKED_CATALOGS = {
-    RelationRelationId: "pg_class", AttributeRelationId: "pg_attribute", TypeRelationId: "pg_type",
-    NamespaceRelationId: "pg_namespace", EnumRelationId: "pg_enum", IndexRelationId: "pg_index",
-    RangeRelationId: "pg_range", ProcedureRelationId: "pg_proc",
-}
-
-# src/include/access/transam.h: FirstNormalObjectId; catalogs are below FirstUnpinnedObjectId (15+)
-# / FirstBootstrapObjectId (13, 14), both 12000 (IsCatalogRelationOid)
-FirstCatalogUserObjectId = 12000
 
 SETTING_NAMES = ("TimeZone", "DateStyle", "IntervalStyle", "extra_float_digits", "bytea_output",
                  "lc_monetary", "search_path")
@@ -298,9 +262,8 @@ class Catalog:
 
     # -- JSON ---------------------------------------------------------------------------------
 
-    def to_json(self) -> str:
-        from .errors import format_lsn
-
+    def to_dict(self, pages: bool = True) -> dict:
+        """The JSON document as a dict (``catalog_pages`` left out unless ``pages``)."""
         doc = {
             "format": FORMAT_NAME, "version": FORMAT_VERSION,
             "server_version": self.server_version, "server_version_num": self.server_version_num,
@@ -313,6 +276,12 @@ class Catalog:
         }
         if self.catalog_pages_note:
             doc["catalog_pages_note"] = self.catalog_pages_note
+        if pages and self.catalog_pages:
+            doc["catalog_pages"] = [self.catalog_pages[oid].to_dict() for oid in sorted(self.catalog_pages)]
+        return doc
+
+    def to_json(self) -> str:
+        doc = self.to_dict(pages=False)
         text = json.dumps(doc, indent=1, sort_keys=False, ensure_ascii=False)
         if self.catalog_pages:
             # one line per block: the pages are data, not something to read line by line
@@ -326,12 +295,14 @@ class Catalog:
 
     @classmethod
     def from_json(cls, text: str, source: str = "catalog") -> Catalog:
-        from .xlogreader import parse_lsn
-
         try:
             doc = json.loads(text)
         except json.JSONDecodeError as e:
             raise CatalogError(f"{source}: not a JSON document: {e}") from None
+        return cls.from_dict(doc, source)
+
+    @classmethod
+    def from_dict(cls, doc, source: str = "catalog") -> Catalog:
         if not isinstance(doc, dict) or doc.get("format") != FORMAT_NAME:
             raise CatalogError(f"{source}: not a waldecode catalog snapshot (no \"format\": \"{FORMAT_NAME}\")")
         if doc.get("version") != FORMAT_VERSION:
@@ -374,30 +345,6 @@ class Catalog:
         return cls.from_json(text, str(path))
 
 
-def write_snapshot_file(catalog: Catalog, output_path: str | None, prog: str, where: str) -> int:
-    """Write a snapshot's JSON to ``output_path`` (None or ``-``: stdout) for ``waldecode catalog``.
-
-    Returns the exit code; a WAL level below logical at ``where`` is warned about, not refused.
-    """
-    import sys
-
-    text = catalog.to_json()
-    if output_path is None or output_path == "-":
-        sys.stdout.write(text)
-    else:
-        try:
-            with open(output_path, "w", encoding="utf-8") as f:
-                f.write(text)
-        except OSError as e:
-            print(f"{prog}: error: cannot write catalog snapshot {output_path}: {e.strerror}", file=sys.stderr)
-            return 1
-    if catalog.catalog_pages_note:
-        print(f"{prog}: warning: {catalog.catalog_pages_note}", file=sys.stderr)
-    wal_level = catalog.settings.get("wal_level")
-    if wal_level != "logical":
-        print(f"{prog}: warning: wal_level is {wal_level!r} on {where}, not 'logical': "
-              "its WAL does not carry what logical decoding needs", file=sys.stderr)
-    return 0
 
 
 def _rel_to_dict(r: Relation) -> dict:

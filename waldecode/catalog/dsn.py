@@ -1,84 +1,28 @@
-"""Catalog snapshot from a live server (``waldecode catalog --dsn``).
+"""A catalog snapshot from a live server (``waldecode catalog --dsn``).
 
-Owns reading, over psycopg 3 and in one REPEATABLE READ READ ONLY transaction,
-everything ``catalog.Catalog`` models: the WAL position the snapshot is valid
-at, the server version, the database, the settings output depends on, every
-relation whose changes can appear in WAL or whose row type output may need
-(with its columns), all of ``pg_type`` (with output function, ``format_type``
-text, range subtype and enum labels).  Hands a ``Catalog`` to the decoder, or
-its JSON to a file (``main_catalog``).
-
-What is read where (PostgreSQL 13 – 18; the catalog columns used exist in all
-of them except ``pg_range.rngmultitypid``, 14+):
-
-* relations: ``pg_class`` with relkind r, t, m, p, f, S, c — catalogs and
-  TOAST tables included, since decoding must recognise (and skip) them — plus
-  views whose row type some column uses (directly or through arrays, domains,
-  ranges or composites).  ``relfilenode`` is ``pg_class.relfilenode`` as the
-  snapshot sees it, and ``pg_relation_filenode()`` only where that is 0
-  (mapped catalogs, resolved through the relation mapper); 0 for relkinds
-  without storage.
-* ``replica_identity_key``: key columns (``indkey[:indnkeyatts]``) of the
-  index ``RelationGetIndexList`` (``utils/cache/relcache.c``) would pick:
-  valid, unique, immediate, non-partial, and primary (REPLICA IDENTITY
-  DEFAULT) or ``indisreplident`` (USING INDEX); empty for FULL and NOTHING,
-  and when no such index exists (e.g. a DEFERRABLE primary key).
-* columns: ``pg_attribute`` with attnum > 0, dropped ones included (their
-  ``type_name`` is "").  ``type_name`` is ``format_type(atttypid, NULL)``,
-  the same ``format_type_extended`` call as test_decoding's
-  ``format_type_be``; ``attmissingval`` is the output text of the single
-  element of the ``anyarray`` in ``pg_attribute.attmissingval``.
-* types: all of ``pg_type``; ``typoutput`` is the output function's name,
-  bare for functions in ``pg_catalog`` (``int4out``, ``array_out``…) and
-  schema-qualified (``quote_ident``) otherwise, independent of search_path;
-  ``rngsubtype`` from ``pg_range`` for ranges and, for multiranges (14+), the
-  subtype of their range.
-
-* catalog pages (``Catalog.catalog_pages``): the heap pages of the catalogs the
-  catalog history tracks, read with pageinspect's ``get_raw_page`` when that
-  extension is installed and may be used (through shared buffers: current),
-  else with ``pg_read_binary_file`` of the relation files after a ``CHECKPOINT``
-  (which writes the buffers out; needs superuser or the pg_checkpoint role).  Of
-  each page only the tuples at the ctids of rows the snapshot sees are kept, and
-  a page is kept only if each of those tuples decodes to the row SQL returns for
-  that ctid (``xmin`` and the columns the history reads): a file page older than
-  the buffers, or one changed between the rows' scan and the page's read, is left
-  out.  Without either function (not permitted) the snapshot has no pages and
-  says why in ``catalog_pages_note``; the history then works as without them.
-
-The snapshot LSN is ``pg_current_wal_lsn()`` (``pg_last_wal_replay_lsn()`` on
-a standby), read in the transaction's first statement, i.e. just after the
-transaction snapshot is taken.  Functions that go through the system caches
-(``format_type``, output functions, ``pg_relation_filenode``) see the latest
-catalog rather than the transaction snapshot, so DDL running concurrently can
-make those few values newer than the rows they sit in.
+Owns reading, over psycopg 3 and in one REPEATABLE READ READ ONLY transaction, everything
+``Catalog`` models: the WAL position it is valid at, the server version, the database, the
+settings output depends on, every relation whose changes can appear in WAL or whose row type
+output may need (with its columns), all of ``pg_type``, and the tracked catalogs' pages.  The
+server states the derived facts itself (``format_type``, the replica identity index,
+``attmissingval`` text: the rules ``catalog.relcache`` states for the other readers).  Hands
+a ``Catalog`` to the caller.
 """
 
 from __future__ import annotations
 
 import re
 import struct
-import sys
 from typing import Any
 
-from .catalog import (
-    DEFAULT_SETTINGS,
-    SETTING_NAMES,
-    TRACKED_CATALOGS,
-    Attribute,
-    Catalog,
-    CatalogError,
-    CatalogPages,
-    Relation,
-    TypeInfo,
-    write_snapshot_file,
-)
-from .catalog_datadir import heap_page_tuples
-from .catalog_history import DECODED_COLUMNS, CatalogLayout
-from .errors import WALError
-from .xlogreader import parse_lsn
+from ..errors import WALError
+from ..pg.lsn import parse_lsn
+from .datadir.heapscan import heap_page_tuples
+from .model import DEFAULT_SETTINGS, SETTING_NAMES, Attribute, Catalog, CatalogError, CatalogPages, Relation, TypeInfo
+from .pg_catalog import DECODED_COLUMNS, TRACKED_CATALOGS, CatalogLayout
+from .relcache import views_needed
 
-__all__ = ["snapshot_from_dsn", "snapshot_from_connection", "main_catalog", "redact_dsn",
+__all__ = ["snapshot_from_dsn", "snapshot_from_connection", "redact_dsn",
            "parse_single_element_array", "MIN_SERVER_VERSION_NUM"]
 
 #: Oldest server this module reads (catalog columns differ before).
@@ -99,6 +43,51 @@ _DEFAULT_CONNECT_TIMEOUT = 30
 
 
 # -- SQL ----------------------------------------------------------------------------------------
+
+# What is read where (PostgreSQL 13 – 18; the catalog columns used exist in all
+# of them except ``pg_range.rngmultitypid``, 14+):
+#
+# * relations: ``pg_class`` with relkind r, t, m, p, f, S, c — catalogs and
+#   TOAST tables included, since decoding must recognise (and skip) them — plus
+#   views whose row type some column uses (directly or through arrays, domains,
+#   ranges or composites).  ``relfilenode`` is ``pg_class.relfilenode`` as the
+#   snapshot sees it, and ``pg_relation_filenode()`` only where that is 0
+#   (mapped catalogs, resolved through the relation mapper); 0 for relkinds
+#   without storage.
+# * ``replica_identity_key``: key columns (``indkey[:indnkeyatts]``) of the
+#   index ``RelationGetIndexList`` (``utils/cache/relcache.c``) would pick:
+#   valid, unique, immediate, non-partial, and primary (REPLICA IDENTITY
+#   DEFAULT) or ``indisreplident`` (USING INDEX); empty for FULL and NOTHING,
+#   and when no such index exists (e.g. a DEFERRABLE primary key).
+# * columns: ``pg_attribute`` with attnum > 0, dropped ones included (their
+#   ``type_name`` is "").  ``type_name`` is ``format_type(atttypid, NULL)``,
+#   the same ``format_type_extended`` call as test_decoding's
+#   ``format_type_be``; ``attmissingval`` is the output text of the single
+#   element of the ``anyarray`` in ``pg_attribute.attmissingval``.
+# * types: all of ``pg_type``; ``typoutput`` is the output function's name,
+#   bare for functions in ``pg_catalog`` (``int4out``, ``array_out``…) and
+#   schema-qualified (``quote_ident``) otherwise, independent of search_path;
+#   ``rngsubtype`` from ``pg_range`` for ranges and, for multiranges (14+), the
+#   subtype of their range.
+#
+# * catalog pages (``Catalog.catalog_pages``): the heap pages of the catalogs the
+#   catalog history tracks, read with pageinspect's ``get_raw_page`` when that
+#   extension is installed and may be used (through shared buffers: current),
+#   else with ``pg_read_binary_file`` of the relation files after a ``CHECKPOINT``
+#   (which writes the buffers out; needs superuser or the pg_checkpoint role).  Of
+#   each page only the tuples at the ctids of rows the snapshot sees are kept, and
+#   a page is kept only if each of those tuples decodes to the row SQL returns for
+#   that ctid (``xmin`` and the columns the history reads): a file page older than
+#   the buffers, or one changed between the rows' scan and the page's read, is left
+#   out.  Without either function (not permitted) the snapshot has no pages and
+#   says why in ``catalog_pages_note``; the history then works as without them.
+#
+# The snapshot LSN is ``pg_current_wal_lsn()`` (``pg_last_wal_replay_lsn()`` on
+# a standby), read in the transaction's first statement, i.e. just after the
+# transaction snapshot is taken.  Functions that go through the system caches
+# (``format_type``, output functions, ``pg_relation_filenode``) see the latest
+# catalog rather than the transaction snapshot, so DDL running concurrently can
+# make those few values newer than the rows they sit in.
 
 _Q_START = """
 SELECT CASE WHEN pg_is_in_recovery() THEN pg_last_wal_replay_lsn()::text
@@ -123,6 +112,7 @@ SELECT c.oid::int8, c.relname::text, n.nspname::text, c.relkind::text, c.relpers
        c.relispartition, c.reltype::int8, k.indkey::text, k.indnkeyatts
 FROM pg_class c
 JOIN pg_namespace n ON n.oid = c.relnamespace
+-- the replica identity key: relcache.replica_identity_key, the same rule
 LEFT JOIN LATERAL (
     SELECT i.indkey, i.indnkeyatts FROM pg_index i
     WHERE i.indrelid = c.oid AND i.indislive AND i.indisvalid AND i.indisunique AND i.indimmediate
@@ -138,6 +128,7 @@ _Q_ATTRIBUTES = """
 SELECT a.attrelid::int8, a.attnum, a.attname::text, a.atttypid::int8, a.atttypmod, a.attlen,
        a.attbyval, a.attalign::text, a.attstorage::text, a.attisdropped, a.attnotnull,
        a.atthasmissing,
+       -- attmissingval's element as text (relcache.missing_value_text): parse_single_element_array below
        CASE WHEN a.atthasmissing AND NOT a.attisdropped THEN a.attmissingval::text END,
        a.attgenerated::text,
        CASE WHEN a.attisdropped THEN '' ELSE format_type(a.atttypid, NULL) END
@@ -151,6 +142,7 @@ _Q_TYPES = """
 SELECT t.oid::int8, t.typname::text, n.nspname::text, t.typlen, t.typbyval, t.typalign::text,
        t.typstorage::text, t.typtype::text, t.typcategory::text, t.typdelim::text,
        t.typelem::int8, t.typarray::int8, t.typbasetype::int8, t.typtypmod, t.typrelid::int8,
+       -- relcache.regproc_name and relcache.format_type state these two for the other readers
        CASE WHEN pn.nspname = 'pg_catalog' THEN p.proname::text
             ELSE quote_ident(pn.nspname) || '.' || quote_ident(p.proname) END,
        format_type(t.oid, NULL),
@@ -247,23 +239,6 @@ def snapshot_from_connection(conn, *, pages: str = "auto", _where: str | None = 
             conn.autocommit = was_autocommit
 
 
-def main_catalog(dsn: str, output_path: str | None, prog: str = "waldecode", pages: str = "auto") -> int:
-    """``waldecode catalog --dsn DSN -o FILE``: write the snapshot's JSON; the exit code.
-
-    ``output_path`` None or ``-`` writes to stdout.  Errors are one line on
-    stderr (exit 1).  A server whose ``wal_level`` is not ``logical`` still
-    gets its snapshot written (``settings["wal_level"]`` records it; the
-    decoder refuses such WAL), with a warning on stderr; so does one without
-    (some) catalog pages, saying why (``catalog_pages_note``).
-    """
-    try:
-        cat = snapshot_from_dsn(dsn, pages)
-    except CatalogError as e:
-        print(f"{prog}: error: {e}", file=sys.stderr)
-        return 1
-    return write_snapshot_file(cat, output_path, prog, redact_dsn(dsn))
-
-
 # -- the snapshot -------------------------------------------------------------------------------
 
 def _read_snapshot(cur, where: str, pages: "_PageReader") -> Catalog:
@@ -339,7 +314,7 @@ def _read_snapshot(cur, where: str, pages: "_PageReader") -> Catalog:
             reltoastrelid=reltoastrelid, relrewrite=relrewrite, replica_identity_key=key,
             relispartition=relispartition, attributes=tuple(attrs.get(oid, ())))
         (views if relkind == _RELKIND_VIEW else relations)[oid] = rel
-    for oid in _views_needed(relations, views, types):
+    for oid in views_needed(relations, views, types):
         relations[oid] = views[oid]
 
     cur.execute("SELECT oid::int8, nspname::text FROM pg_namespace")
@@ -350,24 +325,6 @@ def _read_snapshot(cur, where: str, pages: "_PageReader") -> Catalog:
                    database_oid=datoid, database_tablespace=dattablespace, settings=settings,
                    relations=relations, types=types, namespaces=namespaces, catalog_pages=catalog_pages,
                    catalog_pages_note=note)
-
-
-def _views_needed(relations: dict, views: dict, types: dict) -> set[int]:
-    """Views whose row type a column of a kept relation uses (through arrays, domains, ranges, composites)."""
-    needed: set[int] = set()
-    seen_types: set[int] = set()
-    pending = [a.atttypid for r in relations.values() for a in r.attributes if not a.attisdropped]
-    while pending:
-        oid = pending.pop()
-        if oid in seen_types or oid not in types:
-            continue
-        seen_types.add(oid)
-        t = types[oid]
-        pending += [t.typelem, t.typbasetype, t.rngsubtype]
-        if t.typrelid in views and t.typrelid not in needed:
-            needed.add(t.typrelid)
-            pending += [a.atttypid for a in views[t.typrelid].attributes if not a.attisdropped]
-    return needed
 
 
 # -- catalog pages ------------------------------------------------------------------------------
@@ -388,7 +345,7 @@ WHERE e.extname = 'pageinspect'
 
 def _row_expr(name: str, typid: int) -> str:
     """A catalog column as SQL giving what ``CatalogLayout.decode`` makes of its bytes (or for types
-    it keeps as bytes: whether it is NULL); type OIDs as in ``CatalogLayout._converter``."""
+    it keeps as bytes: whether it is NULL); type OIDs as in ``pg_catalog.value_converter``."""
     col = f'"{name}"'
     if typid in (26, 24):  # oid, regproc
         return f"{col}::oid::int8"
