@@ -96,6 +96,10 @@ def spark_session(master: str, confs: dict | None = None, app_name: str = "walde
     from .. import _impl
 
     confs = dict(confs or {})
+    active = SparkSession.getActiveSession()
+    if active is not None:
+        active._waldecode_shared = True
+        return active
     if master.startswith("local"):
         os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
@@ -196,6 +200,7 @@ def cmd_spark_decode(args) -> int:
     warn = lambda m: print(f"waldecode: warning: {m}", file=sys.stderr)  # noqa: E731
     confs = _confs(args.confs)
     spark = spark_session(args.master, confs)
+    own_session = not getattr(spark, "_waldecode_shared", False)  # in-process callers (tests) keep theirs
     out = _LazyBinaryOutput(args.output)
     parts_dir = args.parts_dir or (os.path.dirname(os.path.abspath(args.output)) if args.output else None)
     try:
@@ -216,5 +221,6 @@ def cmd_spark_decode(args) -> int:
             raise err from None
         out.close()
     finally:
-        spark.stop()
+        if own_session:
+            spark.stop()
     return report_decode_result(result, segments, args.start_lsn)

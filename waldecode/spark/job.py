@@ -49,6 +49,7 @@ class Scan:
     end_lsn: int | None
     database: int
     filtered_origins: frozenset
+    impl: str = "cython"  # the implementation the tasks use (the driver's)
 
 
 def plan_scan(segments: SegmentSet, start: int | None, end_lsn: int | None, per_run: int, database: int,
@@ -65,7 +66,18 @@ def plan_scan(segments: SegmentSet, start: int | None, end_lsn: int | None, per_
     if end_lsn is not None:
         last = min(last, (end_lsn - 1) // seg_size)
     runs = [(s, min(s + per_run - 1, last)) for s in range(first, last + 1, per_run)]
-    return Scan(segments, runs, start, end_lsn, database, filtered_origins)
+    from .. import _impl
+
+    return Scan(segments, runs, start, end_lsn, database, filtered_origins, _impl.IMPL)
+
+
+def use_impl(name: str) -> None:
+    """Run this task with the driver's implementation (WALDECODE_IMPL on executors makes a missing
+    Cython extension fail at import; this makes a test's choice reach them)."""
+    from .. import _impl
+
+    if _impl.IMPL != name:
+        _impl.use(name)
 
 
 def _segments_per_run(segments: SegmentSet, first: int, last: int, slots: int, per_run: int | None) -> int:
@@ -149,6 +161,7 @@ class SparkExecutor:
             import pyarrow as pa
 
             s, nd = bc.value
+            use_impl(s.impl)
             for batch in batches:
                 for run in batch.column(0).to_pylist():
                     items = run_control(s, run, nd)
@@ -184,6 +197,7 @@ class SparkExecutor:
             import pyarrow as pa
 
             s, members, cutoff, _range_of, ks = bc_scan.value
+            use_impl(s.impl)
             schema = _schema(CHANGE_SCHEMA)
             for batch in batches:
                 for run in batch.column(0).to_pylist():
@@ -212,6 +226,7 @@ class SparkExecutor:
 
             from .. import _impl
 
+            use_impl(bc_scan.value[0].impl)
             c = _context(bc_ctx)
             rows = (row for batch in batches for row in batch.to_pylist())
             summary = tasks.decode_rows(rows, c, lambda rng: tasks.PartWriter(directory, rng))
@@ -298,10 +313,15 @@ def decode_spark(executor, paths, catalog: Catalog, make_plugin, out, *, plugin_
     first = (read_from if read_from is not None else segments.first_segno * seg_size) // seg_size
     last = segments.last_segno if end_lsn is None else min(segments.last_segno, (end_lsn - 1) // seg_size)
     per_run = _segments_per_run(segments, first, last, executor.slots, segments_per_run)
-    scan = plan_scan(segments, read_from, end_lsn, per_run, catalog.database_oid, filtered_origins)
+    try:
+        scan = plan_scan(segments, read_from, end_lsn, per_run, catalog.database_oid, filtered_origins)
+    except Error as e:
+        # The reader refuses the range before its first record: the decoder still finishes (and warns)
+        scan, refused = None, e
     nodes = _plan.tracked_relfilenodes(catalog)
     while True:
-        p = _plan.run_driver_pass(executor.control(scan, nodes), catalog, make_plugin(lambda line: None),
+        items = executor.control(scan, nodes) if scan is not None else iter([(0, ("error", refused))])
+        p = _plan.run_driver_pass(items, catalog, make_plugin(lambda line: None),
                                   plugin_options=plugin_options, start_plan=start_plan, read_from=read_from,
                                   start_lsn=start_lsn, end_lsn=end_lsn, two_phase=two_phase,
                                   include_uncommitted=include_uncommitted, segments=segments,
@@ -315,7 +335,7 @@ def decode_spark(executor, paths, catalog: Catalog, make_plugin, out, *, plugin_
     directory = tempfile.mkdtemp(prefix="waldecode-spark-", dir=parts_dir)
     error = None
     try:
-        if p.events:
+        if p.events and scan is not None:
             summary = executor.phase2(scan, p, ctx, directory)
         else:
             summary = []
