@@ -206,3 +206,35 @@ def test_cli_errors_as_decode(spark, tmp_path, capfd, damage):
     assert (s2, e2) == (s1, e1)
     assert (a.read_bytes() if a.exists() else None) == (b.read_bytes() if b.exists() else None)
     assert not any("Traceback" in ln or "at org.apache" in ln for ln in e2)
+
+
+# -- the DataFrame source ------------------------------------------------------------------------
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name,out_file", [("pg15-off/toast", "test_decoding.jsonl"),
+                                           ("pg15-off/ddl", "test_decoding-ts.jsonl"),
+                                           ("pg15-off/messages", "test_decoding.jsonl")])
+def test_dataframe_parquet_round_trip(spark, tmp_path, name, out_file):
+    """format("pgwal") (registered statically: the package is installed) to Parquet partitioned by table
+    and back: the rows, in (position, seq) order, are the lines decode prints; the change rows carry their
+    relation and values."""
+    fx = _fixture(name)
+    meta = fx.meta["decoding_options"][out_file]
+    slot = _slot(fx, meta)
+    reader = (spark.read.format("pgwal").option("catalog", str(fx.path / "snapshot.json.gz"))
+              .option("startLsn", slot["confirmed_flush_lsn"]).option("endLsn", fx.meta["end_lsn"]))
+    for k, v in meta["options"].items():
+        reader = reader.option(k, v)
+    df = reader.load(str(fx.wal_dir))
+    df.write.partitionBy("table").parquet(str(tmp_path / "pq"))
+    back = spark.read.parquet(str(tmp_path / "pq"))
+    got = back.orderBy("position", "seq").select("commit_lsn", "op", "schema", "table", "new", "line").collect()
+    lines = b"".join(r["line"] + b"\n" for r in got)
+    assert lines == single_process(fx, meta)
+    changes = [r for r in got if r["op"] in ("INSERT", "UPDATE", "DELETE")]
+    assert changes and all(r["table"] and r["schema"] for r in changes)
+    for r in changes:
+        if r["op"] == "INSERT":
+            assert r["new"] and all(c["name"] and c["type"] for c in r["new"])
+            assert r["line"].startswith(b"table ")

@@ -292,6 +292,7 @@ class PartWriter:
         self.tmp = f"{self.final}.{os.getpid()}.tmp"
         self.f = open(self.tmp, "wb", buffering=1 << 20)
         self.lines = 0
+        self.event = 0
 
     def write(self, line: str) -> None:
         self.f.write(line.encode("utf-8", "surrogateescape"))
@@ -347,6 +348,7 @@ def decode_rows(rows, ctx: Phase2, open_writer) -> dict:
             warnings.clear()
             try:
                 for order, group in groupby(rows_of_range, key=lambda r: r["order"]):
+                    writer.event = order  # the output position, for writers that record it
                     ev = events[order]
                     if ev[0] == "call":
                         for _ in group:
