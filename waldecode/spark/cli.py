@@ -166,6 +166,17 @@ class _LazyBinaryOutput:
             (self.f or open(self.path, "wb")).close()
 
 
+def _check_impl(seen: set, quiet: bool) -> None:
+    """The executors must have run the driver's implementation (design §6.2: --py-files loses Cython)."""
+    from .. import _impl
+
+    if seen and seen != {_impl.IMPL}:
+        raise SparkJobError(f"the executors ran the {', '.join(sorted(seen))} implementation, this process the "
+                            f"{_impl.IMPL} one: install waldecode (with its Cython extension) on every node")
+    if seen and not quiet:
+        print(f"waldecode: note: the executors ran the {_impl.IMPL} implementation", file=sys.stderr)
+
+
 def cmd_spark_decode(args) -> int:
     from ..catalog import Catalog
     from ..cli import report_decode_result
@@ -220,6 +231,7 @@ def cmd_spark_decode(args) -> int:
                 raise
             raise err from None
         out.close()
+        _check_impl(executor.impl_seen, args.quiet)
     finally:
         if own_session:
             spark.stop()
