@@ -276,6 +276,7 @@ def test_standalone_cluster(tmp_path):
         pytest.skip("the Cython extension is not built")
     spark_class = os.path.join(os.path.dirname(pyspark.__file__), "bin", "spark-class")
     env = dict(os.environ, SPARK_LOCAL_IP="127.0.0.1", PYSPARK_PYTHON=sys.executable)
+    env.pop("SPARK_CONF_DIR", None)  # the daemons log at INFO (what is waited for below), not as our sessions do
     port, wport = _free_port(), _free_port()
     logs = {n: tmp_path / f"{n}.log" for n in ("master", "worker")}
     procs = []

@@ -362,20 +362,14 @@ def decode_rows(rows, ctx: Phase2, open_writer) -> dict:
                         pass
             except Error as e:
                 info["error"] = e
-                raise _Stop() from None
+                return summary  # an error ends the partition, as it ends a single-process run
             finally:
                 writer.close()
                 info["lines"] = writer.lines
                 info["warnings"] = list(warnings)
-    except _Stop:
-        pass
     finally:
         plugin.shutdown()
     return summary
-
-
-class _Stop(Exception):
-    pass
 
 
 def _call(plugin, call) -> None:
