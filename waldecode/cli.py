@@ -111,6 +111,10 @@ def _build_parser() -> argparse.ArgumentParser:
                                      "WAL, pg_waldump, the server's decoding and waldecode; check the outputs match.")
     add_bench_arguments(ben)
     ben.set_defaults(func=cmd_bench)
+
+    from .spark.cli import add_arguments as add_spark_arguments
+
+    add_spark_arguments(sub)
     return p
 
 
@@ -251,6 +255,14 @@ def cmd_decode(args) -> int:
         out.close(create=False)  # an input error before any output leaves no empty file behind
         raise
     out.close()
+    return report_decode_result(result, segments, start_lsn)
+
+
+def report_decode_result(result, segments, start_lsn) -> int:
+    """Say on stderr what a decoding run left out or could not do (``decode`` and ``spark decode``);
+    the exit status."""
+    from .session import missing_start_message
+
     if result.consistent_lsn is None:
         # Without a consistent point nothing was decoded: say what became of each transaction seen
         open_xids = {t.xid for t in result.open_transactions}

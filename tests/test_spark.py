@@ -1,0 +1,316 @@
+"""``waldecode spark decode`` against single-process ``decode``, byte for byte.
+
+The Spark path (``waldecode.spark``) must print exactly what ``decode`` prints, and so
+what the server's test_decoding printed: on every PostgreSQL 15 fixture and option set,
+with one segment per phase-1 task (every segment boundary between tasks) and 1, 2 and 7
+output ranges (shuffle partitions), under both implementations.  The task functions are
+checked in this process first (``LocalExecutor``: fast, every case); then through one
+shared ``local[2]`` SparkSession.  Errors come out as ``decode``'s one line and status.
+"""
+
+from __future__ import annotations
+
+import io
+import os
+import shutil
+import sys
+
+import pytest
+
+from fixture_data import all_fixtures
+from waldecode import _impl
+from waldecode.catalog import Catalog
+from waldecode.cli import main
+from waldecode.output.test_decoding import TestDecoding
+from waldecode.session import decode_wal
+from waldecode.spark.job import LocalExecutor, decode_spark
+from waldecode.xlogreader import parse_lsn
+
+CASES = []
+for fx in all_fixtures():
+    if fx.major != 15:
+        continue
+    for out_file, meta in fx.meta.get("decoding_options", {}).items():
+        if meta["plugin"] == "test_decoding":
+            CASES.append(pytest.param(fx, out_file, meta, id=f"{fx.name}/{out_file}"))
+
+pytestmark = pytest.mark.skipif(not CASES, reason="no PostgreSQL 15 fixtures")
+
+
+def _slot(fx, meta):
+    return next(s for s in fx.meta["slots"] if s["name"] == meta["slot"])
+
+
+def single_process(fx, meta) -> bytes:
+    slot = _slot(fx, meta)
+    rows: list[str] = []
+    decode_wal([fx.wal_dir], Catalog.load(fx.path / "snapshot.json.gz"), TestDecoding(rows.append),
+               plugin_options=meta["options"], start_lsn=parse_lsn(slot["confirmed_flush_lsn"]),
+               end_lsn=fx.end_lsn, two_phase=slot["two_phase"])
+    return b"".join(r.encode("utf-8", "surrogateescape") + b"\n" for r in rows)
+
+
+def on(executor, fx, meta, per_run=1) -> bytes:
+    slot = _slot(fx, meta)
+    out = io.BytesIO()
+    result = decode_spark(executor, [fx.wal_dir], Catalog.load(fx.path / "snapshot.json.gz"), TestDecoding, out,
+                          plugin_options=meta["options"], start_lsn=parse_lsn(slot["confirmed_flush_lsn"]),
+                          end_lsn=fx.end_lsn, two_phase=slot["two_phase"], segments_per_run=per_run)
+    assert result.stop.kind == "limit"
+    assert result.not_decoded == [] and result.warnings == []
+    return out.getvalue()
+
+
+@pytest.mark.parametrize("fx,out_file,meta", CASES)
+def test_tasks_in_process_equal_decode(fx, out_file, meta, impl):
+    """The Spark task functions and the driver's pass, without Spark: every case, both implementations."""
+    executor = LocalExecutor()
+    executor.ranges = 2
+    assert on(executor, fx, meta) == single_process(fx, meta)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("ranges", [1, 7])
+@pytest.mark.parametrize("fx,out_file,meta", CASES)
+def test_tasks_in_process_any_split(fx, out_file, meta, ranges):
+    executor = LocalExecutor()
+    executor.ranges = ranges
+    assert on(executor, fx, meta) == single_process(fx, meta)
+
+
+# -- through Spark -------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="session")
+def spark():
+    pytest.importorskip("pyspark")
+    pytest.importorskip("pandas")
+    from waldecode.spark.cli import spark_session
+
+    os.environ["PYSPARK_PYTHON"] = sys.executable
+    session = spark_session("local[2]", {"spark.sql.shuffle.partitions": "2"}, app_name="waldecode-tests")
+    yield session
+    session.stop()
+
+
+def _spark_executor(spark, ranges):
+    from waldecode.spark.job import SparkExecutor
+
+    return SparkExecutor(spark, ranges)
+
+
+PG15_OFF = [c for c in CASES if c.id.startswith("pg15-off/")]
+SPLITS = [c for c in PG15_OFF if c.id.split("/")[1] in ("savepoints", "toast", "ddl", "prepared", "checkpoint_fpi",
+                                                       "big_txn", "messages")
+          and c.id.endswith("/test_decoding.jsonl")]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("fx,out_file,meta", PG15_OFF)
+def test_spark_equals_decode(spark, fx, out_file, meta):
+    executor = _spark_executor(spark, 2)
+    assert on(executor, fx, meta) == single_process(fx, meta)
+    assert executor.impl_seen == {_impl.IMPL}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("ranges", [1, 7])
+@pytest.mark.parametrize("fx,out_file,meta", SPLITS)
+def test_spark_shuffle_partitions(spark, fx, out_file, meta, ranges):
+    assert on(_spark_executor(spark, ranges), fx, meta) == single_process(fx, meta)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("fx,out_file,meta", SPLITS[:3])
+def test_spark_pure_python(spark, fx, out_file, meta):
+    """The executors follow the driver's implementation (the ``impl`` the tests switch to)."""
+    previous = _impl.IMPL
+    _impl.use("python")
+    try:
+        executor = _spark_executor(spark, 2)
+        got = on(executor, fx, meta)
+    finally:
+        _impl.use(previous)
+    assert got == single_process(fx, meta)
+    assert executor.impl_seen == {"python"}
+
+
+# -- the command line: same bytes, same messages, same status ---------------------------------------
+
+
+def _cli(argv, capfd):
+    status = main(argv)
+    err = capfd.readouterr().err
+    return status, [ln for ln in err.split("\n") if ln.startswith("waldecode:") and "note:" not in ln]
+
+
+def _fixture(name):
+    return next(f for f in all_fixtures() if f.name == name)
+
+
+@pytest.mark.slow
+def test_cli_same_output(spark, tmp_path, capfd):
+    fx = _fixture("pg15-off/toast")
+    meta = fx.meta["decoding_options"]["test_decoding-ts.jsonl"]
+    slot = _slot(fx, meta)
+    common = ["--catalog", str(fx.path / "snapshot.json.gz"), "--start-lsn", slot["confirmed_flush_lsn"],
+              "--end-lsn", fx.meta["end_lsn"], "-o", "include-timestamp", "-o", "skip-empty-xacts=1"]
+    a, b = tmp_path / "single.out", tmp_path / "spark.out"
+    s1, e1 = _cli(["decode", *common, "--output", str(a), str(fx.wal_dir)], capfd)
+    s2, e2 = _cli(["spark", "decode", "--master", "local[2]", *common, "--output", str(b), str(fx.wal_dir)], capfd)
+    assert (s1, e1) == (s2, e2) == (0, [])
+    assert a.read_bytes() == b.read_bytes() and a.stat().st_size > 0
+
+
+def _damaged_copies(tmp_path):
+    """A two-segment fixture with (a) its first segment's CRC broken in a record, (b) a missing middle
+    segment, (c) its second segment gone (the last record continues into it)."""
+    fx = _fixture("pg15-off/checkpoint_fpi")
+    segs = sorted(p for p in fx.wal_dir.iterdir())
+    assert len(segs) >= 2
+    out = {}
+    crc = tmp_path / "crc"
+    shutil.copytree(fx.wal_dir, crc)
+    data = bytearray((crc / segs[0].name).read_bytes())
+    data[len(data) // 2] ^= 0xFF
+    (crc / segs[0].name).write_bytes(bytes(data))
+    out["crc"] = crc
+    cut = tmp_path / "cut"
+    shutil.copytree(fx.wal_dir, cut)
+    (cut / segs[-1].name).unlink()
+    out["cut"] = cut
+    return fx, out
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("damage", ["crc", "cut", "missing"])
+def test_cli_errors_as_decode(spark, tmp_path, capfd, damage):
+    fx, dirs = _damaged_copies(tmp_path)
+    args = ["--catalog", str(fx.path / "snapshot.json.gz")]
+    if damage == "missing":
+        # a gap: the first segment and the one after its successor
+        segs = sorted(fx.wal_dir.iterdir())
+        gap = tmp_path / "gap"
+        gap.mkdir()
+        shutil.copy(segs[0], gap / segs[0].name)
+        name = segs[-1].name
+        later = name[:16] + format(int(name[16:24], 16) + 1, "08X") + name[24:]
+        shutil.copy(segs[-1], gap / later)
+        paths = [str(gap)]
+    else:
+        paths = [str(dirs[damage])]
+    a, b = tmp_path / "single.out", tmp_path / "spark.out"
+    s1, e1 = _cli(["decode", *args, "--output", str(a), *paths], capfd)
+    s2, e2 = _cli(["spark", "decode", "--master", "local[2]", *args, "--output", str(b), *paths], capfd)
+    assert s1 != 0 or damage == "cut"
+    assert (s2, e2) == (s1, e1)
+    assert (a.read_bytes() if a.exists() else None) == (b.read_bytes() if b.exists() else None)
+    assert not any("Traceback" in ln or "at org.apache" in ln for ln in e2)
+
+
+# -- the DataFrame source ------------------------------------------------------------------------
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name,out_file", [("pg15-off/toast", "test_decoding.jsonl"),
+                                           ("pg15-off/ddl", "test_decoding-ts.jsonl"),
+                                           ("pg15-off/messages", "test_decoding.jsonl")])
+def test_dataframe_parquet_round_trip(spark, tmp_path, name, out_file):
+    """format("pgwal") (registered statically: the package is installed) to Parquet partitioned by table
+    and back: the rows, in (position, seq) order, are the lines decode prints; the change rows carry their
+    relation and values."""
+    fx = _fixture(name)
+    meta = fx.meta["decoding_options"][out_file]
+    slot = _slot(fx, meta)
+    reader = (spark.read.format("pgwal").option("catalog", str(fx.path / "snapshot.json.gz"))
+              .option("startLsn", slot["confirmed_flush_lsn"]).option("endLsn", fx.meta["end_lsn"]))
+    for k, v in meta["options"].items():
+        reader = reader.option(k, v)
+    df = reader.load(str(fx.wal_dir))
+    df.write.partitionBy("table").parquet(str(tmp_path / "pq"))
+    back = spark.read.parquet(str(tmp_path / "pq"))
+    got = back.orderBy("position", "seq").select("commit_lsn", "op", "schema", "table", "new", "line").collect()
+    lines = b"".join(r["line"] + b"\n" for r in got)
+    assert lines == single_process(fx, meta)
+    changes = [r for r in got if r["op"] in ("INSERT", "UPDATE", "DELETE")]
+    assert changes and all(r["table"] and r["schema"] for r in changes)
+    for r in changes:
+        if r["op"] == "INSERT":
+            assert r["new"] and all(c["name"] and c["type"] for c in r["new"])
+            assert r["line"].startswith(b"table ")
+
+
+# -- a standalone cluster ------------------------------------------------------------------------
+
+
+def _free_port() -> int:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _wait_for(path, text, proc, timeout=90):
+    import time
+
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if text in path.read_text(errors="replace"):
+            return
+        if proc.poll() is not None:
+            break
+        time.sleep(0.5)
+    raise AssertionError(f"{text!r} not seen in {path}:\n{path.read_text(errors='replace')[-3000:]}")
+
+
+@pytest.mark.slow
+@pytest.mark.spark
+def test_standalone_cluster(tmp_path):
+    """A master and one worker on 127.0.0.1 (free ports, spark-class), decode through spark://, the
+    executors on the Cython implementation; both daemons stopped by PID."""
+    pyspark = pytest.importorskip("pyspark")
+    import subprocess
+
+    if _impl.IMPL != "cython":
+        pytest.skip("the Cython extension is not built")
+    spark_class = os.path.join(os.path.dirname(pyspark.__file__), "bin", "spark-class")
+    env = dict(os.environ, SPARK_LOCAL_IP="127.0.0.1", PYSPARK_PYTHON=sys.executable)
+    env.pop("SPARK_CONF_DIR", None)  # the daemons log at INFO (what is waited for below), not as our sessions do
+    port, wport = _free_port(), _free_port()
+    logs = {n: tmp_path / f"{n}.log" for n in ("master", "worker")}
+    procs = []
+    try:
+        with open(logs["master"], "wb") as log:
+            procs.append(subprocess.Popen([spark_class, "org.apache.spark.deploy.master.Master", "--host", "127.0.0.1",
+                                           "--port", str(port), "--webui-port", str(_free_port())],
+                                          env=env, stdout=log, stderr=subprocess.STDOUT))
+        _wait_for(logs["master"], "I have been elected leader", procs[0])
+        with open(logs["worker"], "wb") as log:
+            procs.append(subprocess.Popen([spark_class, "org.apache.spark.deploy.worker.Worker", "--host", "127.0.0.1",
+                                           "--port", str(wport), "--webui-port", str(_free_port()), "--cores", "2",
+                                           "--memory", "1g", f"spark://127.0.0.1:{port}"],
+                                          env=env, stdout=log, stderr=subprocess.STDOUT))
+        _wait_for(logs["worker"], "Successfully registered with master", procs[1])
+        fx = _fixture("pg15-off/savepoints")
+        meta = fx.meta["decoding_options"]["test_decoding.jsonl"]
+        slot = _slot(fx, meta)
+        out = tmp_path / "spark.out"
+        run = subprocess.run([sys.executable, "-m", "waldecode.cli", "spark", "decode", "--master",
+                              f"spark://127.0.0.1:{port}", "--conf", "spark.executor.memory=512m",
+                              "--catalog", str(fx.path / "snapshot.json.gz"), "--start-lsn",
+                              slot["confirmed_flush_lsn"], "--end-lsn", fx.meta["end_lsn"], "--segments-per-task", "1",
+                              "--output", str(out), str(fx.wal_dir)],
+                             env=dict(env, WALDECODE_IMPL="cython"), capture_output=True, timeout=600)
+        assert run.returncode == 0, run.stderr.decode(errors="replace")[-3000:]
+        assert out.read_bytes() == single_process(fx, meta)
+        assert b"waldecode: note: the executors ran the cython implementation" in run.stderr
+    finally:
+        for proc in reversed(procs):
+            proc.terminate()
+            try:
+                proc.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+    assert all(p.poll() is not None for p in procs)

@@ -1,0 +1,238 @@
+"""``waldecode spark decode``: ``decode``'s options and output, run on Spark.
+
+Owns the command line of the Spark path and the Spark session it runs in: the master
+(``local[N]``, ``spark://HOST:PORT``, ``yarn``, ``k8s://…``), ``--conf`` settings, the Python
+the executors run (this one, unless ``--conf spark.pyspark.python=…`` says otherwise) and
+the implementation they must load (``WALDECODE_IMPL``: the driver's, so that executors
+without the Cython extension fail loudly instead of running pure Python).  Messages and
+exit statuses are ``decode``'s (``cli.report_decode_result``); a failure of Spark itself is
+one line too, without a Java stack trace.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import tempfile
+
+from .. import argtypes
+from ..errors import Error, UsageError
+
+#: below this much WAL a single process is faster than Spark's fixed costs (design §1)
+SMALL_INPUT = 128 << 20
+
+
+class SparkJobError(Error):
+    """Spark failed to run a job (not an error in the WAL): the cause's last line."""
+
+
+def add_arguments(sub) -> None:
+    sp = sub.add_parser("spark", help="run waldecode on Spark",
+                        description="Fan decoding out over WAL segments with Apache Spark (pip install "
+                                    "'waldecode[spark]').")
+    spsub = sp.add_subparsers(dest="spark_command", required=True)
+    dec = spsub.add_parser("decode", help="decode on Spark: the same output as 'waldecode decode'",
+                           description="Decode WAL on Spark into exactly what 'waldecode decode' prints.")
+    dec.add_argument("paths", nargs="+", metavar="PATH", help="WAL segment files or directories")
+    dec.add_argument("--master", default="local[*]",
+                     help="Spark master: local[N], spark://HOST:PORT, yarn, k8s://... (default local[*])")
+    dec.add_argument("--conf", dest="confs", action="append", default=[], metavar="KEY=VALUE",
+                     help="a Spark setting (repeatable)")
+    dec.add_argument("--catalog", required=True, metavar="FILE", help="catalog snapshot written by 'waldecode catalog'")
+    dec.add_argument("--format", default="test_decoding", choices=("test_decoding",), help="output plugin")
+    dec.add_argument("-o", "--option", dest="options", action="append", default=[], metavar="NAME[=VALUE]",
+                     help="output plugin option, as pg_recvlogical -o passes it (repeatable)")
+    dec.add_argument("-s", "--start-lsn", type=argtypes.lsn, help="as for decode: the slot's confirmed position")
+    dec.add_argument("--restart-lsn", type=argtypes.lsn, help="as for decode: the slot's restart_lsn")
+    dec.add_argument("-e", "--end-lsn", type=argtypes.lsn, help="stop before the first record that ends after this LSN")
+    dec.add_argument("--two-phase", action="store_true", help="decode prepared transactions at PREPARE")
+    dec.add_argument("--set", dest="settings", action="append", default=[], metavar="NAME=VALUE",
+                     help="override a setting output depends on (as for decode)")
+    dec.add_argument("--include-uncommitted", action="store_true",
+                     help="also print the changes of transactions still open at the end of the WAL read")
+    out = dec.add_mutually_exclusive_group()
+    out.add_argument("--output", metavar="FILE", help="write to this file instead of standard output")
+    out.add_argument("--parquet", metavar="DIR", help="write the decoded changes as Parquet, partitioned by table")
+    dec.add_argument("--segments-per-task", type=argtypes.positive_int, metavar="N",
+                     help="segments per phase-1 task (default: 2-4 tasks per core, at least 64 MB each)")
+    dec.add_argument("--ranges", type=argtypes.positive_int, metavar="N",
+                     help="output ranges decoded in parallel (default: spark.sql.shuffle.partitions when set, "
+                          "else twice the cores)")
+    dec.add_argument("--parts-dir", metavar="DIR",
+                     help="where executors write the ordered part files (must be visible to them and to this "
+                          "process; default: the output's directory, else the temporary directory)")
+    dec.add_argument("-t", "--timeline", type=int, help="read this timeline when the input holds several")
+    dec.add_argument("-q", "--quiet", action="store_true", help="no notes on stderr")
+    dec.set_defaults(func=cmd_spark_decode)
+
+
+def _confs(items) -> dict:
+    out = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        if not sep or not key:
+            raise UsageError(f"--conf expects KEY=VALUE, not {item!r}")
+        out[key] = value
+    return out
+
+
+_LOG4J = """rootLogger.level = error
+rootLogger.appenderRef.stderr.ref = console
+appender.console.type = Console
+appender.console.name = console
+appender.console.target = SYSTEM_ERR
+appender.console.layout.type = PatternLayout
+appender.console.layout.pattern = %d{yy/MM/dd HH:mm:ss} %p %c{1}: %m%n%ex{0}
+"""
+
+
+def spark_session(master: str, confs: dict | None = None, app_name: str = "waldecode"):
+    """A SparkSession for waldecode: quiet (errors only, no console progress, no UI unless asked), the
+    executors on this Python and this implementation unless ``confs`` say otherwise."""
+    try:
+        from pyspark.sql import SparkSession
+    except ImportError:
+        raise UsageError("pyspark is not installed: pip install 'waldecode[spark]'") from None
+    from .. import _impl
+
+    confs = dict(confs or {})
+    active = SparkSession.getActiveSession()
+    if active is not None:
+        active._waldecode_shared = True
+        return active
+    if master.startswith("local"):
+        os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
+    if "SPARK_CONF_DIR" not in os.environ:
+        # Spark's console logging down to errors (its default profile prints warnings and stack traces)
+        conf_dir = os.path.join(tempfile.gettempdir(), f"waldecode-spark-conf-{os.getuid()}")
+        os.makedirs(conf_dir, exist_ok=True)
+        path = os.path.join(conf_dir, "log4j2.properties")
+        if not os.path.exists(path):
+            with open(path + ".tmp", "w") as f:
+                f.write(_LOG4J)
+            os.replace(path + ".tmp", path)
+        os.environ["SPARK_CONF_DIR"] = conf_dir
+    import warnings
+
+    warnings.filterwarnings("ignore", message="PySpark does not yet fully support pandas")
+    defaults = {
+        "spark.ui.enabled": "false",
+        "spark.ui.showConsoleProgress": "false",
+        "spark.pyspark.python": os.environ["PYSPARK_PYTHON"],
+        "spark.executorEnv.WALDECODE_IMPL": _impl.IMPL,
+        "spark.executorEnv.PYTHONWARNINGS": "ignore::FutureWarning",
+        "spark.sql.execution.arrow.maxRecordsPerBatch": "4096",
+    }
+    builder = SparkSession.builder.master(master).appName(app_name)
+    for key, value in {**defaults, **confs}.items():
+        builder = builder.config(key, value)
+    spark = builder.getOrCreate()
+    spark.sparkContext.setLogLevel("ERROR")
+    return spark
+
+
+def spark_error(e: BaseException) -> SparkJobError | None:
+    """A Spark/Py4J failure as one line (None for other exceptions)."""
+    name = type(e).__module__ or ""
+    if not (name.startswith("pyspark") or name.startswith("py4j")):
+        return None
+    text = str(e).strip()
+    lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
+    # A Python exception on an executor: its last line names it
+    for ln in reversed(lines):
+        if ln.startswith(("ImportError", "ModuleNotFoundError")) or "Error:" in ln:
+            return SparkJobError(f"Spark job failed: {ln}")
+    return SparkJobError(f"Spark job failed: {lines[0] if lines else type(e).__name__}")
+
+
+class _LazyBinaryOutput:
+    """FILE created at the first byte (or at the end): an input error before any output leaves none."""
+
+    def __init__(self, path: str | None):
+        self.path = path
+        self.f = None if path else sys.stdout.buffer
+
+    def write(self, data: bytes) -> int:
+        if self.f is None:
+            self.f = open(self.path, "wb")
+        return self.f.write(data)
+
+    def close(self, create: bool = True) -> None:
+        if self.path is None:
+            self.f.flush()
+        elif self.f is not None or create:
+            (self.f or open(self.path, "wb")).close()
+
+
+def _check_impl(seen: set, quiet: bool) -> None:
+    """The executors must have run the driver's implementation (design §6.2: --py-files loses Cython)."""
+    from .. import _impl
+
+    if seen and seen != {_impl.IMPL}:
+        raise SparkJobError(f"the executors ran the {', '.join(sorted(seen))} implementation, this process the "
+                            f"{_impl.IMPL} one: install waldecode (with its Cython extension) on every node")
+    if seen and not quiet:
+        print(f"waldecode: note: the executors ran the {_impl.IMPL} implementation", file=sys.stderr)
+
+
+def cmd_spark_decode(args) -> int:
+    from ..catalog import Catalog
+    from ..cli import report_decode_result
+    from ..output.test_decoding import TestDecoding
+    from ..walfile import discover
+    from .job import SparkExecutor, decode_spark
+
+    if args.restart_lsn is not None and args.start_lsn is None:
+        raise UsageError("--restart-lsn goes with --start-lsn (the slot's confirmed_flush_lsn)")
+    segments = discover(args.paths, args.timeline)
+    catalog = Catalog.load(args.catalog)
+    for item in args.settings:
+        name, sep, value = item.partition("=")
+        if not sep or not name:
+            raise UsageError(f"--set expects NAME=VALUE, not {item!r}")
+        catalog.settings[name] = value
+    if segments.major != catalog.major:
+        raise UsageError(f"the WAL was written by {segments.describe_version()} but the catalog snapshot "
+                         f"{args.catalog} is from PostgreSQL {catalog.major}")
+    options = {}
+    for item in args.options:
+        name, sep, value = item.partition("=")
+        options[name] = value if sep else None
+    size = len(segments.files) * segments.seg_size
+    if size < SMALL_INPUT and not args.quiet:
+        print(f"waldecode: note: {size >> 20} MB of WAL: below about {SMALL_INPUT >> 20} MB a single process "
+              "('waldecode decode') is faster than Spark", file=sys.stderr)
+    if args.parquet:
+        from .datasource import write_parquet
+
+        return write_parquet(args, segments, catalog, options)
+    warn = lambda m: print(f"waldecode: warning: {m}", file=sys.stderr)  # noqa: E731
+    confs = _confs(args.confs)
+    spark = spark_session(args.master, confs)
+    own_session = not getattr(spark, "_waldecode_shared", False)  # in-process callers (tests) keep theirs
+    out = _LazyBinaryOutput(args.output)
+    parts_dir = args.parts_dir or (os.path.dirname(os.path.abspath(args.output)) if args.output else None)
+    try:
+        executor = SparkExecutor(spark, args.ranges)
+        try:
+            result = decode_spark(executor, segments, catalog, TestDecoding, out, plugin_options=options,
+                                  start_lsn=args.start_lsn, restart_lsn=args.restart_lsn, end_lsn=args.end_lsn,
+                                  two_phase=args.two_phase, include_uncommitted=args.include_uncommitted,
+                                  segments_per_run=args.segments_per_task, parts_dir=parts_dir, on_warning=warn)
+        except Error:
+            out.close(create=False)
+            raise
+        except Exception as e:
+            out.close(create=False)
+            err = spark_error(e)
+            if err is None:
+                raise
+            raise err from None
+        out.close()
+        _check_impl(executor.impl_seen, args.quiet)
+    finally:
+        if own_session:
+            spark.stop()
+    return report_decode_result(result, segments, args.start_lsn)

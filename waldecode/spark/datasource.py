@@ -1,0 +1,334 @@
+"""The ``pgwal`` DataFrame source: one row per decoded output line, with the change's values.
+
+Owns ``spark.read.format("pgwal").option("catalog", FILE).option("startLsn", "X/X").load(PATH)``
+(a PySpark Python Data Source; registered automatically through the top-level module
+``pyspark_waldecode`` when waldecode is installed, or by ``waldecode.spark.register(spark)``).
+Planning runs phase 1 for the driver and the driver's sequential pass (``plan``) in the
+planning process, with the same task functions as ``spark decode``; each partition is one
+range of output order and decodes its transactions with ``Replayer`` and a test_decoding
+plugin that also reports each change's fields.  The ``line`` column is exactly what
+``decode`` prints for that row.
+
+Rows in output order are ``orderBy("position", "seq")``: ``position`` is the place of the
+transaction (or of a call outside one: a non-transactional message, COMMIT PREPARED) in
+the output, ``seq`` the line within it.
+
+Options: ``catalog`` (required), ``startLsn``, ``restartLsn``, ``endLsn``, ``timeline``,
+``twoPhase``, ``includeUncommitted``, ``ranges`` (partitions), ``segmentsPerPartition``,
+test_decoding's options by their names (``include-xids`` …), ``set.<setting>``.
+
+Limits of this first version: the planning pass reads the WAL in one process, and a
+partition sorts its changes in memory (``spark decode`` does both on the executors).
+"""
+
+from __future__ import annotations
+
+from ..output.test_decoding import TestDecoding
+
+SCHEMA = ("position long, seq long, commit_lsn long, lsn long, xid long, commit_time timestamp, op string, schema string, "
+          "table string, relid long, new array<struct<name: string, type: string, value: string>>, "
+          "old array<struct<name: string, type: string, value: string>>, message_prefix string, "
+          "message_content binary, transactional boolean, line binary")
+
+_TD_OPTIONS = TestDecoding.BOOL_OPTIONS
+
+# PostgreSQL's epoch (2000-01-01) in Unix microseconds
+_PG_EPOCH_US = 946684800 * 1_000_000
+
+
+class RowPlugin(TestDecoding):
+    """test_decoding, whose every output line is handed over with the fields of the call that printed
+    it: ``write((line, fields))``."""
+
+    def __init__(self, write):
+        self._out = write
+        self._fields: dict = {}
+        super().__init__(self._emit)
+
+    def _emit(self, line: str) -> None:
+        self._out((line, self._fields))
+
+    def _set(self, txn, lsn, op, **kw):
+        self._fields = {"commit_lsn": txn.final_lsn if txn is not None else None, "lsn": lsn,
+                        "xid": txn.xid if txn is not None else None,
+                        "commit_time": txn.xact_time if txn is not None and txn.xact_time else None,
+                        "op": op, **kw}
+
+    def begin(self, txn):
+        self._set(txn, txn.first_lsn, "BEGIN")
+        super().begin(txn)
+
+    def begin_prepare(self, txn):
+        self._set(txn, txn.first_lsn, "BEGIN")
+        super().begin_prepare(txn)
+
+    def commit(self, txn, commit_lsn):
+        self._set(txn, commit_lsn, "COMMIT")
+        super().commit(txn, commit_lsn)
+
+    def prepare(self, txn, prepare_lsn):
+        self._set(txn, prepare_lsn, "PREPARE")
+        super().prepare(txn, prepare_lsn)
+
+    def commit_prepared(self, txn, commit_lsn):
+        self._set(txn, commit_lsn, "COMMIT PREPARED")
+        super().commit_prepared(txn, commit_lsn)
+
+    def rollback_prepared(self, txn, prepare_end_lsn, prepare_time):
+        self._set(txn, txn.final_lsn, "ROLLBACK PREPARED")
+        super().rollback_prepared(txn, prepare_end_lsn, prepare_time)
+
+    def uncommitted(self, txn):
+        self._set(txn, 0, "UNCOMMITTED")
+        super().uncommitted(txn)
+
+    def _values(self, catalog, rel, values):
+        if values is None:
+            return None
+        from ..output import UNCHANGED_TOAST
+
+        ctx = catalog.output_context()
+        out = []
+        for att, v in zip(rel.attributes, values):
+            if att.attisdropped:
+                continue
+            text = None if v is None else ("unchanged-toast-datum" if v is UNCHANGED_TOAST
+                                           else ctx.output(att.atttypid, v))
+            out.append({"name": att.attname, "type": att.type_name, "value": text})
+        return out
+
+    def change(self, txn, lsn, catalog, relation, action, new, old):
+        # The BEGIN that skip-empty-xacts prints late is its own row
+        if self.skip_empty_xacts and not self._wrote_changes:
+            self._set(txn, txn.first_lsn, "BEGIN")
+            self._mark_change(txn)
+        self._set(txn, lsn, action, schema=relation.nspname, table=relation.relname, relid=relation.oid,
+                  new=self._values(catalog, relation, new), old=self._values(catalog, relation, old))
+        super().change(txn, lsn, catalog, relation, action, new, old)
+
+    def truncate(self, txn, lsn, catalog, relations, restart_seqs, cascade):
+        if self.skip_empty_xacts and not self._wrote_changes:
+            self._set(txn, txn.first_lsn, "BEGIN")
+            self._mark_change(txn)
+        self._set(txn, lsn, "TRUNCATE", schema=", ".join(r.nspname for r in relations),
+                  table=", ".join(r.relname for r in relations))
+        super().truncate(txn, lsn, catalog, relations, restart_seqs, cascade)
+
+    def message(self, txn, message_lsn, transactional, prefix, content):
+        if transactional and self.major >= 17 and self.skip_empty_xacts and not self._wrote_changes:
+            self._set(txn, txn.first_lsn, "BEGIN")
+            self._mark_change(txn)
+        self._set(txn, message_lsn, "MESSAGE", message_prefix=prefix, message_content=bytes(content),
+                  transactional=bool(transactional))
+        super().message(txn, message_lsn, transactional, prefix, content)
+
+
+class RowSink:
+    """A range's rows, in output order (``decode_rows``' writer)."""
+
+    def __init__(self):
+        self.rows: list = []
+        self.lines = 0
+        self.event = 0  # set by decode_rows: the output position of the event being decoded
+        self._seq = (None, 0)
+
+    def write(self, item) -> None:
+        line, fields = item
+        row = dict(fields)
+        event, seq = self._seq
+        seq = seq + 1 if event == self.event else 0
+        self._seq = (self.event, seq)
+        row["position"] = self.event
+        row["seq"] = seq
+        row["line"] = line.encode("utf-8", "surrogateescape")
+        self.rows.append(row)
+        self.lines += 1
+
+    def close(self) -> None:
+        pass
+
+
+def _row_tuple(r: dict):
+    import datetime
+
+    ts = r.get("commit_time")
+    when = (datetime.datetime(2000, 1, 1, tzinfo=datetime.timezone.utc) + datetime.timedelta(microseconds=ts)
+            if ts else None)
+    return (r["position"], r["seq"], r.get("commit_lsn"), r.get("lsn"), r.get("xid"), when, r.get("op"), r.get("schema"),
+            r.get("table"), r.get("relid"), r.get("new"), r.get("old"), r.get("message_prefix"),
+            r.get("message_content"), r.get("transactional"), r["line"])
+
+
+def _bool(value, default=False) -> bool:
+    if value is None:
+        return default
+    return str(value).strip().lower() in ("1", "true", "on", "yes")
+
+
+def plan_partitions(options: dict) -> list:
+    """Planning (in the planner process): phase 1 for the driver and the driver's pass; one packed
+    partition per output range."""
+    from ..catalog import Catalog
+    from ..errors import UsageError
+    from ..xlogreader import parse_lsn
+    from . import plan as _plan
+    from . import tasks
+    from .job import LocalExecutor, _segments_per_run, plan_scan
+    from ..output.base import CatalogView
+    from ..startpoint import plan_start
+    from ..walfile import discover
+
+    opts = {k.lower(): v for k, v in options.items()}
+    if "catalog" not in opts:
+        raise UsageError('the pgwal source needs .option("catalog", FILE): a snapshot written by "waldecode catalog"')
+    catalog = Catalog.load(opts["catalog"])
+    for k, v in opts.items():
+        if k.startswith("set."):
+            catalog.settings[options_key(options, k)[4:]] = v
+    paths = [p for p in opts.get("paths", opts.get("path", "")).split(",") if p]
+    segments = discover([p[7:] if p.startswith("file://") else p for p in paths],
+                        int(opts["timeline"]) if opts.get("timeline") else None)
+    plugin_options = {name: opts[name] for name in _TD_OPTIONS if name in opts}
+    start_lsn = parse_lsn(opts["startlsn"]) if opts.get("startlsn") else None
+    restart_lsn = parse_lsn(opts["restartlsn"]) if opts.get("restartlsn") else None
+    end_lsn = parse_lsn(opts["endlsn"]) if opts.get("endlsn") else None
+    probe = RowPlugin(lambda item: None)
+    probe.startup(dict(plugin_options), CatalogView(catalog))
+    filtered = frozenset(o for o in range(1 << 16) if probe.filter_by_origin(o))
+    start_plan = None
+    read_from = None
+    if start_lsn is not None:
+        start_plan = plan_start(segments, start_lsn, restart_lsn)
+        read_from = start_lsn if start_plan.read_from is None else min(start_plan.read_from, start_lsn)
+    elif restart_lsn is not None:
+        read_from = restart_lsn
+    seg_size = segments.seg_size
+    first = (read_from if read_from is not None else segments.first_segno * seg_size) // seg_size
+    last = segments.last_segno if end_lsn is None else min(segments.last_segno, (end_lsn - 1) // seg_size)
+    nranges = int(opts.get("ranges", 4))
+    per_run = _segments_per_run(segments, first, last, nranges, int(opts["segmentsperpartition"])
+                                if opts.get("segmentsperpartition") else None)
+    scan = plan_scan(segments, read_from, end_lsn, per_run, catalog.database_oid, filtered)
+    executor = LocalExecutor()
+    nodes = _plan.tracked_relfilenodes(catalog)
+    while True:
+        p = _plan.run_driver_pass(executor.control(scan, nodes), catalog, RowPlugin(lambda item: None),
+                                  plugin_options=plugin_options, start_plan=start_plan, read_from=read_from,
+                                  start_lsn=start_lsn, end_lsn=end_lsn, two_phase=_bool(opts.get("twophase")),
+                                  include_uncommitted=_bool(opts.get("includeuncommitted")), segments=segments,
+                                  nranges=nranges, nodes=nodes)
+        if p.nodes <= nodes:
+            break
+        nodes = nodes | p.nodes
+    if p.error is not None:
+        raise p.error
+    ctx = tasks.Phase2(catalog, RowPlugin, plugin_options, p.timeline, p.events)
+    shared = tasks.pack((scan, ctx, p.cutoff))
+    parts = []
+    for rng in range(p.nranges):
+        members = {x: m for x, m in p.members.items() if m[2] == rng}
+        orders = [o for o in range(len(p.events)) if p.range_of[o] == rng]
+        if not orders:
+            continue
+        parts.append(tasks.pack((rng, members, orders)))
+    return [shared, parts]
+
+
+def options_key(options: dict, lower: str) -> str:
+    """The option's name as given (settings names are case-sensitive)."""
+    for k in options:
+        if k.lower() == lower:
+            return k
+    return lower
+
+
+def read_partition(shared: bytes, part: bytes):
+    """The rows of one output range (in the executor)."""
+    from . import tasks
+    from .job import change_dict, event_dict, run_changes
+
+    scan, ctx, cutoff = tasks.unpack(shared)
+    rng, members, orders = tasks.unpack(part)
+    rows = []
+    for i in range(len(scan.runs)):
+        for xid, rlsn, sub, c, order, r in run_changes(scan, i, members, cutoff):
+            rows.append(change_dict(r, r, order, rlsn, sub, c))
+    rows += [event_dict(rng, rng, o) for o in orders]
+    rows.sort(key=lambda r: (r["order"], r["rlsn"], r["sub"]))
+    sink = RowSink()
+    summary = tasks.decode_rows(iter(rows), ctx, lambda _rng: sink)
+    info = summary.get(rng)
+    if info is not None and info["error"] is not None:
+        raise info["error"]
+    for r in sink.rows:
+        yield _row_tuple(r)
+
+
+try:
+    from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
+except ImportError:  # waldecode without its spark extra: the module still imports
+    DataSource = DataSourceReader = InputPartition = object
+
+
+class PgWalPartition(InputPartition):
+    """One output range: the plan shared by all partitions, and this range's part of it."""
+
+    def __init__(self, shared: bytes, part: bytes):
+        self.shared = shared
+        self.part = part
+
+
+class PgWalReader(DataSourceReader):
+    def __init__(self, options):
+        self.options = options
+
+    def partitions(self):
+        shared, parts = plan_partitions(dict(self.options))
+        return [PgWalPartition(shared, part) for part in parts] or [PgWalPartition(shared, b"")]
+
+    def read(self, partition):
+        if not partition.part:
+            return iter(())
+        return read_partition(partition.shared, partition.part)
+
+
+class PgWalDataSource(DataSource):
+    """``format("pgwal")``: decoded changes of PostgreSQL WAL (see ``waldecode.spark.datasource``)."""
+
+    @classmethod
+    def name(cls):
+        return "pgwal"
+
+    def schema(self):
+        return SCHEMA
+
+    def reader(self, schema):
+        return PgWalReader(self.options)
+
+
+def write_parquet(args, segments, catalog, options) -> int:
+    """``spark decode --parquet DIR``: the DataFrame, written partitioned by table."""
+    from .cli import spark_session, _confs
+    from . import register
+
+    spark = spark_session(args.master, _confs(args.confs))
+    try:
+        register(spark)
+        reader = spark.read.format("pgwal").option("catalog", args.catalog)
+        for name, value in options.items():
+            reader = reader.option(name, "on" if value is None else value)
+        for item in args.settings:
+            name, _sep, value = item.partition("=")
+            reader = reader.option(f"set.{name}", value)
+        for key, value in (("startLsn", args.start_lsn), ("restartLsn", args.restart_lsn), ("endLsn", args.end_lsn)):
+            if value is not None:
+                reader = reader.option(key, f"{value >> 32:X}/{value & 0xFFFFFFFF:X}")
+        if args.two_phase:
+            reader = reader.option("twoPhase", "true")
+        if args.include_uncommitted:
+            reader = reader.option("includeUncommitted", "true")
+        df = reader.load(",".join(str(p) for p in args.paths))
+        df.write.mode("overwrite").partitionBy("table").parquet(args.parquet)
+    finally:
+        spark.stop()
+    return 0

@@ -1,0 +1,302 @@
+"""The driver's sequential pass of the Spark path: what must be decided in LSN order, from a small subset.
+
+Owns phase 1.5 of ``/work/shared/spark-design.md``: the control items phase 1 ships (whole
+transaction, standby, message and catalog records; markers for everything else, see
+``tasks``) are fed in LSN order to the single-process decoder itself, ``decode.LogicalDecoder``,
+with two seams replaced: changes are counted rather than queued (they stay on the
+executors), and the replayer records *what* it would replay instead of replaying it.  So
+the snapshot builder, the transaction outcomes (subtransactions, aborts, prepares,
+crashes, skips, database and origin filters) and the catalog history are the decoder's
+own, unchanged.  The pass hands phase 2 a ``Plan``:
+
+* ``events``: every plugin call the single-process run would make, in its order: a
+  transaction replay (its plugin ``Transaction``, how it ends, its member xids) or a call
+  made outside any replay (COMMIT/ROLLBACK PREPARED, non-transactional messages);
+* ``members``: for each xid whose changes are replayed, its event's order, the LSN after
+  which the snapshot builder lets its changes be collected, and its output range;
+* the catalog timeline (``build_catalog_timeline``): the catalog history as each replayed
+  transaction saw it, picklable for broadcast;
+* the ``session.DecodeResult`` the CLI reports from, as ``decode`` does.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from ..catalog import Catalog
+from ..decode import LogicalDecoder
+from ..errors import Error
+from ..output.base import OutputPlugin, OutputPluginOptions
+from ..session import DecodeResult, _check_catalog_age, _start_hint
+from ..snapbuild import SNAPBUILD_CONSISTENT, SNAPBUILD_FULL_SNAPSHOT, xid_precedes
+
+
+# -- the catalog timeline: the one place the Spark path touches the catalog history ----------------
+
+
+class FrozenCatalogHistory:
+    """A ``CatalogHistory`` after the whole pass, plus each replayed transaction's own catalog events
+    as they stood at its replay: ``view(lsn, xid)`` then answers as the live history did when that
+    transaction was replayed.  Picklable (broadcast to phase 2).  To be replaced by the catalog
+    package's ``CatalogTimeline``."""
+
+    def __init__(self, history, own_events: dict):
+        history.warn = None
+        history._views = {}
+        history.txns = {}
+        history._replaying = dict(own_events)
+        self.history = history
+
+    @property
+    def active(self) -> bool:
+        return self.history.active
+
+    @property
+    def has_changes(self) -> bool:
+        return self.history.has_changes
+
+    def view(self, lsn: int, xid: int = 0):
+        return self.history.view(lsn, xid)
+
+    def explain_unmapped(self, spc: int, relfilenode: int, lsn: int, xid: int = 0) -> str:
+        return self.history.explain_unmapped(spc, relfilenode, lsn, xid)
+
+
+class CatalogTimelineBuilder:
+    """Collects, while the driver's decoder runs, what ``FrozenCatalogHistory`` needs."""
+
+    def __init__(self, history):
+        self.history = history
+        self.own: dict = {}
+
+    def note_replay(self, xid: int) -> None:
+        if self.history is not None:
+            own = self.history._own(xid)
+            if own is not None:
+                self.own[xid] = own
+
+    def tracked_relfilenodes(self) -> frozenset:
+        return frozenset(self.history._nodes) if self.history is not None else frozenset()
+
+    def freeze(self):
+        return FrozenCatalogHistory(self.history, self.own) if self.history is not None else None
+
+
+def build_catalog_timeline(decoder: "DriverDecoder"):
+    """The catalog timeline phase 2 decodes with (None when the catalog history is off)."""
+    return decoder.timeline.freeze()
+
+
+def tracked_relfilenodes(catalog: Catalog) -> frozenset:
+    """The catalog relfilenodes whose records the catalog history reads, as the history starts."""
+    from ..catalog_history import CatalogHistory
+
+    history = CatalogHistory(catalog)
+    return frozenset(history._nodes) if history.active else frozenset()
+
+
+# -- recording the decoder's plugin calls ----------------------------------------------------------
+
+
+class RecordingPlugin(OutputPlugin):
+    """Stands for the real plugin on the driver: options, filters and two-phase support are the
+    real plugin's; every other call is recorded as an event (``("call", name, args)``)."""
+
+    def __init__(self, inner: OutputPlugin):
+        self.inner = inner
+        self.events: list = []
+        self.captured = None  # set while a replay's end callback runs
+
+    def startup(self, options, catalog) -> OutputPluginOptions | None:
+        return self.inner.startup(options, catalog)
+
+    def supports_two_phase(self) -> bool:  # an instance method here: the inner plugin's class decides
+        return type(self.inner).supports_two_phase()
+
+    def filter_prepare(self, xid, gid):
+        return self.inner.filter_prepare(xid, gid)
+
+    def filter_by_origin(self, origin_id):
+        return self.inner.filter_by_origin(origin_id)
+
+    def _record(self, name, *args):
+        if self.captured is not None:
+            self.captured.append((name, args))
+        else:
+            self.events.append(("call", name, args))
+
+    def begin(self, txn):
+        self._record("begin", txn)
+
+    def change(self, txn, lsn, catalog, relation, action, new, old):  # never called: nothing is replayed
+        raise AssertionError("the driver's decoder replays no change")
+
+    def commit(self, txn, commit_lsn):
+        self._record("commit", txn, commit_lsn)
+
+    def prepare(self, txn, prepare_lsn):
+        self._record("prepare", txn, prepare_lsn)
+
+    def uncommitted(self, txn):
+        self._record("uncommitted", txn)
+
+    def commit_prepared(self, txn, commit_lsn):
+        self._record("commit_prepared", txn, commit_lsn)
+
+    def rollback_prepared(self, txn, prepare_end_lsn, prepare_time):
+        self._record("rollback_prepared", txn, prepare_end_lsn, prepare_time)
+
+    def message(self, txn, message_lsn, transactional, prefix, content):
+        self._record("message", txn, message_lsn, transactional, prefix, content)
+
+    def shutdown(self):
+        pass
+
+
+class RecordingReplayer:
+    """Stands for ``replay.Replayer`` on the driver: records the replay (``("replay", txn, prepare,
+    end call, member xids, changes)``) where the single-process decoder would run it."""
+
+    def __init__(self, decoder: "DriverDecoder"):
+        self.decoder = decoder
+
+    def replay(self, txn, changes, end, prepare: bool = False) -> None:
+        d = self.decoder
+        rb_txn = d.rb.txn_by_xid(txn.xid, False)
+        # Each member with the LSN its reorder-buffer entry was made at: changes of an xid queued before
+        # (to an entry since dropped, e.g. an aborted subtransaction assigned again later) are not its
+        members = [(txn.xid, 0)]
+        nchanges = 0
+        if rb_txn is not None:
+            members = [(rb_txn.xid, rb_txn.first_lsn)] + [(s.xid, s.first_lsn) for s in rb_txn.subtxns]
+            nchanges = rb_txn.total_changes
+        d.timeline.note_replay(txn.xid)
+        plugin = d.plugin
+        plugin.captured = []
+        try:
+            end()
+        finally:
+            end_call, plugin.captured = plugin.captured, None
+        d.plugin.events.append(("replay", txn, prepare, end_call[0] if end_call else None, members, nchanges))
+
+
+class DriverDecoder(LogicalDecoder):
+    """``LogicalDecoder`` fed control items: changes are counted, not queued; replays are recorded."""
+
+    def __init__(self, catalog: Catalog, plugin: OutputPlugin, **kw):
+        super().__init__(catalog, RecordingPlugin(plugin), **kw)
+        self.timeline = CatalogTimelineBuilder(self.history)
+        self.replayer = RecordingReplayer(self)
+        sb = self.snapbuild
+        self.transitions = [(-1, sb.state, sb.next_phase_at)]
+
+    @property
+    def events(self) -> list:
+        return self.plugin.events
+
+    def _queue(self, rec, extract) -> None:
+        if self._filter_origin(rec.origin):
+            return
+        n = len(extract(rec, self.database))
+        if n:
+            self.rb.txn_by_xid(rec.xl_xid, True, rec.lsn).nentries += n
+
+    def item(self, lsn: int, item) -> None:
+        kind = item[0]
+        if kind == "r":
+            self.process(item[1])
+            sb = self.snapbuild
+            if (sb.state, sb.next_phase_at) != self.transitions[-1][1:]:
+                self.transitions.append((lsn, sb.state, sb.next_phase_at))
+        elif kind == "x":
+            self.rb.process_xid(item[1], lsn)
+        elif kind == "c":
+            xid, n = item[1], item[2]
+            if self.snapbuild.state >= SNAPBUILD_FULL_SNAPSHOT and self._process_change(xid, lsn) and n:
+                self.rb.txn_by_xid(xid, True, lsn).nentries += n
+        elif kind == "a":
+            self.rb.assign_child(item[1], item[2], lsn)
+        else:
+            raise ValueError(f"unknown control item {kind!r}")
+
+    def collect_after(self, xid: int) -> int | None:
+        """The LSN after which SnapBuildProcessChange lets ``xid``'s changes be collected (None: never)."""
+        for lsn, state, npa in self.transitions:
+            if state >= SNAPBUILD_FULL_SNAPSHOT and not (state < SNAPBUILD_CONSISTENT and xid_precedes(xid, npa)):
+                return lsn
+        return None
+
+
+# -- the plan ------------------------------------------------------------------------------------
+
+
+@dataclass
+class Plan:
+    events: list  # per order: ("replay", Transaction, prepare, end call, members, nchanges) or ("call", name, args)
+    members: dict  # xid -> (order, collect-after LSN, range)
+    range_of: list  # order -> range
+    nranges: int
+    cutoff: int | None  # no record at or after this LSN was read (where reading stopped)
+    timeline: object  # FrozenCatalogHistory or None
+    nodes: frozenset  # the catalog relfilenodes phase 1 selected records of
+    result: DecodeResult
+    error: Error | None = None  # raised by the pass, after what came before it is output
+    plugin_options: OutputPluginOptions = field(default_factory=OutputPluginOptions)
+
+
+def run_driver_pass(items, catalog: Catalog, plugin: OutputPlugin, *, plugin_options: dict | None,
+                    start_plan, read_from, start_lsn, end_lsn, two_phase: bool, include_uncommitted: bool,
+                    segments, nranges: int, nodes: frozenset, on_warning=None) -> Plan:
+    """Feed ``items`` ((lsn, item) in LSN order, from phase 1) to a ``DriverDecoder`` as ``decode_wal``
+    feeds records to its decoder, and plan phase 2."""
+    decoder = DriverDecoder(catalog, plugin, two_phase=two_phase, segment_size=segments.seg_size,
+                            plugin_options=plugin_options, start_decoding_at=start_lsn or 0,
+                            assume_consistent=start_plan is not None and start_plan.assume_consistent,
+                            on_warning=on_warning)
+    result = DecodeResult(start_plan, read_from, None, end_lsn, decoder=decoder)
+    error = None
+    cutoff = None
+    try:
+        for lsn, item in items:
+            kind = item[0]
+            if kind == "stop":
+                result.stop = item[1]
+                cutoff = lsn
+                break
+            if kind == "error":
+                error = item[1]
+                cutoff = lsn
+                break
+            decoder.item(lsn, item)
+            if kind == "r":
+                result.last_end_lsn = item[1].end_lsn
+    except Error as e:
+        error = e
+        cutoff = lsn
+    _check_catalog_age(decoder, catalog, read_from)
+    result.open_transactions = decoder.finish(include_uncommitted, hint=_start_hint(start_plan, segments))
+    result.not_decoded = decoder.not_decoded
+    result.ended_early = list(decoder.finished_early.values())
+    result.warnings = decoder.warnings
+    if decoder.snapbuild.state == SNAPBUILD_CONSISTENT:
+        result.consistent_lsn = decoder.snapbuild.consistent_lsn
+    events = decoder.events
+    # Output ranges: consecutive events, balanced by changes
+    weights = [1 + (ev[5] if ev[0] == "replay" else 0) for ev in events]
+    total = sum(weights) or 1
+    nranges = max(1, min(nranges, len(events) or 1))
+    range_of = []
+    acc = 0
+    for w in weights:
+        range_of.append(min(nranges - 1, acc * nranges // total))
+        acc += w
+    members = {}
+    for order, ev in enumerate(events):
+        if ev[0] != "replay":
+            continue
+        for xid, first_lsn in ev[4]:
+            after = decoder.collect_after(xid)
+            if after is not None:
+                members[xid] = (order, max(after, first_lsn - 1), range_of[order])
+    return Plan(events, members, range_of, nranges, cutoff, build_catalog_timeline(decoder),
+                decoder.timeline.tracked_relfilenodes(), result, error)
