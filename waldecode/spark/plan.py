@@ -35,16 +35,13 @@ from ..snapbuild import SNAPBUILD_CONSISTENT, SNAPBUILD_FULL_SNAPSHOT, xid_prece
 
 
 class FrozenCatalogHistory:
-    """A ``CatalogHistory`` after the whole pass, plus each replayed transaction's own catalog events
-    as they stood at its replay: ``view(lsn, xid)`` then answers as the live history did when that
-    transaction was replayed.  Picklable (broadcast to phase 2).  To be replaced by the catalog
-    package's ``CatalogTimeline``."""
+    """The catalog history after the whole pass, for phase 2: ``view(lsn, xid)`` is a pure function
+    of its ``CatalogTimeline`` (each transaction's own catalog changes are kept after its commit), so
+    every replayed transaction sees the catalog as it did in the single-process run.  Picklable
+    (broadcast to phase 2): the callbacks into the driver's decoder are dropped."""
 
-    def __init__(self, history, own_events: dict):
-        history.warn = None
-        history._views = {}
-        history.txns = {}
-        history._replaying = dict(own_events)
+    def __init__(self, history):
+        history.warn = history.redo.warn = history.timeline.warn = history.timeline.facts.warn = None
         self.history = history
 
     @property
@@ -63,23 +60,16 @@ class FrozenCatalogHistory:
 
 
 class CatalogTimelineBuilder:
-    """Collects, while the driver's decoder runs, what ``FrozenCatalogHistory`` needs."""
+    """What the driver's decoder hands on of its catalog history."""
 
     def __init__(self, history):
         self.history = history
-        self.own: dict = {}
-
-    def note_replay(self, xid: int) -> None:
-        if self.history is not None:
-            own = self.history._own(xid)
-            if own is not None:
-                self.own[xid] = own
 
     def tracked_relfilenodes(self) -> frozenset:
-        return frozenset(self.history._nodes) if self.history is not None else frozenset()
+        return frozenset(self.history.redo.nodes) if self.history is not None else frozenset()
 
     def freeze(self):
-        return FrozenCatalogHistory(self.history, self.own) if self.history is not None else None
+        return FrozenCatalogHistory(self.history) if self.history is not None else None
 
 
 def build_catalog_timeline(decoder: "DriverDecoder"):
@@ -89,10 +79,10 @@ def build_catalog_timeline(decoder: "DriverDecoder"):
 
 def tracked_relfilenodes(catalog: Catalog) -> frozenset:
     """The catalog relfilenodes whose records the catalog history reads, as the history starts."""
-    from ..catalog_history import CatalogHistory
+    from ..catalog.history import CatalogHistory
 
     history = CatalogHistory(catalog)
-    return frozenset(history._nodes) if history.active else frozenset()
+    return frozenset(history.redo.nodes) if history.active else frozenset()
 
 
 # -- recording the decoder's plugin calls ----------------------------------------------------------
@@ -170,7 +160,6 @@ class RecordingReplayer:
         if rb_txn is not None:
             members = [(rb_txn.xid, rb_txn.first_lsn)] + [(s.xid, s.first_lsn) for s in rb_txn.subtxns]
             nchanges = rb_txn.total_changes
-        d.timeline.note_replay(txn.xid)
         plugin = d.plugin
         plugin.captured = []
         try:
