@@ -24,7 +24,7 @@ from pathlib import Path
 
 from waldecode import _typeout
 from waldecode.catalog import DEFAULT_SETTINGS, Attribute, Catalog, Relation
-from waldecode.heaptuple import deform_tuple
+from waldecode.heap.heaptuple import deform_tuple
 from waldecode.output.test_decoding import TestDecoding
 from waldecode.testing import datums
 from waldecode.types import OutputContext

@@ -3,17 +3,17 @@
 
 ``frame_segment`` and ``decode_record`` run their common case in C over the
 segment buffer.  Whenever a check fails, they hand the same input to the
-pure-Python reference (``waldecode._pyframe``), which builds the ReadStop or
+pure-Python reference (``waldecode.wal._pyframe``), which builds the ReadStop or
 raises the error: both implementations therefore report bad input with the very
 same messages, and the rare path stays in one place.
 """
 
 from crc32c import crc32c
 
-from waldecode import _pyframe
+from waldecode.wal import _pyframe
 from waldecode.errors import format_lsn
-from waldecode.xlogpage import ReadStop
-from waldecode.xlogrecord import BlockRef, DecodedRecord
+from waldecode.wal.xlogpage import ReadStop
+from waldecode.wal.xlogrecord import BlockRef, DecodedRecord
 
 cdef extern from *:
     """
@@ -360,7 +360,7 @@ def pglz_decompress(src, Py_ssize_t rawsize, bint check_complete=True):
     cdef unsigned char[:] ov = out
     if rawsize == 0 or srclen == 0:
         if check_complete and (rawsize != 0 or srclen != 0):
-            from waldecode.pglz import pglz_decompress as ref
+            from waldecode.pg.pglz import pglz_decompress as ref
             return ref(src, rawsize, check_complete)
         return bytes(out)
     while sp < srclen and dp < rawsize:
@@ -371,19 +371,19 @@ def pglz_decompress(src, Py_ssize_t rawsize, bint check_complete=True):
                 break
             if ctrl & 1:
                 if sp + 1 >= srclen:
-                    from waldecode.pglz import pglz_decompress as ref
+                    from waldecode.pg.pglz import pglz_decompress as ref
                     return ref(src, rawsize, check_complete)
                 length = (sv[sp] & 0x0F) + 3
                 off = ((sv[sp] & 0xF0) << 4) | sv[sp + 1]
                 sp += 2
                 if length == 18:
                     if sp >= srclen:
-                        from waldecode.pglz import pglz_decompress as ref
+                        from waldecode.pg.pglz import pglz_decompress as ref
                         return ref(src, rawsize, check_complete)
                     length += sv[sp]
                     sp += 1
                 if off == 0 or off > dp:
-                    from waldecode.pglz import pglz_decompress as ref
+                    from waldecode.pg.pglz import pglz_decompress as ref
                     return ref(src, rawsize, check_complete)
                 if length > rawsize - dp:
                     length = rawsize - dp
@@ -396,6 +396,6 @@ def pglz_decompress(src, Py_ssize_t rawsize, bint check_complete=True):
                 sp += 1
             ctrl >>= 1
     if check_complete and (dp != rawsize or sp != srclen):
-        from waldecode.pglz import pglz_decompress as ref
+        from waldecode.pg.pglz import pglz_decompress as ref
         return ref(src, rawsize, check_complete)
     return bytes(out[:dp])

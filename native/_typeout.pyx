@@ -57,9 +57,9 @@ from libc.string cimport memchr, memcpy, memset, strlen
 
 from pgdefs cimport *
 
-from waldecode import heaptuple as _heaptuple
+from waldecode.heap import heaptuple as _heaptuple
 from waldecode import types as _types
-from waldecode import varlena as _varlena
+from waldecode.heap import varlena as _varlena
 from waldecode.errors import WALError
 from waldecode.output.quote import quote_identifier as _quote_identifier
 from waldecode.types import arrays as _arrays

@@ -6,7 +6,7 @@ import json
 import re
 from pathlib import Path
 
-from waldecode.xlogreader import parse_lsn
+from waldecode.wal.xlogreader import parse_lsn
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
 

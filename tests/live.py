@@ -13,10 +13,10 @@ from contextlib import contextmanager
 import pytest
 
 from waldecode.catalog.dsn import snapshot_from_connection
-from waldecode.decode import LogicalDecoder
+from waldecode.logical.decode import LogicalDecoder
 from waldecode.output.test_decoding import TestDecoding
-from waldecode.session import decode_wal
-from waldecode.xlogreader import parse_lsn
+from waldecode.logical.session import decode_wal
+from waldecode.wal.xlogreader import parse_lsn
 
 DB = "live"
 

@@ -38,7 +38,7 @@ from waldecode.catalog.datadir import (
 )
 from waldecode.cli import main as waldecode_main
 from waldecode.errors import format_lsn
-from waldecode.heaptuple import HEAP_XMIN_COMMITTED, HEAP_XMIN_INVALID
+from waldecode.heap.heaptuple import HEAP_XMIN_COMMITTED, HEAP_XMIN_INVALID
 
 psycopg = pytest.importorskip("psycopg")
 

@@ -14,8 +14,8 @@ import pytest
 from waldecode.catalog.datadir import snapshot_from_datadir
 from waldecode.catalog.dsn import snapshot_from_connection
 from waldecode.output.test_decoding import TestDecoding
-from waldecode.session import decode_wal
-from waldecode.xlogreader import parse_lsn
+from waldecode.logical.session import decode_wal
+from waldecode.wal.xlogreader import parse_lsn
 
 pytestmark = pytest.mark.server
 

@@ -344,7 +344,7 @@ def test_15_header_and_settings(pg15):
     assert cat.server_version.startswith("15.")
     assert (cat.database, cat.database_oid, cat.database_tablespace) == ("app", dboid, spc)
     assert spc == DEFAULTTABLESPACE_OID
-    from waldecode.xlogreader import parse_lsn
+    from waldecode.wal.xlogreader import parse_lsn
     assert 0 < cat.lsn <= parse_lsn(lsn_now)
     s = cat.settings
     assert s["TimeZone"] == "Europe/Paris"  # database setting, not the connection's SET
@@ -695,7 +695,7 @@ def test_15_standby(pg15):
             assert sconn.execute("SELECT pg_is_in_recovery()").fetchone()[0]
             replay = sconn.execute("SELECT pg_last_wal_replay_lsn()::text").fetchone()[0]
         scat = snapshot_from_dsn(dsn)
-        from waldecode.xlogreader import parse_lsn
+        from waldecode.wal.xlogreader import parse_lsn
         assert cat.lsn < scat.lsn <= parse_lsn(replay)
         assert _rel(scat, "public", "after_backup").relkind == "r"
         assert scat.settings["wal_level"] == "logical"

@@ -30,10 +30,10 @@ from waldecode.catalog import DEFAULT_SETTINGS, Catalog, CatalogError, CatalogPa
 from waldecode.catalog.dsn import parse_single_element_array, snapshot_from_connection
 from waldecode.errors import format_lsn
 from waldecode.catalog.history import DECODED_COLUMNS, CatalogHistory, CatalogLayout, HistoricCatalog
-from waldecode.decode import LogicalDecoder
+from waldecode.logical.decode import LogicalDecoder
 from waldecode.output.test_decoding import TestDecoding
-from waldecode.snapbuild import SNAPBUILD_CONSISTENT, SnapBuilder
-from waldecode.xlogreader import XLogReader, parse_lsn
+from waldecode.logical.snapbuild import SNAPBUILD_CONSISTENT, SnapBuilder
+from waldecode.wal.xlogreader import XLogReader, parse_lsn
 
 # -- the fixtures' catalog rows ------------------------------------------------------------------
 

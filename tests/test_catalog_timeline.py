@@ -22,10 +22,10 @@ from waldecode.catalog import DEFAULT_SETTINGS, Catalog, CatalogError
 from waldecode.catalog.history import CatalogTimeline
 from waldecode.catalog.history.layers import RowEvent, TxnEvents
 from waldecode.catalog.pg_catalog import AttributeRelationId, RelationRelationId, TypeRelationId
-from waldecode.decode import LogicalDecoder
+from waldecode.logical.decode import LogicalDecoder
 from waldecode.output.test_decoding import TestDecoding
-from waldecode.varlena import ToastPointer
-from waldecode.xlogreader import XLogReader, parse_lsn
+from waldecode.heap.varlena import ToastPointer
+from waldecode.wal.xlogreader import XLogReader, parse_lsn
 
 DDL_FIXTURES = [pytest.param(fx, id=fx.name) for fx in all_fixtures()
                 if fx.path.name == "ddl" and (fx.path / "catalog.json").is_file()

@@ -25,7 +25,7 @@ import pytest
 import walgen
 from walgen import MB, Block, Record, WALWriter, format_lsn, noop
 from waldecode.errors import CorruptRecordError, MissingSegmentError, SegmentFileError, WALError
-from waldecode.xlogreader import XLogReader
+from waldecode.wal.xlogreader import XLogReader
 
 PAGE = 8192
 REPO = Path(__file__).resolve().parent.parent

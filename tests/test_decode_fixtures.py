@@ -19,8 +19,8 @@ import pytest
 from fixture_data import all_fixtures
 from waldecode.catalog import Catalog
 from waldecode.output.test_decoding import TestDecoding
-from waldecode.session import decode_wal
-from waldecode.xlogreader import parse_lsn
+from waldecode.logical.session import decode_wal
+from waldecode.wal.xlogreader import parse_lsn
 
 CASES = []
 for fx in all_fixtures():

@@ -17,8 +17,8 @@ from hypothesis import strategies as st
 from live import DB, SlotRun, live_cluster
 from waldecode.catalog.dsn import snapshot_from_connection
 from waldecode.output.test_decoding import TestDecoding
-from waldecode.session import decode_wal
-from waldecode.xlogreader import parse_lsn
+from waldecode.logical.session import decode_wal
+from waldecode.wal.xlogreader import parse_lsn
 
 pytestmark = [pytest.mark.server]
 
@@ -174,7 +174,7 @@ def test_two_phase_toast_types_identities_truncate_messages(cluster, tmp_path):
 
 def test_wal_written_below_logical_level_is_refused(tmp_path):
     """wal_level=replica WAL has no row data for decoding: a clear error, never empty transactions."""
-    from waldecode.decode import DecodeError
+    from waldecode.logical.decode import DecodeError
     from waldecode.testing.cluster import Cluster, ClusterError
 
     try:

@@ -29,8 +29,8 @@ def test_every_exception_class_of_the_library_is_a_waldecode_error():
 
 
 @pytest.mark.parametrize("module,name", [
-    ("waldecode.replay", "DecodeError"), ("waldecode.decode", "DecodeError"),
-    ("waldecode.catalog", "CatalogError"), ("waldecode.reorderbuffer", "SpillError"),
+    ("waldecode.logical.apply", "DecodeError"), ("waldecode.logical.decode", "DecodeError"),
+    ("waldecode.catalog", "CatalogError"), ("waldecode.logical.reorderbuffer", "SpillError"),
     ("waldecode.types", "TypeOutputError"), ("waldecode.output", "OutputPluginError"),
     ("waldecode.cli", "UsageError"),
 ])

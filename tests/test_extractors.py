@@ -13,12 +13,12 @@ import pytest
 
 from fixture_data import all_fixtures
 from waldecode.catalog import Catalog
-from waldecode.decode import changes_of, xact_event
+from waldecode.logical.decode import changes_of, xact_event
 from waldecode.output.test_decoding import TestDecoding
-from waldecode.reorderbuffer import ReorderBuffer
-from waldecode.session import decode_wal
-from waldecode.walfile import discover
-from waldecode.xlogreader import XLogReader, parse_lsn, read_segment
+from waldecode.logical.reorderbuffer import ReorderBuffer
+from waldecode.logical.session import decode_wal
+from waldecode.wal.segments import discover
+from waldecode.wal.xlogreader import XLogReader, parse_lsn, read_segment
 
 FIXTURES = [pytest.param(fx, id=fx.name) for fx in all_fixtures() if fx.major == 15 and "pg15-off" in fx.name]
 

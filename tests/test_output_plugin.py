@@ -24,8 +24,8 @@ from fixture_data import all_fixtures
 from waldecode.catalog import Catalog
 from waldecode.output import UNCHANGED_TOAST
 from waldecode.output.base import OutputPlugin, OutputPluginError
-from waldecode.session import decode_wal
-from waldecode.xlogreader import parse_lsn
+from waldecode.logical.session import decode_wal
+from waldecode.wal.xlogreader import parse_lsn
 
 UNCHANGED = "<unchanged-toast-datum>"
 POSTGRES_EPOCH = datetime(2000, 1, 1, tzinfo=timezone.utc)

@@ -13,7 +13,7 @@ import pytest
 from waldecode.errors import format_lsn as errors_format_lsn
 from waldecode.pg.lsn import format_lsn, parse_lsn
 from waldecode.pg.transam import multixact_precedes, xid_precedes
-from waldecode.xlogreader import parse_lsn as xlogreader_parse_lsn
+from waldecode.wal.xlogreader import parse_lsn as xlogreader_parse_lsn
 
 
 @pytest.mark.parametrize("a,b,expected", [

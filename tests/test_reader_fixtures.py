@@ -13,7 +13,7 @@ import pytest
 
 from fixture_data import all_fixtures
 from waldecode import rmgr
-from waldecode.xlogreader import XLogReader, read_segment
+from waldecode.wal.xlogreader import XLogReader, read_segment
 
 FIXTURES = all_fixtures()
 pytestmark = pytest.mark.skipif(not FIXTURES, reason="no fixtures under fixtures/ (run fixtures/generate.py)")

@@ -30,9 +30,9 @@ import walgen
 from walgen import MB, Block, Image, Record, WALWriter
 from waldecode import _impl
 from waldecode.errors import WALError
-from waldecode.walfile import discover
-from waldecode.xlogreader import XLogReader, read_segment
-from waldecode.xlogrecord import BlockRef, DecodedRecord
+from waldecode.wal.segments import discover
+from waldecode.wal.xlogreader import XLogReader, read_segment
+from waldecode.wal.xlogrecord import BlockRef, DecodedRecord
 
 PAGE = 8192
 FUNCTION_FIXTURE = [HealthCheck.function_scoped_fixture, HealthCheck.too_slow, HealthCheck.data_too_large]

@@ -18,9 +18,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from waldecode.catalog import Attribute, Catalog, Relation, TypeInfo
-from waldecode.decode import LogicalDecoder
+from waldecode.logical.decode import LogicalDecoder
 from waldecode.output.test_decoding import TestDecoding
-from waldecode.xlogrecord import BlockRef, DecodedRecord
+from waldecode.wal.xlogrecord import BlockRef, DecodedRecord
 
 DB = 16384
 REL = 16400
@@ -219,7 +219,7 @@ def test_spill_files_are_named_as_postgresql_names_them(tmp_path):
 
 def test_cleanup_forgets_every_subtransaction_and_its_spill_files(tmp_path):
     """A transaction with several spilled subtransactions leaves nothing behind when it ends."""
-    from waldecode.reorderbuffer import Change, ReorderBuffer
+    from waldecode.logical.reorderbuffer import Change, ReorderBuffer
 
     rb = ReorderBuffer(str(tmp_path), spill_threshold=1, segment_size=1 << 20)
     for xid in (10, 11, 12, 13):

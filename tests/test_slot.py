@@ -26,7 +26,7 @@ from hypothesis import strategies as st
 
 from live import DB, live_cluster
 from waldecode.catalog.dsn import snapshot_from_connection
-from waldecode.xlogreader import parse_lsn
+from waldecode.wal.xlogreader import parse_lsn
 
 pytestmark = [pytest.mark.server, pytest.mark.slow]
 

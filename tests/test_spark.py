@@ -22,9 +22,9 @@ from waldecode import _impl
 from waldecode.catalog import Catalog
 from waldecode.cli import main
 from waldecode.output.test_decoding import TestDecoding
-from waldecode.session import decode_wal
+from waldecode.logical.session import decode_wal
 from waldecode.spark.job import LocalExecutor, decode_spark
-from waldecode.xlogreader import parse_lsn
+from waldecode.wal.xlogreader import parse_lsn
 
 CASES = []
 for fx in all_fixtures():

@@ -21,8 +21,8 @@ import pytest
 from live import DB, live_cluster
 from waldecode.catalog.dsn import snapshot_from_connection
 from waldecode.output.test_decoding import TestDecoding
-from waldecode.session import decode_wal
-from waldecode.xlogreader import parse_lsn
+from waldecode.logical.session import decode_wal
+from waldecode.wal.xlogreader import parse_lsn
 
 pytestmark = [pytest.mark.server]
 
@@ -268,9 +268,9 @@ def test_without_a_consistent_point_each_transaction_is_reported_as_it_ended(clu
     wal = cluster.archive_wal(tmp_path / "wal", segment)
     catalog_file = tmp_path / "catalog.json"
     catalog_file.write_text(catalog.to_json())
-    from waldecode.walfile import discover
-    from waldecode.startpoint import running_xacts_of
-    from waldecode.xlogreader import XLogReader
+    from waldecode.wal.segments import discover
+    from waldecode.logical.startpoint import running_xacts_of
+    from waldecode.wal.xlogreader import XLogReader
 
     assert not running_xacts_of(XLogReader([wal], parse_lsn(start), parse_lsn(end)))
     out = run_cli("decode", "--catalog", catalog_file, "--end-lsn", end, wal)

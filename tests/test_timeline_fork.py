@@ -20,7 +20,7 @@ import time
 import pytest
 
 from waldecode.catalog.dsn import snapshot_from_connection
-from waldecode.walfile import parse_history
+from waldecode.wal.segments import parse_history
 
 pytestmark = [pytest.mark.server, pytest.mark.slow]
 

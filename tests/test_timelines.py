@@ -13,7 +13,7 @@ import pytest
 
 import walgen
 from waldecode.errors import SegmentFileError
-from waldecode.xlogreader import XLogReader
+from waldecode.wal.xlogreader import XLogReader
 
 MB = 1 << 20
 

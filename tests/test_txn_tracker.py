@@ -16,7 +16,7 @@ from waldecode.rmgr import RM_HEAP2_ID, RM_HEAP_ID, RM_STANDBY_ID, RM_XACT_ID
 from waldecode.rmgr import xact as rm_xact
 from waldecode.rmgr.heap import XLOG_HEAP2_NEW_CID, XLOG_HEAP_INSERT
 from waldecode.rmgr.standby import XLOG_RUNNING_XACTS, xl_running_xacts
-from waldecode.xlogrecord import DecodedRecord
+from waldecode.wal.xlogrecord import DecodedRecord
 
 _lsn = iter(range(0x1000000, 0x2000000, 0x40))
 

@@ -41,13 +41,13 @@ from fixture_data import FIXTURES  # noqa: E402
 from test_types_live import FLOAT8_EDGES, SETTINGS, json_values  # noqa: E402
 
 from waldecode.catalog import DEFAULT_SETTINGS, Attribute, Catalog, Relation  # noqa: E402
-from waldecode.heaptuple import deform_tuple  # noqa: E402
+from waldecode.heap.heaptuple import deform_tuple  # noqa: E402
 from waldecode.output import UNCHANGED_TOAST  # noqa: E402
 from waldecode.output.base import CatalogView  # noqa: E402
 from waldecode.output.test_decoding import TestDecoding  # noqa: E402
 from waldecode.testing import datums  # noqa: E402
 from waldecode.types import OutputContext  # noqa: E402
-from waldecode.varlena import ToastPointer  # noqa: E402
+from waldecode.heap.varlena import ToastPointer  # noqa: E402
 
 CATALOG = Catalog.load(FIXTURES / "pg15-off" / "types" / "snapshot.json.gz")
 OID = {t.typname: t.oid for t in CATALOG.types.values() if t.nspname == "pg_catalog"}
@@ -591,7 +591,7 @@ def test_python_implementation_does_not_load_it():
     import subprocess
     import sys
 
-    code = ("import sys; import waldecode.cli, waldecode.session, waldecode.replay, waldecode.output.test_decoding; "
+    code = ("import sys; import waldecode.cli, waldecode.logical.session, waldecode.logical.apply, waldecode.output.test_decoding; "
             "from waldecode import _impl; assert _impl.typeout() is None; "
             "assert 'waldecode._typeout' not in sys.modules, 'imported'")
     env = dict(os.environ, WALDECODE_IMPL="python")

@@ -35,11 +35,11 @@ from hypothesis import HealthCheck, given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 
 from waldecode.catalog import DEFAULT_SETTINGS, Attribute, Catalog, Relation, TypeInfo  # noqa: E402
-from waldecode.heaptuple import MissingValue, deform_tuple  # noqa: E402
+from waldecode.heap.heaptuple import MissingValue, deform_tuple  # noqa: E402
 from waldecode.output.test_decoding import print_literal  # noqa: E402
 from waldecode.types import output_text  # noqa: E402
 from waldecode.types.datetime import DATEORDER_MDY, USE_ISO_DATES, timestamp_text  # noqa: E402
-from waldecode.varlena import ToastPointer, decompress_toast_value  # noqa: E402
+from waldecode.heap.varlena import ToastPointer, decompress_toast_value  # noqa: E402
 
 try:
     from waldecode import _typeout  # the native output, compared with the server as well
@@ -862,7 +862,7 @@ def test_bulk_numeric(live):
 @live_test
 def test_toast_paths(live):
     """Inline pglz and lz4, external compressed (both methods) and external uncompressed values."""
-    from waldecode.varlena import read_varlena
+    from waldecode.heap.varlena import read_varlena
 
     md5s = "(SELECT string_agg(md5(i::text || %s), '') FROM generate_series(1, %d) i)"
     exprs = ["repeat('abc', 1000)", md5s % ("'x'", 2000), "repeat('z', 100)", md5s % ("'y'", 30),
@@ -936,7 +936,7 @@ def _catalog():
 def test_corrupt_datums():
     from waldecode.errors import CorruptRecordError, DecompressionError
     from waldecode.types import UnsupportedTypeError
-    from waldecode.varlena import read_varlena
+    from waldecode.heap.varlena import read_varlena
 
     cat = _catalog()
     with pytest.raises(CorruptRecordError, match="int4 datum is 3 bytes, expected 4"):

@@ -22,7 +22,7 @@ import pytest
 
 from waldecode import rmgr, waldump
 from waldecode.pg.lsn import parse_lsn
-from waldecode.xlogrecord import BlockRef, DecodedRecord
+from waldecode.wal.xlogrecord import BlockRef, DecodedRecord
 
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = ROOT / "fixtures"
@@ -36,9 +36,9 @@ def _fixture_dirs() -> list[Path]:
 
 def _reader_class():
     try:
-        from waldecode.xlogreader import XLogReader
+        from waldecode.wal.xlogreader import XLogReader
     except ImportError as e:  # the reader is written in parallel
-        pytest.skip(f"waldecode.xlogreader is not available yet: {e}")
+        pytest.skip(f"waldecode.wal.xlogreader is not available yet: {e}")
     return XLogReader
 
 

@@ -238,7 +238,7 @@ def test_image_flags_by_version(major):
 
 
 def test_pglz_compress_roundtrip():
-    from waldecode.pglz import pglz_decompress
+    from waldecode.pg.pglz import pglz_decompress
 
     rnd = random.Random(1)
     for data in (b"", b"a", b"abcabcabcabc" * 100, bytes(8192), bytes(rnd.randrange(3) for _ in range(5000)),

@@ -22,7 +22,7 @@ if _forced not in ("", "python", "cython"):
     raise ImportError(f"WALDECODE_IMPL must be 'python' or 'cython', not {_forced!r}")
 
 if _forced == "python":
-    from . import _pyframe as impl
+    from .wal import _pyframe as impl
 else:
     try:
         from . import _native as impl  # type: ignore[attr-defined,no-redef]
@@ -30,7 +30,7 @@ else:
         if _forced == "cython":
             raise ImportError("WALDECODE_IMPL=cython but the extension waldecode._native is not built; "
                               "install the package (pip install .) to build it") from None
-        from . import _pyframe as impl
+        from .wal import _pyframe as impl
 
 IMPL = "cython" if impl.__name__.endswith("_native") else "python"
 frame_segment = impl.frame_segment
@@ -42,7 +42,7 @@ def use(name: str) -> None:
     """Switch the active implementation ('python' or 'cython') for this process: tests and benchmarks."""
     global impl, IMPL, frame_segment, decode_record, pglz_decompress
     if name == "python":
-        from . import _pyframe as chosen
+        from .wal import _pyframe as chosen
     elif name == "cython":
         from . import _native as chosen  # type: ignore[attr-defined]
     else:

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import argparse
 
-from .xlogreader import parse_lsn
+from .wal.xlogreader import parse_lsn
 
 
 def lsn(text: str) -> int:

@@ -13,7 +13,7 @@ import sys
 
 from . import argtypes, progress
 from .errors import CatalogError, Error, OutputPluginError, UsageError, format_lsn
-from .xlogreader import XLogReader, parse_lsn
+from .wal.xlogreader import XLogReader, parse_lsn
 
 EXIT_OK = 0
 EXIT_CORRUPT = 1  # bad input, or what it holds cannot be decoded
@@ -186,8 +186,8 @@ def cmd_inspect(args) -> int:
 def cmd_decode(args) -> int:
     from .catalog import Catalog
     from .output.test_decoding import TestDecoding
-    from .session import decode_wal, missing_start_message
-    from .walfile import discover
+    from .logical.session import decode_wal, missing_start_message
+    from .wal.segments import discover
 
     if args.restart_lsn is not None and args.start_lsn is None:
         raise UsageError("--restart-lsn goes with --start-lsn (the slot's confirmed_flush_lsn)")
@@ -217,7 +217,7 @@ def cmd_decode(args) -> int:
     keeper = None
     spill_dir = args.spill_dir
     if args.slot:
-        from .slot import SlotKeeper, SlotState
+        from .logical.slot import SlotKeeper, SlotState
 
         if args.include_uncommitted:
             raise UsageError("--include-uncommitted does not go with --slot: a slot prints committed "
@@ -261,7 +261,7 @@ def cmd_decode(args) -> int:
 def report_decode_result(result, segments, start_lsn) -> int:
     """Say on stderr what a decoding run left out or could not do (``decode`` and ``spark decode``);
     the exit status."""
-    from .session import missing_start_message
+    from .logical.session import missing_start_message
 
     if result.consistent_lsn is None:
         # Without a consistent point nothing was decoded: say what became of each transaction seen
@@ -354,7 +354,7 @@ def _fresh_dir(path: str) -> str:
 
 def _open_slot(args, segments, options: dict):
     """The slot file's state when it exists (checked against this input and run), else None."""
-    from .slot import SlotState
+    from .logical.slot import SlotState
 
     if not args.output:
         raise UsageError("--slot needs --output FILE: the slot records how much of it is confirmed")

@@ -19,8 +19,8 @@ from pathlib import Path
 from . import _impl, waldump
 from .catalog import Catalog
 from .output.test_decoding import TestDecoding
-from .session import decode_wal
-from .xlogreader import XLogReader, parse_lsn
+from .logical.session import decode_wal
+from .wal.xlogreader import XLogReader, parse_lsn
 
 def inspect_matches(path: Path, meta: dict) -> tuple[int, int]:
     reader = XLogReader([path / "wal"], parse_lsn(meta["start_lsn"]), parse_lsn(meta["end_lsn"]))

@@ -17,7 +17,7 @@ from typing import NamedTuple
 from . import rmgr
 from .pg.lsn import format_lsn, parse_lsn
 from .rmgr.rmgrdesc_utils import fork_name
-from .xlogrecord import (BKPIMAGE_COMPRESS_LZ4, BKPIMAGE_COMPRESS_PGLZ, BKPIMAGE_COMPRESS_ZSTD,
+from .wal.xlogrecord import (BKPIMAGE_COMPRESS_LZ4, BKPIMAGE_COMPRESS_PGLZ, BKPIMAGE_COMPRESS_ZSTD,
                          BKPIMAGE_IS_COMPRESSED_V13, BLCKSZ)
 
 XLR_INFO_MASK = 0x0F

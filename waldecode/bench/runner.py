@@ -21,7 +21,7 @@ from pathlib import Path
 
 from ..catalog.dsn import snapshot_from_connection
 from ..testing.cluster import Cluster
-from ..xlogreader import parse_lsn
+from ..wal.xlogreader import parse_lsn
 from . import tools as T
 from .measure import Measurement, run_measured, time_peek
 from .workloads import DB, Workload

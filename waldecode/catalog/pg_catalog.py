@@ -12,9 +12,9 @@ from __future__ import annotations
 
 import struct
 
-from ..heaptuple import HEAP_NATTS_MASK, SizeofHeapTupleHeader, deform_tuple
+from ..heap.heaptuple import HEAP_NATTS_MASK, SizeofHeapTupleHeader, deform_tuple
 from ..pg.encoding import python_codec
-from ..varlena import ToastPointer
+from ..heap.varlena import ToastPointer
 
 # src/include/catalog/pg_*.h: the catalogs' own OIDs (identical 13-18)
 TypeRelationId = 1247

@@ -180,7 +180,7 @@ def missing_value_text(raw, ctx) -> str | None:
     from ..errors import WALError
     from ..types import TypeOutputError
     from ..types.arrays import deconstruct
-    from ..varlena import ToastPointer
+    from ..heap.varlena import ToastPointer
 
     if raw is None:
         return None

@@ -181,7 +181,7 @@ def cmd_spark_decode(args) -> int:
     from ..catalog import Catalog
     from ..cli import report_decode_result
     from ..output.test_decoding import TestDecoding
-    from ..walfile import discover
+    from ..wal.segments import discover
     from .job import SparkExecutor, decode_spark
 
     if args.restart_lsn is not None and args.start_lsn is None:

@@ -170,13 +170,13 @@ def plan_partitions(options: dict) -> list:
     partition per output range."""
     from ..catalog import Catalog
     from ..errors import UsageError
-    from ..xlogreader import parse_lsn
+    from ..wal.xlogreader import parse_lsn
     from . import plan as _plan
     from . import tasks
     from .job import LocalExecutor, _segments_per_run, plan_scan
     from ..output.base import CatalogView
-    from ..startpoint import plan_start
-    from ..walfile import discover
+    from ..logical.startpoint import plan_start
+    from ..wal.segments import discover
 
     opts = {k.lower(): v for k, v in options.items()}
     if "catalog" not in opts:

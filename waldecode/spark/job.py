@@ -26,10 +26,10 @@ from dataclasses import dataclass
 from ..catalog import Catalog
 from ..errors import Error, format_lsn
 from ..output.base import CatalogView
-from ..session import VersionMismatchError
-from ..startpoint import check_start_in_input, plan_start
-from ..walfile import SegmentSet, discover
-from ..xlogreader import XLogReader
+from ..logical.session import VersionMismatchError
+from ..logical.startpoint import check_start_in_input, plan_start
+from ..wal.segments import SegmentSet, discover
+from ..wal.xlogreader import XLogReader
 from . import plan as _plan
 from . import tasks
 

@@ -24,11 +24,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from ..catalog import Catalog
-from ..decode import LogicalDecoder
+from ..logical.decode import LogicalDecoder
 from ..errors import Error
 from ..output.base import OutputPlugin, OutputPluginOptions
-from ..session import DecodeResult, _check_catalog_age, _start_hint
-from ..snapbuild import SNAPBUILD_CONSISTENT, SNAPBUILD_FULL_SNAPSHOT, xid_precedes
+from ..logical.session import DecodeResult, _check_catalog_age, _start_hint
+from ..logical.snapbuild import SNAPBUILD_CONSISTENT, SNAPBUILD_FULL_SNAPSHOT, xid_precedes
 
 
 # -- the catalog timeline: the one place the Spark path touches the catalog history ----------------

@@ -45,12 +45,12 @@ from ..rmgr import (
     RM_XACT_ID,
     RM_XLOG_ID,
 )
-from ..decode import HEAP2_EXTRACTORS, HEAP_EXTRACTORS, message_changes
+from ..logical.decode import HEAP2_EXTRACTORS, HEAP_EXTRACTORS, message_changes
 from ..rmgr import heap as rm_heap
 from ..rmgr.heap import XLOG_HEAP_OPMASK
-from ..reorderbuffer import Change
-from ..xlogpage import FrameState, ReadStop
-from ..xlogreader import _end_lsn
+from ..logical.reorderbuffer import Change
+from ..wal.xlogpage import FrameState, ReadStop
+from ..wal.xlogreader import _end_lsn
 
 # decode.py's knowingly ignored heap/heap2 record types: anything else non-extracting goes to the
 # driver whole, so that the sequential pass raises the decoder's own "unexpected record type" error
@@ -330,7 +330,7 @@ def decode_rows(rows, ctx: Phase2, open_writer) -> dict:
     from itertools import groupby
 
     from ..output.base import CatalogView
-    from ..replay import Replayer
+    from ..logical.apply import Replayer
 
     current = [None]
     plugin = ctx.make_plugin(lambda line: current[0].write(line))

@@ -18,7 +18,7 @@ from __future__ import annotations
 import decimal
 import struct
 
-from ..heaptuple import ALIGNMENT, SizeofHeapTupleHeader
+from ..heap.heaptuple import ALIGNMENT, SizeofHeapTupleHeader
 
 MAXALIGN = 8
 NBASE = 10000

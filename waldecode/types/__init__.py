@@ -22,8 +22,8 @@ from __future__ import annotations
 
 from ..catalog import DEFAULT_SETTINGS
 from ..errors import TypeOutputError
-from ..heaptuple import MissingValue
-from ..varlena import ToastPointer
+from ..heap.heaptuple import MissingValue
+from ..heap.varlena import ToastPointer
 
 
 class UnsupportedTypeError(TypeOutputError):

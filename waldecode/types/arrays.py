@@ -13,8 +13,8 @@ from __future__ import annotations
 import struct
 
 from ..errors import CorruptRecordError
-from ..heaptuple import ALIGNMENT
-from ..varlena import ToastPointer, read_varlena
+from ..heap.heaptuple import ALIGNMENT
+from ..heap.varlena import ToastPointer, read_varlena
 
 _arr_header = struct.Struct("<iiI")
 MAXDIM = 6

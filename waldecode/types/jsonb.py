@@ -14,7 +14,7 @@ from __future__ import annotations
 import struct
 
 from ..errors import CorruptRecordError
-from ..varlena import ToastPointer, read_varlena
+from ..heap.varlena import ToastPointer, read_varlena
 from .numeric import numeric_text
 
 _u32 = struct.Struct("<I")

@@ -18,8 +18,8 @@ from __future__ import annotations
 import struct
 
 from ..errors import CorruptRecordError
-from ..heaptuple import ALIGNMENT
-from ..varlena import ToastPointer, read_varlena
+from ..heap.heaptuple import ALIGNMENT
+from ..heap.varlena import ToastPointer, read_varlena
 
 _u32 = struct.Struct("<I")
 

@@ -9,8 +9,8 @@ white space, with ``"`` and ``\\`` doubled inside.
 
 from __future__ import annotations
 
-from ..heaptuple import datum_type_oid, deform_datum_tuple
-from ..varlena import ToastPointer
+from ..heap.heaptuple import datum_type_oid, deform_datum_tuple
+from ..heap.varlena import ToastPointer
 
 _SPECIAL = frozenset('"\\(),') | frozenset(" \t\n\r\v\f")
 

@@ -15,7 +15,7 @@ from typing import Callable, Iterator
 
 from ...errors import CorruptRecordError, DecompressionError
 from ...pg.quote import NAMEDATALEN
-from ...varlena import ToastPointer, decompress_toast_value
+from ...heap.varlena import ToastPointer, decompress_toast_value
 from ..model import Attribute, CatalogError
 from ..pg_catalog import (
     BOOLOID,

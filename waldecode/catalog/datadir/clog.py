@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 import struct
 
-from ...heaptuple import (  # src/include/access/htup_details.h: t_infomask bits
+from ...heap.heaptuple import (  # src/include/access/htup_details.h: t_infomask bits
     HEAP_LOCK_MASK,
     HEAP_XMAX_COMMITTED,
     HEAP_XMAX_EXCL_LOCK,

@@ -14,7 +14,7 @@ import os
 import struct
 from typing import Iterator, NamedTuple
 
-from ...heaptuple import HeapTupleHeaderData, SizeofHeapTupleHeader
+from ...heap.heaptuple import HeapTupleHeaderData, SizeofHeapTupleHeader
 from ..model import CatalogError
 from .clog import TransactionStatus, tuple_is_visible
 from .control import BLCKSZ, MAXIMUM_ALIGNOF

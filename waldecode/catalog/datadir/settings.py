@@ -15,7 +15,7 @@ from typing import Callable
 
 from ...pg.encoding import python_codec
 from ...pg.quote import split_identifier_string
-from ...varlena import ToastPointer
+from ...heap.varlena import ToastPointer
 from ..model import DEFAULT_SETTINGS, CatalogError
 from ..pg_catalog import DbRoleSettingRelationId, TEXTARRAYOID, value_converter
 from .catalogs import AttributeRows, DataDir, fetch_toast_value, shared_table

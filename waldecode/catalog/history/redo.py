@@ -15,8 +15,8 @@ from __future__ import annotations
 import struct
 
 from ...errors import CorruptRecordError, DecompressionError, WALError
-from ...fpi import image_is_applied, restore_block_image
-from ...heaptuple import (  # src/include/access/htup_details.h
+from ...wal.fpi import image_is_applied, restore_block_image
+from ...heap.heaptuple import (  # src/include/access/htup_details.h
     HEAP_KEYS_UPDATED,
     HEAP_MOVED,
     HEAP_XMAX_BITS,

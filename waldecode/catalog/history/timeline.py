@@ -15,7 +15,7 @@ import json
 import zlib
 from bisect import bisect_left
 
-from ...varlena import ToastPointer
+from ...heap.varlena import ToastPointer
 from ..model import Catalog, CatalogError
 from ..pg_catalog import (
     FIXED_NAMESPACES,

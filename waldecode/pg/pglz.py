@@ -8,7 +8,7 @@ here, in pure Python, and again in ``native/`` for speed.
 
 from __future__ import annotations
 
-from .errors import DecompressionError
+from ..errors import DecompressionError
 
 
 def pglz_decompress(src, rawsize: int, check_complete: bool = True) -> bytes:

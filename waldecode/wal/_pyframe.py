@@ -23,7 +23,7 @@ import struct
 
 from crc32c import crc32c
 
-from .errors import CorruptRecordError, format_lsn
+from ..errors import CorruptRecordError, format_lsn
 from .xlogpage import (
     MaxAllocSize,
     ReadStop,
@@ -426,4 +426,4 @@ def decode_record(rec, lsn: int, end_lsn: int, major: int) -> DecodedRecord:
     main_data = rec[pos:pos + main_len]
     return DecodedRecord(lsn, end_lsn, tot_len, xid, prev, info, rmid, crc, tuple(blocks), main_data,
                          origin, toplevel)
-from .pglz import pglz_decompress  # noqa: F401  (the reference; _native has its own)
+from ..pg.pglz import pglz_decompress  # noqa: F401  (the reference; _native has its own)

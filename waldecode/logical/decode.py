@@ -21,12 +21,12 @@ from __future__ import annotations
 import struct
 from typing import NamedTuple
 
-from .catalog import Catalog
-from .catalog.history import CatalogHistory
-from .errors import DecodeError, format_lsn
-from .logical.txn import TransactionTracker, XactEvent, xact_event  # noqa: F401  (xact_event: re-exported)
-from .output.base import CatalogView, OutputPlugin, OutputPluginOptions, Transaction
-from .replay import Replayer
+from ..catalog import Catalog
+from ..catalog.history import CatalogHistory
+from ..errors import DecodeError, format_lsn
+from .txn import TransactionTracker, XactEvent, xact_event  # noqa: F401  (xact_event: re-exported)
+from ..output.base import CatalogView, OutputPlugin, OutputPluginOptions, Transaction
+from .apply import Replayer
 from .reorderbuffer import (
     REORDER_BUFFER_CHANGE_DELETE,
     REORDER_BUFFER_CHANGE_INSERT,
@@ -41,7 +41,7 @@ from .reorderbuffer import (
     Change,
     ReorderBuffer,
 )
-from .rmgr import (
+from ..rmgr import (
     RM_HEAP2_ID,
     RM_HEAP_ID,
     RM_LOGICALMSG_ID,
@@ -49,13 +49,13 @@ from .rmgr import (
     RM_XACT_ID,
     RM_XLOG_ID,
 )
-from .rmgr import heap as rm_heap
-from .rmgr import xact as rm_xact
-from .rmgr import standby as rm_standby
-from .rmgr.logicalmsg import parse_message
+from ..rmgr import heap as rm_heap
+from ..rmgr import xact as rm_xact
+from ..rmgr import standby as rm_standby
+from ..rmgr.logicalmsg import parse_message
 from .snapbuild import SNAPBUILD_CONSISTENT, SNAPBUILD_FULL_SNAPSHOT, SnapBuilder
-from .xlogrecord import DecodedRecord
-from .rmgr.heap import (  # heapam_xlog.h, declared once in the rmgr module
+from ..wal.xlogrecord import DecodedRecord
+from ..rmgr.heap import (  # heapam_xlog.h, declared once in the rmgr module
     SizeOfHeapDelete,
     SizeOfHeapUpdate,
     SizeOfMultiInsertTuple,
@@ -68,9 +68,9 @@ from .rmgr.heap import (  # heapam_xlog.h, declared once in the rmgr module
     XLH_UPDATE_CONTAINS_OLD,
     xl_multi_insert_tuple,
 )
-from .rmgr.heap import xl_heap_header as _xl_heap_header
-from .rmgr.heap import XLOG_HEAP_OPMASK
-from .rmgr.xact import XLOG_XACT_OPMASK
+from ..rmgr.heap import xl_heap_header as _xl_heap_header
+from ..rmgr.heap import XLOG_HEAP_OPMASK
+from ..rmgr.xact import XLOG_XACT_OPMASK
 
 _u32 = struct.Struct("<I")
 _u16 = struct.Struct("<H")

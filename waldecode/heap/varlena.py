@@ -16,8 +16,8 @@ from __future__ import annotations
 import struct
 from typing import NamedTuple
 
-from . import _impl
-from .errors import CorruptRecordError, DecompressionError
+from .. import _impl
+from ..errors import CorruptRecordError, DecompressionError
 
 # src/include/varatt.h: vartag_external
 VARTAG_INDIRECT = 1

@@ -17,17 +17,18 @@ from __future__ import annotations
 
 import struct
 
-from . import heaptuple, varlena
-from .catalog import (
+from ..heap import heaptuple
+from ..heap import varlena
+from ..catalog import (
     RELKIND_FOREIGN_TABLE,
     RELKIND_SEQUENCE,
     RELPERSISTENCE_PERMANENT,
     Catalog,
     Relation,
 )
-from .errors import DecodeError, WALError, format_lsn
-from .output import UNCHANGED_TOAST
-from .output.base import DELETE, INSERT, UPDATE, CatalogView, OutputPlugin, Transaction
+from ..errors import DecodeError, WALError, format_lsn
+from ..output import UNCHANGED_TOAST
+from ..output.base import DELETE, INSERT, UPDATE, CatalogView, OutputPlugin, Transaction
 from .reorderbuffer import (
     REORDER_BUFFER_CHANGE_DELETE,
     REORDER_BUFFER_CHANGE_INSERT,
@@ -39,7 +40,7 @@ from .reorderbuffer import (
     REORDER_BUFFER_CHANGE_UPDATE,
     Change,
 )
-from .rmgr.heap import (  # heapam_xlog.h, declared once in the rmgr module
+from ..rmgr.heap import (  # heapam_xlog.h, declared once in the rmgr module
     XLH_TRUNCATE_CASCADE,
     XLH_TRUNCATE_RESTART_SEQS,
     SizeOfHeapHeader,
@@ -47,7 +48,7 @@ from .rmgr.heap import (  # heapam_xlog.h, declared once in the rmgr module
     xl_heap_header,
     xl_heap_truncate,
 )
-from .rmgr.logicalmsg import parse_message
+from ..rmgr.logicalmsg import parse_message
 
 _ACTION_NAMES = {REORDER_BUFFER_CHANGE_INSERT: INSERT, REORDER_BUFFER_CHANGE_UPDATE: UPDATE,
                  REORDER_BUFFER_CHANGE_DELETE: DELETE}

@@ -12,7 +12,7 @@ historic catalog snapshots are built here.
 
 from __future__ import annotations
 
-from .pg.transam import xid_precedes
+from ..pg.transam import xid_precedes
 
 # src/include/replication/snapbuild.h: SnapBuildState
 SNAPBUILD_START = -1

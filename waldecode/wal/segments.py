@@ -15,7 +15,7 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .errors import MissingSegmentError, SegmentFileError, format_lsn
+from ..errors import MissingSegmentError, SegmentFileError, format_lsn
 from .xlogpage import MAJOR_BY_XLOG_PAGE_MAGIC, SizeOfXLogLongPHD, XLP_LONG_HEADER, parse_long_header
 
 SEGMENT_NAME_RE = re.compile(r"^([0-9A-F]{8})([0-9A-F]{8})([0-9A-F]{8})(\.partial)?(\.gz|\.lz4|\.zst)?$")

@@ -21,12 +21,12 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
-from .errors import MissingSegmentError, format_lsn
-from .rmgr import RM_STANDBY_ID
-from .rmgr import standby as rm_standby
+from ..errors import MissingSegmentError, format_lsn
+from ..rmgr import RM_STANDBY_ID
+from ..rmgr import standby as rm_standby
 from .snapbuild import SNAPBUILD_CONSISTENT, SnapBuilder
-from .walfile import SegmentSet
-from .xlogreader import read_segment
+from ..wal.segments import SegmentSet
+from ..wal.xlogreader import read_segment
 
 
 class RunningXacts(NamedTuple):

@@ -7,8 +7,8 @@ space, removed before compression) back as zeros.
 
 from __future__ import annotations
 
-from .errors import DecompressionError
-from . import _impl
+from ..errors import DecompressionError
+from .. import _impl
 from .xlogrecord import (
     BKPIMAGE_APPLY,
     BKPIMAGE_APPLY_V13,

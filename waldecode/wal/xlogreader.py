@@ -13,10 +13,10 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from . import _impl
-from .errors import MissingSegmentError, WALError, format_lsn
-from .pg.lsn import parse_lsn  # re-exported
-from .walfile import SegmentSet, discover
+from .. import _impl
+from ..errors import MissingSegmentError, WALError, format_lsn
+from ..pg.lsn import parse_lsn  # re-exported
+from .segments import SegmentSet, discover
 from .xlogpage import FrameState, ReadStop, SizeOfXLogLongPHD, SizeOfXLogShortPHD
 from .xlogrecord import DecodedRecord
 

@@ -29,13 +29,13 @@ import os
 import time
 from dataclasses import dataclass
 
-from .catalog import Catalog
-from .rmgr import RM_STANDBY_ID
-from .rmgr.standby import XLOG_RUNNING_XACTS
+from ..catalog import Catalog
+from ..rmgr import RM_STANDBY_ID
+from ..rmgr.standby import XLOG_RUNNING_XACTS
 from .snapbuild import SNAPBUILD_CONSISTENT
-from .errors import WALError, format_lsn
-from .faults import crashpoint
-from .xlogreader import parse_lsn
+from ..errors import WALError, format_lsn
+from ..faults import crashpoint
+from ..wal.xlogreader import parse_lsn
 
 FORMAT_NAME = "waldecode-slot"
 FORMAT_VERSION = 1

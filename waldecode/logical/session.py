@@ -12,15 +12,15 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from .catalog import Catalog
+from ..catalog import Catalog
 from .decode import LogicalDecoder, NotDecoded
-from .errors import WALError, format_lsn
+from ..errors import WALError, format_lsn
 from .reorderbuffer import DEFAULT_MEMORY_BUDGET, DEFAULT_SPILL_THRESHOLD, OpenTransaction
 from .snapbuild import SNAPBUILD_CONSISTENT
 from .startpoint import StartPlan, check_start_in_input, plan_start
-from .walfile import SegmentSet, discover
-from .xlogpage import ReadStop
-from .xlogreader import XLogReader
+from ..wal.segments import SegmentSet, discover
+from ..wal.xlogpage import ReadStop
+from ..wal.xlogreader import XLogReader
 
 
 class VersionMismatchError(WALError):

@@ -26,8 +26,8 @@ from typing import NamedTuple
 import lz4.frame
 from sortedcontainers import SortedKeyList
 
-from .errors import SpillError
-from .faults import crashpoint
+from ..errors import SpillError
+from ..faults import crashpoint
 
 # src/include/replication/reorderbuffer.h: ReorderBufferChangeType (the ones that are queued here)
 REORDER_BUFFER_CHANGE_INSERT = 0
@@ -384,7 +384,7 @@ class ReorderBuffer:
 
     def abort_old(self, oldest_running_xid: int) -> list[TXN]:
         """ReorderBufferAbortOld: top-level transactions older than the oldest running one crashed."""
-        from .pg.transam import xid_precedes
+        from ..pg.transam import xid_precedes
 
         dropped = []
         for txn in list(self.toplevel.values()):

@@ -20,7 +20,7 @@ from __future__ import annotations
 import struct
 from typing import NamedTuple
 
-from .errors import CorruptRecordError
+from ..errors import CorruptRecordError
 from .varlena import read_varlena, varsize_any
 
 # src/include/access/htup_details.h
