@@ -1,5 +1,11 @@
 """Shared fixtures: ``impl`` runs a test once per implementation of the hot path.
 
+The tests come in lanes, one folder each (``./dev test LANE`` runs one, ``./dev test`` all):
+``unit`` (no server, no fixtures), ``differential`` (the bundled real-server fixtures against
+the servers' own output), ``live`` (throw-away PostgreSQL servers), ``spark`` (Apache Spark,
+local and a standalone cluster).  ``support/`` holds what they share: the WAL writer
+(``walgen``), the fixtures (``fixture_data``) and the live-slot harness (``live``).
+
 The test header says which implementation is active by default and which can be
 loaded, so a run that silently tests only pure Python (the Cython extension not
 built) is visible at a glance.
@@ -7,7 +13,12 @@ built) is visible at a glance.
 
 from __future__ import annotations
 
+import sys
+from pathlib import Path
+
 import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parent / "support"))
 
 from waldecode import _impl
 

@@ -38,7 +38,7 @@ except ImportError:
     pytest.skip("the native output (waldecode._typeout) is not built", allow_module_level=True)
 
 from fixture_data import FIXTURES  # noqa: E402
-from test_types_live import FLOAT8_EDGES, SETTINGS, json_values  # noqa: E402
+from type_values import FLOAT8_EDGES, SETTINGS, json_values  # noqa: E402
 
 from waldecode.catalog import DEFAULT_SETTINGS, Attribute, Catalog, Relation  # noqa: E402
 from waldecode.heap.heaptuple import deform_tuple  # noqa: E402

@@ -24,7 +24,7 @@ from waldecode import rmgr, waldump
 from waldecode.pg.lsn import parse_lsn
 from waldecode.wal.xlogrecord import BlockRef, DecodedRecord
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 FIXTURES = ROOT / "fixtures"
 
 

@@ -28,7 +28,7 @@ from waldecode.errors import CorruptRecordError, MissingSegmentError, SegmentFil
 from waldecode.wal.xlogreader import XLogReader
 
 PAGE = 8192
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 REAL_WAL_DIRS = sorted(p for p in (REPO / "fixtures" / "pg15-off").glob("*/wal") if any(p.iterdir()))[:3]
 
 

@@ -34,6 +34,7 @@ hypothesis = pytest.importorskip("hypothesis")
 from hypothesis import HealthCheck, given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 
+from type_values import FLOAT8_EDGES, SETTINGS, json_values, safe_text  # noqa: E402
 from waldecode.catalog import DEFAULT_SETTINGS, Attribute, Catalog, Relation, TypeInfo  # noqa: E402
 from waldecode.heap.heaptuple import MissingValue, deform_tuple  # noqa: E402
 from waldecode.output.test_decoding import print_literal  # noqa: E402
@@ -57,21 +58,6 @@ SLOT = "wd_types"
 # their own cast to text (bool -> 'true', inet -> with /32, bpchar -> trimmed, "char").
 OUTPUT_SQL = "CASE WHEN num_nulls(v) = 0 THEN format('%s', v) END"  # a row of NULLs IS NULL
 
-# Session settings the server's ::text and our output_text are compared under.
-SETTINGS = [
-    {},
-    {"TimeZone": "America/New_York", "DateStyle": "SQL, DMY", "IntervalStyle": "sql_standard",
-     "extra_float_digits": "0", "bytea_output": "escape"},
-    {"TimeZone": "Asia/Kolkata", "DateStyle": "Postgres, MDY", "IntervalStyle": "iso_8601",
-     "extra_float_digits": "3"},
-    {"TimeZone": "Europe/Berlin", "DateStyle": "German, DMY", "IntervalStyle": "postgres_verbose",
-     "extra_float_digits": "-3"},
-    {"TimeZone": "Australia/Lord_Howe", "DateStyle": "Postgres, DMY", "extra_float_digits": "2"},
-    {"TimeZone": "UTC+3", "DateStyle": "SQL, MDY", "IntervalStyle": "postgres_verbose"},
-    {"TimeZone": "America/St_Johns", "DateStyle": "ISO, YMD", "extra_float_digits": "-15", "lc_monetary": "C.utf8"},
-    {"TimeZone": "<+05:30>-05:30", "DateStyle": "Postgres, YMD", "IntervalStyle": "sql_standard"},
-    {"TimeZone": "europe/london", "DateStyle": "sql, ymd", "IntervalStyle": "iso_8601", "bytea_output": "escape"},
-]
 # test_decoding is compared under these (a peek per setting)
 DECODING_SETTINGS = [SETTINGS[0], SETTINGS[1], SETTINGS[2]]
 
@@ -358,7 +344,6 @@ def float_text(x: float) -> str:
     return repr(x)
 
 
-safe_text = st.text(st.characters(blacklist_categories=("Cs",), blacklist_characters="\x00"), max_size=40)
 int4s = st.integers(-2**31, 2**31 - 1)
 int8s = st.integers(-2**63, 2**63 - 1)
 MIN_TS = -211813488000000000  # 4714-11-24 00:00:00 BC
@@ -395,11 +380,6 @@ def ipv6_text(groups) -> str:
 ipv6_groups = st.lists(st.sampled_from([0, 0, 0, 1, 0xFFFF, 0x1234, 0xFE80]) | st.integers(0, 0xFFFF),
                        min_size=8, max_size=8)
 
-json_values = st.recursive(
-    st.none() | st.booleans() | st.integers(-10**20, 10**20)
-    | st.floats(allow_nan=False, allow_infinity=False) | safe_text,
-    lambda children: st.lists(children, max_size=4) | st.dictionaries(safe_text, children, max_size=4),
-    max_leaves=12)
 
 
 # -- tests -----------------------------------------------------------------------------------------
@@ -425,10 +405,7 @@ def test_integers_hypothesis(live, values):
     live.check("int2", [str(v >> 48) for v in values], settings_list=SETTINGS[:1], decoding=False)
 
 
-FLOAT8_EDGES = [0.0, -0.0, math.nan, math.inf, -math.inf, 1e-310, 5e-324, -5e-324, 2.2250738585072014e-308,
-                1.7976931348623157e308, 0.1, 1.5, 1e15, 1e16, 123456789012345.6, 1e-5, 1e-4, 1e-3, 100000.0,
-                1e6, 2.0**53, 2.0**53 + 2, 9007199254740993.0, 1e22, 1e23, 5e-5, 3.4e38, 1.5e300, -2.5e-300,
-                0.3, 2.0 / 3, 1 / 3, 123456.7, 999999999999999.9, 99999999999999.99]
+
 
 
 @live_test

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from waldecode.wal.xlogreader import parse_lsn
 
-FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
+FIXTURES = Path(__file__).resolve().parents[2] / "fixtures"
 
 # pg_waldump's record line (pg_waldump.c XLogDumpDisplayRecord)
 WALDUMP_LINE = re.compile(
