@@ -229,16 +229,14 @@ def cmd_decode(args) -> int:
             spill_dir = _fresh_dir(args.slot + ".spill")
     else:
         out = _LazyOutput(args.output)
-    write = out.write_line
+    plugin = TestDecoding(output=out.writer)
 
     def track(reader):
         # The progress line (on a terminal) counts the changes written
-        nonlocal write
         tracker = progress.track(reader, quiet=args.quiet, streams_stdout=not args.output, unit="changes")
-        write = tracker.counting(out.write_line)
+        tracker.count_changes(lambda: plugin.changes_written)
         return tracker
 
-    plugin = TestDecoding(lambda line: write(line))
     warn = lambda m: print(f"waldecode: warning: {m}", file=sys.stderr)  # noqa: E731
     try:
         result = decode_wal(segments, catalog, plugin, plugin_options=options, start_lsn=start_lsn,
@@ -285,7 +283,7 @@ _MAX_LISTED = 50
 
 
 class _LazyOutput:
-    """The output file, created at the first line (or at the end), so that an input error comes alone.
+    """The output file, created at the first block of lines (or at the end), so that an input error comes alone.
 
     ``keep_bytes``: continue an existing file after its first ``keep_bytes`` bytes (what a slot
     confirmed), cutting off whatever a killed run wrote past them.
@@ -294,6 +292,10 @@ class _LazyOutput:
     def __init__(self, path: str | None, keep_bytes: int | None = None):
         self.path = path
         self.keep_bytes = keep_bytes
+        from .output.base import OutputWriter
+
+        # the plugin writes here; blocks of lines reach the file
+        self.writer = OutputWriter(self._write_block)
         self.f = None if path else sys.stdout.buffer
         if path and keep_bytes is not None:
             try:
@@ -313,19 +315,19 @@ class _LazyOutput:
             self.f = open(self.path, "wb")
         return self.f
 
-    def write_line(self, line: str) -> None:
-        f = self.f or self._open()
-        f.write(line.encode("utf-8", "surrogateescape"))
-        f.write(b"\n")
+    def _write_block(self, data: bytes) -> None:
+        (self.f or self._open()).write(data)
 
     def flush_and_sync(self) -> int:
         """Make everything written durable; the number of bytes the file holds."""
+        self.writer.flush()
         f = self.f or self._open()
         f.flush()
         os.fsync(f.fileno())
         return f.tell()
 
     def close(self, create: bool = True) -> None:
+        self.writer.flush()
         if self.path is None:
             self.f.flush()
         elif self.f is not None or create:

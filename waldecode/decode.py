@@ -302,7 +302,7 @@ class LogicalDecoder:
             history = None
         self.history = history
         self.replayer = Replayer(catalog, plugin, snapshot, plugin_opts.receive_rewrites, history=history,
-                                 warn=self.warn)
+                                 warn=self.warn, wal_tuples=plugin_opts.receive_wal_tuples)
         self.crashed: list = []  # transactions dropped by ReorderBufferAbortOld
         self._dispatch = {
             RM_XLOG_ID: self._xlog,

@@ -59,6 +59,11 @@ def relation_is_logically_logged(rel: Relation) -> bool:
             and not rel.is_catalog)
 
 
+def _row_error(rel: Relation, e: WALError, lsn: int) -> DecodeError:
+    return DecodeError(f"cannot decode a row of {rel.nspname}.{rel.relname} (relation {rel.oid}): {e.reason}",
+                       lsn=lsn)
+
+
 class ToastChunks:
     """ReorderBufferToastEnt: the chunks of one TOAST value, in chunk_seq order."""
 
@@ -70,14 +75,39 @@ class ToastChunks:
         self.size = 0
 
 
+class _ToastFailure(Exception):
+    """Carries a TOAST value's error out of the plugin's ``change_tuples``, to be raised as itself."""
+
+
+class ToastLookup:
+    """The ``toast`` callback of ``change_tuples``: what ``_toast_replace`` substitutes for an
+    external pointer of a new tuple (the value whose chunks the transaction wrote, else None)."""
+
+    __slots__ = ("toast_hash",)
+
+    def __init__(self, toast_hash: dict):
+        self.toast_hash = toast_hash
+
+    def __call__(self, pointer: varlena.ToastPointer):
+        ent = self.toast_hash.get(pointer.va_valueid)
+        if ent is None:
+            return None
+        try:
+            return varlena.decompress_toast_value(b"".join(ent.chunks), pointer)
+        except WALError as e:
+            raise _ToastFailure(e) from None
+
+
 class Replayer:
     def __init__(self, catalog: Catalog, plugin: OutputPlugin, snapshot: CatalogView,
-                 include_rewrites: bool = False, history=None, warn=None):
-        """``snapshot`` is the plugin's view of ``catalog``, the one its ``startup`` was given."""
+                 include_rewrites: bool = False, history=None, warn=None, wal_tuples: bool = False):
+        """``snapshot`` is the plugin's view of ``catalog``, the one its ``startup`` was given;
+        ``wal_tuples``: the plugin takes row changes as WAL tuples (``change_tuples``)."""
         self.catalog = catalog
         self.snapshot = snapshot
         self.plugin = plugin
         self.include_rewrites = include_rewrites
+        self.wal_tuples = wal_tuples
         self.history = history if history is not None and history.active else None
         self.warn = warn
         self._shown = catalog  # the catalog of the last change, and the plugin's view of it
@@ -108,8 +138,7 @@ class Replayer:
             return heaptuple.deform_tuple(memoryview(tup)[SizeOfHeapHeader:], t_infomask2, t_infomask, t_hoff,
                                           rel.attributes)
         except WALError as e:
-            raise DecodeError(f"cannot decode a row of {rel.nspname}.{rel.relname} (relation {rel.oid}): "
-                              f"{e.reason}", lsn=lsn) from None
+            raise _row_error(rel, e, lsn) from None
 
     def _append_chunk(self, toast_hash: dict, toast_rel: Relation, change: Change) -> None:
         """ReorderBufferToastAppendChunk."""
@@ -156,6 +185,7 @@ class Replayer:
         # the history while a transaction is replayed)
         self._static = history is None or (self._shown is self.catalog and not history.has_changes)
         toast_hash: dict[int, ToastChunks] = {}
+        toast = ToastLookup(toast_hash) if self.wal_tuples else None
         specinsert: Change | None = None
         if prepare:
             plugin.begin_prepare(txn)
@@ -178,7 +208,7 @@ class Replayer:
                 change = specinsert._replace(action=REORDER_BUFFER_CHANGE_INSERT)
                 action = REORDER_BUFFER_CHANGE_INSERT
             if action in _ACTION_NAMES:
-                self._apply_tuple_change(txn, change, toast_hash)
+                self._apply_tuple_change(txn, change, toast_hash, toast)
                 specinsert = None
             elif action == REORDER_BUFFER_CHANGE_TRUNCATE:
                 self._apply_truncate(txn, change)
@@ -187,7 +217,7 @@ class Replayer:
                 plugin.message(txn, change.lsn, transactional, prefix, content)
         end()
 
-    def _apply_tuple_change(self, txn: Transaction, change: Change, toast_hash: dict) -> None:
+    def _apply_tuple_change(self, txn: Transaction, change: Change, toast_hash: dict, toast: ToastLookup | None) -> None:
         xid = txn.xid
         catalog, view = self._catalog_at(xid, change.lsn)
         rel = catalog.relation_by_filenode(change.spcOid, change.relNumber)
@@ -211,6 +241,18 @@ class Replayer:
         if rel.is_toast:
             if change.action == REORDER_BUFFER_CHANGE_INSERT and change.newtuple is not None:
                 self._append_chunk(toast_hash, rel, change)
+            return
+        if toast is not None:
+            try:
+                self.plugin.change_tuples(txn, change.lsn, view, rel, _ACTION_NAMES[change.action], change.newtuple,
+                                          change.oldtuple, toast)
+            except _ToastFailure as e:
+                raise e.args[0] from None
+            except WALError as e:
+                # a tuple the deformer refused (the plugin raises the reference's error for it)
+                raise _row_error(rel, e, change.lsn) from None
+            if change.clear_toast_afterwards:
+                toast_hash.clear()
             return
         newvals = oldvals = None
         if change.newtuple is not None:
