@@ -15,6 +15,10 @@ from waldecode.errors import format_lsn
 from waldecode.xlogpage import ReadStop
 from waldecode.xlogrecord import BlockRef, DecodedRecord
 
+# A NamedTuple's own __new__ is Python code (a frame per call): build the tuples with
+# tuple.__new__ straight away, as that __new__ itself does.
+cdef object _tuple_new = tuple.__new__
+
 cdef extern from *:
     """
     #include <stdint.h>
@@ -343,11 +347,11 @@ def decode_record(bytes rec, unsigned long long lsn, unsigned long long end_lsn,
             pos += heads[i][3]
         data = rec[pos:pos + heads[i][2]]
         pos += heads[i][2]
-        blocks.append(BlockRef(heads[i][0], heads[i][1] & 0x0F, heads[i][1] & 0xF0, heads[i][7], heads[i][8],
-                               heads[i][9], heads[i][10], has_image, heads[i][5], heads[i][4], heads[i][6],
-                               heads[i][3], image, data))
-    return DecodedRecord(lsn, end_lsn, tot_len, wd_u32(r + 4), wd_u64(r + 8), r[16], r[17], wd_u32(r + 20),
-                         tuple(blocks), rec[pos:pos + main_len], origin, toplevel)
+        blocks.append(_tuple_new(BlockRef, (heads[i][0], heads[i][1] & 0x0F, heads[i][1] & 0xF0, heads[i][7],
+                                            heads[i][8], heads[i][9], heads[i][10], has_image, heads[i][5],
+                                            heads[i][4], heads[i][6], heads[i][3], image, data)))
+    return _tuple_new(DecodedRecord, (lsn, end_lsn, tot_len, wd_u32(r + 4), wd_u64(r + 8), r[16], r[17],
+                                      wd_u32(r + 20), tuple(blocks), rec[pos:pos + main_len], origin, toplevel))
 
 
 def pglz_decompress(src, Py_ssize_t rawsize, bint check_complete=True):
