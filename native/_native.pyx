@@ -8,6 +8,9 @@ raises the error: both implementations therefore report bad input with the very
 same messages, and the rare path stays in one place.
 """
 
+from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize
+from libc.string cimport memcpy
+
 from crc32c import crc32c
 
 from waldecode import _pyframe
@@ -403,3 +406,86 @@ def pglz_decompress(src, Py_ssize_t rawsize, bint check_complete=True):
         from waldecode.pglz import pglz_decompress as ref
         return ref(src, rawsize, check_complete)
     return bytes(out[:dp])
+
+
+# -- reorder-buffer spill batches (waldecode/reorderbuffer.py _serialize / _deserialize) -----------
+
+# reorderbuffer._ChangeHeader, "<QBIIHBiii": lsn, action, spcOid, relNumber, origin,
+# clear_toast_afterwards, then the lengths of newtuple, oldtuple, extra (-1: None)
+DEF SizeOfSpilledChange = 32
+
+
+cdef inline void _put_u32(unsigned char *p, unsigned int v) noexcept nogil:
+    memcpy(p, &v, 4)
+
+
+cdef inline Py_ssize_t _part_len(object part):
+    return -1 if part is None else len(<bytes>part)
+
+
+def serialize_changes(list changes):
+    """reorderbuffer._serialize: the changes of one spill batch as bytes."""
+    cdef Py_ssize_t total = 0, pos = 0, ln, lo, le
+    cdef tuple c
+    cdef unsigned long long lsn
+    cdef unsigned short origin
+    cdef unsigned char *p
+    for obj in changes:
+        c = <tuple>obj          # a Change: a tuple subclass
+        total += SizeOfSpilledChange
+        for part in (c[6], c[7], c[8]):
+            if part is not None:
+                if type(part) is not bytes:
+                    from waldecode.reorderbuffer import _serialize
+                    return _serialize(changes)
+                total += len(<bytes>part)
+    out = PyBytes_FromStringAndSize(NULL, total)
+    p = <unsigned char *>PyBytes_AS_STRING(out)
+    for obj in changes:
+        c = <tuple>obj
+        ln, lo, le = _part_len(c[6]), _part_len(c[7]), _part_len(c[8])
+        lsn = c[0]
+        memcpy(p + pos, &lsn, 8)
+        p[pos + 8] = <unsigned char>(<int>c[1])
+        _put_u32(p + pos + 9, c[2])
+        _put_u32(p + pos + 13, c[3])
+        origin = c[4]
+        memcpy(p + pos + 17, &origin, 2)
+        p[pos + 19] = 1 if c[5] else 0
+        _put_u32(p + pos + 20, <unsigned int>ln)
+        _put_u32(p + pos + 24, <unsigned int>lo)
+        _put_u32(p + pos + 28, <unsigned int>le)
+        pos += SizeOfSpilledChange
+        for part in (c[6], c[7], c[8]):
+            if part is not None and len(<bytes>part):
+                memcpy(p + pos, PyBytes_AS_STRING(part), len(<bytes>part))
+                pos += len(<bytes>part)
+    return out
+
+
+def deserialize_changes(bytes buf, Py_ssize_t count):
+    """reorderbuffer._deserialize: a spill batch back into its changes (a check that fails hands
+    the batch to the reference, which raises its error)."""
+    from waldecode.reorderbuffer import Change, _deserialize
+    cdef const unsigned char *b = buf
+    cdef Py_ssize_t n = len(buf), pos = 0, i, k
+    cdef int lens[3]
+    cdef list out = []
+    for i in range(count):
+        if pos + SizeOfSpilledChange > n:
+            return _deserialize(buf, count)
+        lens[0] = <int>wd_u32(b + pos + 20)
+        lens[1] = <int>wd_u32(b + pos + 24)
+        lens[2] = <int>wd_u32(b + pos + 28)
+        head = (wd_u64(b + pos), b[pos + 8], wd_u32(b + pos + 9), wd_u32(b + pos + 13), wd_u16(b + pos + 17),
+                b[pos + 19] != 0)
+        pos += SizeOfSpilledChange
+        parts = [None, None, None]
+        for k in range(3):
+            if lens[k] >= 0:
+                if pos + lens[k] > n:
+                    return _deserialize(buf, count)
+                parts[k] = buf[pos:pos + lens[k]]
+                pos += lens[k]
+        out.append(_tuple_new(Change, head + tuple(parts)))
+    return out

@@ -89,7 +89,7 @@ def test_decode_equals_test_decoding(fx, out_file, meta, impl, restart):
 
 
 @pytest.mark.parametrize("fx,out_file,meta", [c for c in CASES if c.id.endswith("/test_decoding.jsonl")])
-def test_decode_with_spilling_equals_test_decoding(fx, out_file, meta, tmp_path):
+def test_decode_with_spilling_equals_test_decoding(fx, out_file, meta, tmp_path, impl):
     """A tiny threshold and memory budget: the same rows, and no .spill file left behind."""
     rows, _open, decoder = decode_fixture(fx, meta, spill_threshold=7, memory_budget=20_000, spill_dir=str(tmp_path))
     assert rows == expected_rows(fx, out_file)

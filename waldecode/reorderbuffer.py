@@ -26,6 +26,7 @@ from typing import NamedTuple
 import lz4.frame
 from sortedcontainers import SortedKeyList
 
+from . import _impl
 from .errors import SpillError
 from .faults import crashpoint
 
@@ -81,6 +82,14 @@ def _serialize(changes) -> bytes:
         if e:
             out += e
     return bytes(out)
+
+
+def _spill_codec():
+    """(serialize, deserialize) of spill batches: the Cython implementation's when it is active,
+    else the reference above and below."""
+    if _impl.IMPL == "cython":
+        return _impl.impl.serialize_changes, _impl.impl.deserialize_changes
+    return _serialize, _deserialize
 
 
 def _deserialize(buf: bytes, count: int) -> list[Change]:
@@ -263,6 +272,7 @@ class ReorderBuffer:
         """ReorderBufferSerializeTXN: write the in-memory changes out, one file per WAL segment."""
         if not txn.changes:
             return
+        serialize = _spill_codec()[0]
         groups: dict[int, list[Change]] = {}
         for c in txn.changes:
             groups.setdefault(c.lsn // self.segment_size, []).append(c)
@@ -271,7 +281,7 @@ class ReorderBuffer:
             if path is None:
                 path = self._spill_path(txn.xid, segno)
                 txn.spill_files[segno] = path
-            payload = lz4.frame.compress(_serialize(changes), compression_level=0)
+            payload = lz4.frame.compress(serialize(changes), compression_level=0)
             try:
                 with open(path, "ab") as f:
                     f.write(_BatchHeader.pack(len(payload), len(changes)))
@@ -287,6 +297,7 @@ class ReorderBuffer:
         self.spilled_txns += 1
 
     def _read_spilled(self, txn: TXN) -> Iterator[Change]:
+        deserialize = _spill_codec()[1]
         for segno in sorted(txn.spill_files):
             path = txn.spill_files[segno]
             try:
@@ -301,7 +312,7 @@ class ReorderBuffer:
                         payload = f.read(length)
                         if len(payload) != length:
                             raise SpillError(f"spill file {path} is truncated")
-                        yield from _deserialize(lz4.frame.decompress(payload), count)
+                        yield from deserialize(lz4.frame.decompress(payload), count)
             except OSError as e:
                 raise SpillError(f"could not read spill file {path}: {e.strerror}") from None
 
