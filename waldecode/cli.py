@@ -8,6 +8,7 @@ writes them.
 from __future__ import annotations
 
 import argparse
+import gc
 import os
 import sys
 
@@ -230,6 +231,7 @@ def cmd_decode(args) -> int:
     else:
         out = _LazyOutput(args.output)
     plugin = TestDecoding(output=out.writer)
+    _settle_gc()
 
     def track(reader):
         # The progress line (on a terminal) counts the changes written
@@ -280,6 +282,16 @@ def cmd_decode(args) -> int:
 
 
 _MAX_LISTED = 50
+
+
+def _settle_gc() -> None:
+    """Before the record loop: what is loaded by now (the catalog and its history, modules) is
+    left out of garbage collection, and collections come less often.  Decoding makes millions
+    of short-lived tuples (records, changes) and hardly any cycles; with the defaults the
+    collector took about a tenth of a decode's CPU time."""
+    gc.collect()
+    gc.freeze()
+    gc.set_threshold(50_000, 20, 20)
 
 
 class _LazyOutput:
