@@ -104,8 +104,12 @@ def _block0(rec: DecodedRecord):
     return b
 
 
+_new_tuple = tuple.__new__  # Change's own __new__ is a Python frame per change
+
+
 def _change(rec: DecodedRecord, action: int, blk, newtuple, oldtuple, clear_toast: bool = True) -> Change:
-    return Change(rec.lsn, action, blk.spcOid, blk.relNumber, rec.origin, clear_toast, newtuple, oldtuple, None)
+    return _new_tuple(Change, (rec.lsn, action, blk.spcOid, blk.relNumber, rec.origin, clear_toast, newtuple,
+                               oldtuple, None))
 
 
 def insert_changes(rec: DecodedRecord, database: int) -> list[Change]:

@@ -58,11 +58,6 @@ class Change(NamedTuple):
     oldtuple: bytes | None
     extra: bytes | None  # TRUNCATE: xl_heap_truncate; MESSAGE: xl_logical_message (main data)
 
-    @property
-    def size(self) -> int:
-        return (CHANGE_OVERHEAD + (len(self.newtuple) if self.newtuple else 0)
-                + (len(self.oldtuple) if self.oldtuple else 0) + (len(self.extra) if self.extra else 0))
-
 
 _ChangeHeader = struct.Struct("<QBIIHBiii")  # lsn, action, spc, rel, origin, clear_toast, 3 lengths (-1: None)
 _BatchHeader = struct.Struct("<II")
@@ -247,11 +242,13 @@ class ReorderBuffer:
         return False
 
     def queue_change(self, xid: int, change: Change) -> None:
-        txn = self.txn_by_xid(xid, True, change.lsn)
+        txn = self.by_xid.get(xid) or self.txn_by_xid(xid, True, change.lsn)
         txn.changes.append(change)
         txn.nentries += 1
         txn.nentries_mem += 1
-        size = change.size
+        # what the memory budget counts: the change's bytes and CHANGE_OVERHEAD
+        n, o, e = change.newtuple, change.oldtuple, change.extra
+        size = CHANGE_OVERHEAD + (len(n) if n else 0) + (len(o) if o else 0) + (len(e) if e else 0)
         txn.size += size
         self.size += size
         if txn.nentries_mem >= self.spill_threshold:

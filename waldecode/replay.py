@@ -49,6 +49,11 @@ from .rmgr.heap import (  # heapam_xlog.h, declared once in the rmgr module
 )
 from .rmgr.logicalmsg import parse_message
 
+# What becomes of a relation's changes (Replayer._relation_fate)
+_ROW = "row"  # printed
+_TOAST = "toast"  # chunks of TOAST values, substituted into the next row
+_SKIP = "skip"  # not logically logged, a rewrite heap not asked for, or a sequence
+
 _ACTION_NAMES = {REORDER_BUFFER_CHANGE_INSERT: INSERT, REORDER_BUFFER_CHANGE_UPDATE: UPDATE,
                  REORDER_BUFFER_CHANGE_DELETE: DELETE}
 
@@ -113,6 +118,8 @@ class Replayer:
         self._shown = catalog  # the catalog of the last change, and the plugin's view of it
         self._shown_view = snapshot
         self._static = True  # this transaction decodes with the snapshot alone
+        self._fates: dict = {}  # (spcOid, relNumber) -> (relation, fate) under _fates_catalog
+        self._fates_catalog = None
 
     def _catalog_at(self, xid: int, lsn: int) -> tuple:
         """The catalog as transaction ``xid`` saw it at ``lsn``, and the plugin's view of it: a new
@@ -217,11 +224,33 @@ class Replayer:
                 plugin.message(txn, change.lsn, transactional, prefix, content)
         end()
 
+    def _relation_fate(self, catalog, spc: int, relnumber: int) -> tuple | None:
+        """(relation stored in (spc, relnumber), what becomes of its changes: _ROW, _TOAST or
+        _SKIP), kept while the catalog stays the same object; None when no relation is stored there."""
+        if catalog is not self._fates_catalog:
+            self._fates = {}
+            self._fates_catalog = catalog
+        key = (spc, relnumber)
+        hit = self._fates.get(key)
+        if hit is None:
+            rel = catalog.relation_by_filenode(spc, relnumber)
+            if rel is None:
+                return None
+            if (not relation_is_logically_logged(rel) or (rel.relrewrite and not self.include_rewrites)
+                    or rel.relkind == RELKIND_SEQUENCE):
+                fate = _SKIP
+            elif rel.is_toast:
+                fate = _TOAST
+            else:
+                fate = _ROW
+            hit = self._fates[key] = (rel, fate)
+        return hit
+
     def _apply_tuple_change(self, txn: Transaction, change: Change, toast_hash: dict, toast: ToastLookup | None) -> None:
         xid = txn.xid
         catalog, view = self._catalog_at(xid, change.lsn)
-        rel = catalog.relation_by_filenode(change.spcOid, change.relNumber)
-        if rel is None:
+        hit = self._relation_fate(catalog, change.spcOid, change.relNumber)
+        if hit is None:
             if change.newtuple is None and change.oldtuple is None:
                 return
             where = f"{change.spcOid}/{catalog.database_oid}/{change.relNumber}"
@@ -232,13 +261,10 @@ class Replayer:
             self._skip(f"could not map filenumber {where} to a relation for the "
                        f"{_ACTION_NAMES.get(change.action, 'change')} of transaction {xid}", why, change.lsn)
             return
-        if not relation_is_logically_logged(rel):
+        rel, fate = hit
+        if fate is _SKIP:
             return
-        if rel.relrewrite and not self.include_rewrites:
-            return
-        if rel.relkind == RELKIND_SEQUENCE:
-            return
-        if rel.is_toast:
+        if fate is _TOAST:
             if change.action == REORDER_BUFFER_CHANGE_INSERT and change.newtuple is not None:
                 self._append_chunk(toast_hash, rel, change)
             return
