@@ -74,7 +74,6 @@ from .catalog import (
     TypeInfo,
     TypeRelationId,
 )
-from .catalog_datadir import heap_page_tuples
 from .errors import CorruptRecordError, DecompressionError, WALError, format_lsn
 from .fpi import image_is_applied, restore_block_image
 from .heaptuple import (  # src/include/access/htup_details.h
@@ -572,6 +571,9 @@ class CatalogHistory:
                 key = (b.relNumber, b.blkno)
                 restored[key] = self._page(b.relNumber, b.blkno, rec.lsn)  # as it was before the image
                 where = f"full-page image at {format_lsn(rec.lsn)} of {b.spcOid}/{b.dbOid}/{b.relNumber}"
+                # imported here: the data-directory reader is large, and most runs see no catalog image
+                from .catalog_datadir import heap_page_tuples
+
                 try:
                     tuples = heap_page_tuples(restore_block_image(b, self.major, rec.lsn), where, b.blkno)
                 except (DecompressionError, CatalogError) as e:

@@ -308,6 +308,7 @@ class LogicalDecoder:
         self.replayer = Replayer(catalog, plugin, snapshot, plugin_opts.receive_rewrites, history=history,
                                  warn=self.warn, wal_tuples=plugin_opts.receive_wal_tuples)
         self.crashed: list = []  # transactions dropped by ReorderBufferAbortOld
+        self._filter_origin = plugin.filter_by_origin  # FilterByOrigin, asked per change
         self._dispatch = {
             RM_XLOG_ID: self._xlog,
             RM_XACT_ID: self._xact,
@@ -334,9 +335,6 @@ class LogicalDecoder:
             self.rb.process_xid(rec.xl_xid, rec.lsn)
         else:
             handler(rec)
-
-    def _filter_origin(self, origin: int) -> bool:
-        return self.plugin.filter_by_origin(origin)
 
     def _xlog(self, rec: DecodedRecord) -> None:
         # Checkpoints, switches, FPIs...: nothing for decoding offline (no serialized snapshots;

@@ -202,7 +202,7 @@ class ReorderBuffer:
 
     def process_xid(self, xid: int, lsn: int) -> None:
         """ReorderBufferProcessXid: make sure the transaction is known, from its first record on."""
-        if xid:
+        if xid and xid not in self.by_xid:
             self.txn_by_xid(xid, True, lsn)
 
     def assign_child(self, xid: int, subxid: int, lsn: int) -> None:
@@ -224,7 +224,7 @@ class ReorderBuffer:
             top.has_base_snapshot = True
 
     def set_base_snapshot(self, xid: int, lsn: int) -> None:
-        txn = self.txn_by_xid(xid, True, lsn)
+        txn = self.by_xid.get(xid) or self.txn_by_xid(xid, True, lsn)
         txn.has_base_snapshot = True
         if txn.toptxn is not None:
             txn.toptxn.has_base_snapshot = True

@@ -80,18 +80,17 @@ class ToastChunks:
         self.size = 0
 
 
-class _ToastFailure(Exception):
-    """Carries a TOAST value's error out of the plugin's ``change_tuples``, to be raised as itself."""
-
-
 class ToastLookup:
     """The ``toast`` callback of ``change_tuples``: what ``_toast_replace`` substitutes for an
-    external pointer of a new tuple (the value whose chunks the transaction wrote, else None)."""
+    external pointer of a new tuple (the value whose chunks the transaction wrote, else None).
+    ``failure`` is the error of the last value that could not be rebuilt: it reaches the caller
+    as it is, not as a row the deformer refused."""
 
-    __slots__ = ("toast_hash",)
+    __slots__ = ("toast_hash", "failure")
 
     def __init__(self, toast_hash: dict):
         self.toast_hash = toast_hash
+        self.failure: WALError | None = None
 
     def __call__(self, pointer: varlena.ToastPointer):
         ent = self.toast_hash.get(pointer.va_valueid)
@@ -100,7 +99,8 @@ class ToastLookup:
         try:
             return varlena.decompress_toast_value(b"".join(ent.chunks), pointer)
         except WALError as e:
-            raise _ToastFailure(e) from None
+            self.failure = e
+            raise
 
 
 class Replayer:
@@ -272,9 +272,9 @@ class Replayer:
             try:
                 self.plugin.change_tuples(txn, change.lsn, view, rel, _ACTION_NAMES[change.action], change.newtuple,
                                           change.oldtuple, toast)
-            except _ToastFailure as e:
-                raise e.args[0] from None
             except WALError as e:
+                if e is toast.failure:
+                    raise
                 # a tuple the deformer refused (the plugin raises the reference's error for it)
                 raise _row_error(rel, e, change.lsn) from None
             if change.clear_toast_afterwards:
