@@ -96,3 +96,15 @@ def test_decode_with_spilling_equals_test_decoding(fx, out_file, meta, tmp_path,
     assert list(tmp_path.iterdir()) == []
     if any(len(r) > 0 for r in rows) and fx.path.name in ("big_txn", "copy"):
         assert decoder.rb.spilled_txns > 0
+
+
+@pytest.mark.parametrize("fx,out_file,meta", [c for c in CASES if c.id.endswith("/test_decoding.jsonl")])
+def test_decode_within_a_memory_budget_equals_test_decoding(fx, out_file, meta, tmp_path, impl):
+    """--memory-budget alone (no change threshold reached): the largest transactions are evicted to
+    .spill files whenever the buffered changes exceed it, and the rows stay the same."""
+    rows, _open, decoder = decode_fixture(fx, meta, spill_threshold=1 << 30, memory_budget=50_000,
+                                          spill_dir=str(tmp_path))
+    assert rows == expected_rows(fx, out_file)
+    assert list(tmp_path.iterdir()) == []
+    if fx.path.name in ("big_txn", "copy"):
+        assert decoder.rb.spilled_txns > 0
