@@ -101,14 +101,14 @@ class TestDecoding(OutputPlugin):
         self._column_cache: dict[int, tuple] = {}
         self._relname_cache: dict[int, tuple] = {}
         # the native path: waldecode._typeout, the TypeOut of the last output context, per relation
-        # OID (relation, catalog view, b"table name:", RelDesc); every TypeOut made, for its counters
+        # OID (relation, catalog view, b"table name:", RelDesc)
         self._typeout_module = None
         self._typeout_ctx = None
         self._typeout = None
-        self._typeouts: list = []
         self._reldescs: dict[int, tuple] = {}
         self._line = None  # the OutBuf a line is built in without ``output``
-        self._retired_tuples = 0  # python_tuples of RelDescs replaced since
+        # the fallback counters of the TypeOuts and RelDescs replaced since (native_counters)
+        self._retired = {"python_values": 0, "declined_values": 0, "python_tuples": 0}
         self.native_changes = 0  # change lines built by the native path
         self.changes_written = 0  # change and message lines (a progress line counts them)
 
@@ -132,7 +132,10 @@ class TestDecoding(OutputPlugin):
         self.only_local = flags["only-local"]
         self.major = catalog.major
         self._session = catalog.output_context()
-        typeout = self._typeout_module = _impl.typeout()
+        typeout = _impl.typeout()
+        if self.output is not None and not self.output.native:
+            typeout = None  # the writer's buffer is not one native code can append to
+        self._typeout_module = typeout
         if typeout is not None and self.output is None:
             self._line = typeout.OutBuf(4096)
         return OutputPluginOptions(receive_rewrites=flags["include-rewrites"], receive_wal_tuples=typeout is not None)
@@ -145,10 +148,12 @@ class TestDecoding(OutputPlugin):
         """How much the native path did and what it left to Python: change lines built in C, values
         printed by a Python output function (types without C code, and values the C code declined),
         tuples a check sent to the Python deformer."""
-        return {"native_changes": self.native_changes,
-                "python_values": sum(t.python_values for t in self._typeouts),
-                "declined_values": sum(t.declined_values for t in self._typeouts),
-                "python_tuples": self._retired_tuples + sum(d[3].python_tuples for d in self._reldescs.values())}
+        counters = dict(self._retired, native_changes=self.native_changes)
+        if self._typeout is not None:
+            counters["python_values"] += self._typeout.python_values
+            counters["declined_values"] += self._typeout.declined_values
+        counters["python_tuples"] += sum(d[3].python_tuples for d in self._reldescs.values())
+        return counters
 
     # -- transaction lines ---------------------------------------------------------------------
 
@@ -292,14 +297,16 @@ class TestDecoding(OutputPlugin):
             return hit
         ctx = catalog.output_context()
         if ctx is not self._typeout_ctx:
+            if self._typeout is not None:
+                self._retired["python_values"] += self._typeout.python_values
+                self._retired["declined_values"] += self._typeout.declined_values
             self._typeout = self._typeout_module.TypeOut(ctx)
             self._typeout_ctx = ctx
-            self._typeouts.append(self._typeout)
         head = ("table " + self._relname(catalog, rel) + ":").encode("utf-8", "surrogateescape")
         hit = (rel, catalog, head, self._typeout.relation(rel.attributes))
         old = self._reldescs.get(rel.oid)
         if old is not None:
-            self._retired_tuples += old[3].python_tuples
+            self._retired["python_tuples"] += old[3].python_tuples
         self._reldescs[rel.oid] = hit
         return hit
 
