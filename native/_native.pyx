@@ -253,7 +253,7 @@ def frame_segment(buf, unsigned long long seg_lsn, st, bint verify_crc=True, pat
             if end_limit and lsn + tot_len > end_limit:
                 st.next_lsn = lsn
                 return records, ReadStop(lsn, "limit", "end of requested range", path)
-            rec = bytes(view[pos:pos + tot_len])
+            rec = PyBytes_FromStringAndSize(<const char *>b + pos, tot_len)
             bad = _check_record_fast(rec, lsn, st, verify_crc, path)
             if bad is not None:
                 st.next_lsn = lsn
