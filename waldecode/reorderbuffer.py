@@ -24,7 +24,6 @@ from collections.abc import Iterator
 from typing import NamedTuple
 
 import lz4.frame
-from sortedcontainers import SortedKeyList
 
 from . import _impl
 from .errors import SpillError
@@ -138,10 +137,6 @@ class TXN:
         return self.nentries + sum(s.nentries for s in self.subtxns)
 
 
-def _first_lsn_key(txn: TXN) -> tuple:
-    return (txn.first_lsn, txn.xid)
-
-
 class OpenTransaction(NamedTuple):
     """A transaction with neither commit nor abort by the end of the WAL read."""
 
@@ -163,10 +158,11 @@ class ReorderBuffer:
         self.segment_size = segment_size
         self._spill_dir = spill_dir
         self._own_spill_dir: tempfile.TemporaryDirectory | None = None
+        # Every known (sub)transaction, and the top-level ones.  A transaction is created at the
+        # record being decoded, and records come in LSN order: insertion order is first-LSN order
+        # (ReorderBuffer's toplevel_by_lsn), so the first one is the oldest, where reading must restart
         self.by_xid: dict[int, TXN] = {}
-        self.toplevel: dict[int, TXN] = {}  # insertion order = order of first LSN
-        # every known (sub)transaction by first LSN: the oldest is where reading must restart
-        self._by_first_lsn = SortedKeyList(key=_first_lsn_key)
+        self.toplevel: dict[int, TXN] = {}
         self.size = 0
         self.spilled_txns = 0  # statistics: how many times a transaction was spilled
         self.spilled_bytes = 0
@@ -197,7 +193,6 @@ class ReorderBuffer:
             txn = TXN(xid, lsn)
             self.by_xid[xid] = txn
             self.toplevel[xid] = txn
-            self._by_first_lsn.add(txn)
         return txn
 
     def process_xid(self, xid: int, lsn: int) -> None:
@@ -374,8 +369,7 @@ class ReorderBuffer:
     def cleanup(self, txn: TXN) -> None:
         """ReorderBufferCleanupTXN: forget a transaction and its subtransactions, spill files included."""
         self.truncate(txn)
-        if self.by_xid.pop(txn.xid, None) is not None:
-            self._by_first_lsn.remove(txn)
+        self.by_xid.pop(txn.xid, None)
         self.toplevel.pop(txn.xid, None)
         if txn.toptxn is not None and txn in txn.toptxn.subtxns:
             txn.toptxn.subtxns.remove(txn)
@@ -406,7 +400,9 @@ class ReorderBuffer:
     def oldest_first_lsn(self) -> int | None:
         """The first LSN of the oldest transaction still open (ReorderBufferGetOldestTXN), subtransactions
         included: where reading must restart to see every open transaction whole."""
-        return self._by_first_lsn[0].first_lsn if self._by_first_lsn else None
+        for txn in self.by_xid.values():
+            return txn.first_lsn
+        return None
 
     def open_transactions(self) -> list[OpenTransaction]:
         return [OpenTransaction(t.xid, t.first_lsn, t.total_changes, tuple(s.xid for s in t.subtxns), t.prepared,
