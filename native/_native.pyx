@@ -8,12 +8,18 @@ raises the error: both implementations therefore report bad input with the very
 same messages, and the rare path stays in one place.
 """
 
-from crc32c import crc32c
+from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize
+from libc.string cimport memcpy
+
 
 from waldecode.wal import _pyframe
 from waldecode.errors import format_lsn
 from waldecode.wal.xlogpage import ReadStop
 from waldecode.wal.xlogrecord import BlockRef, DecodedRecord
+
+# A NamedTuple's own __new__ is Python code (a frame per call): build the tuples with
+# tuple.__new__ straight away, as that __new__ itself does.
+cdef object _tuple_new = tuple.__new__
 
 cdef extern from *:
     """
@@ -26,6 +32,64 @@ cdef extern from *:
     unsigned short wd_u16(const unsigned char *p) nogil
     unsigned int wd_u32(const unsigned char *p) nogil
     unsigned long long wd_u64(const unsigned char *p) nogil
+
+# CRC-32C as src/port/pg_crc32c_sb8.c computes it (slicing by 8, little-endian): a record's CRC in
+# one C call, where the crc32c package costs two calls and two memoryview slices per record
+cdef extern from *:
+    """
+    #include <stdint.h>
+    /* src/include/port/pg_crc32c.h */
+    #define INIT_CRC32C 0xFFFFFFFFu
+    #define FIN_CRC32C 0xFFFFFFFFu
+    static uint32_t pg_crc32c_table[8][256];
+
+    static void pg_crc32c_sb8_init(void)
+    {
+        for (uint32_t i = 0; i < 256; i++) {
+            uint32_t crc = i;
+            for (int k = 0; k < 8; k++)
+                crc = (crc & 1) ? (crc >> 1) ^ 0x82F63B78 : crc >> 1;
+            pg_crc32c_table[0][i] = crc;
+        }
+        for (uint32_t i = 0; i < 256; i++)
+            for (int t = 1; t < 8; t++)
+                pg_crc32c_table[t][i] = (pg_crc32c_table[t - 1][i] >> 8)
+                    ^ pg_crc32c_table[0][pg_crc32c_table[t - 1][i] & 0xFF];
+    }
+
+    static uint32_t pg_comp_crc32c_sb8(uint32_t crc, const unsigned char *p, size_t len)
+    {
+        while (len >= 8) {
+            uint32_t a, b;
+            memcpy(&a, p, 4);
+            memcpy(&b, p + 4, 4);
+            a ^= crc;
+            crc = pg_crc32c_table[7][a & 0xFF] ^ pg_crc32c_table[6][(a >> 8) & 0xFF]
+                ^ pg_crc32c_table[5][(a >> 16) & 0xFF] ^ pg_crc32c_table[4][a >> 24]
+                ^ pg_crc32c_table[3][b & 0xFF] ^ pg_crc32c_table[2][(b >> 8) & 0xFF]
+                ^ pg_crc32c_table[1][(b >> 16) & 0xFF] ^ pg_crc32c_table[0][b >> 24];
+            p += 8;
+            len -= 8;
+        }
+        while (len--)
+            crc = pg_crc32c_table[0][(crc ^ *p++) & 0xFF] ^ (crc >> 8);
+        return crc;
+    }
+    """
+    const unsigned int INIT_CRC32C
+    const unsigned int FIN_CRC32C
+    void pg_crc32c_sb8_init() nogil
+    unsigned int pg_comp_crc32c_sb8(unsigned int crc, const unsigned char *p, size_t length) nogil
+
+pg_crc32c_sb8_init()
+
+
+cdef inline unsigned int _record_crc(const unsigned char *r, unsigned int tot_len) noexcept nogil:
+    """xlogreader.c ValidXLogRecord: the data after the header, then the header up to xl_crc."""
+    cdef unsigned int crc = INIT_CRC32C
+    crc = pg_comp_crc32c_sb8(crc, r + 24, tot_len - 24)
+    crc = pg_comp_crc32c_sb8(crc, r, 20)
+    return crc ^ FIN_CRC32C
 
 # xlog_internal.h / xlogrecord.h (named as in PostgreSQL; see waldecode/xlogpage.py, xlogrecord.py)
 DEF XLP_FIRST_IS_CONTRECORD = 0x0001
@@ -72,8 +136,7 @@ cdef object _check_record_fast(bytes rec, unsigned long long lsn, st, bint verif
         else:
             ok = prev == <unsigned long long>st.prev_lsn
     if ok and verify_crc:
-        mv = memoryview(rec)
-        ok = crc32c(mv[:20], crc32c(mv[24:tot_len])) == wd_u32(r + 20)
+        ok = tot_len <= <unsigned int>len(rec) and _record_crc(r, tot_len) == wd_u32(r + 20)
     if ok:
         return None
     return _pyframe._check_record(rec, lsn, st, verify_crc, path)
@@ -190,7 +253,7 @@ def frame_segment(buf, unsigned long long seg_lsn, st, bint verify_crc=True, pat
             if end_limit and lsn + tot_len > end_limit:
                 st.next_lsn = lsn
                 return records, ReadStop(lsn, "limit", "end of requested range", path)
-            rec = bytes(view[pos:pos + tot_len])
+            rec = PyBytes_FromStringAndSize(<const char *>b + pos, tot_len)
             bad = _check_record_fast(rec, lsn, st, verify_crc, path)
             if bad is not None:
                 st.next_lsn = lsn
@@ -343,11 +406,11 @@ def decode_record(bytes rec, unsigned long long lsn, unsigned long long end_lsn,
             pos += heads[i][3]
         data = rec[pos:pos + heads[i][2]]
         pos += heads[i][2]
-        blocks.append(BlockRef(heads[i][0], heads[i][1] & 0x0F, heads[i][1] & 0xF0, heads[i][7], heads[i][8],
-                               heads[i][9], heads[i][10], has_image, heads[i][5], heads[i][4], heads[i][6],
-                               heads[i][3], image, data))
-    return DecodedRecord(lsn, end_lsn, tot_len, wd_u32(r + 4), wd_u64(r + 8), r[16], r[17], wd_u32(r + 20),
-                         tuple(blocks), rec[pos:pos + main_len], origin, toplevel)
+        blocks.append(_tuple_new(BlockRef, (heads[i][0], heads[i][1] & 0x0F, heads[i][1] & 0xF0, heads[i][7],
+                                            heads[i][8], heads[i][9], heads[i][10], has_image, heads[i][5],
+                                            heads[i][4], heads[i][6], heads[i][3], image, data)))
+    return _tuple_new(DecodedRecord, (lsn, end_lsn, tot_len, wd_u32(r + 4), wd_u64(r + 8), r[16], r[17],
+                                      wd_u32(r + 20), tuple(blocks), rec[pos:pos + main_len], origin, toplevel))
 
 
 def pglz_decompress(src, Py_ssize_t rawsize, bint check_complete=True):
@@ -399,3 +462,86 @@ def pglz_decompress(src, Py_ssize_t rawsize, bint check_complete=True):
         from waldecode.pg.pglz import pglz_decompress as ref
         return ref(src, rawsize, check_complete)
     return bytes(out[:dp])
+
+
+# -- reorder-buffer spill batches (waldecode/reorderbuffer.py _serialize / _deserialize) -----------
+
+# reorderbuffer._ChangeHeader, "<QBIIHBiii": lsn, action, spcOid, relNumber, origin,
+# clear_toast_afterwards, then the lengths of newtuple, oldtuple, extra (-1: None)
+DEF SizeOfSpilledChange = 32
+
+
+cdef inline void _put_u32(unsigned char *p, unsigned int v) noexcept nogil:
+    memcpy(p, &v, 4)
+
+
+cdef inline Py_ssize_t _part_len(object part):
+    return -1 if part is None else len(<bytes>part)
+
+
+def serialize_changes(list changes):
+    """reorderbuffer._serialize: the changes of one spill batch as bytes."""
+    cdef Py_ssize_t total = 0, pos = 0, ln, lo, le
+    cdef tuple c
+    cdef unsigned long long lsn
+    cdef unsigned short origin
+    cdef unsigned char *p
+    for obj in changes:
+        c = <tuple>obj          # a Change: a tuple subclass
+        total += SizeOfSpilledChange
+        for part in (c[6], c[7], c[8]):
+            if part is not None:
+                if type(part) is not bytes:
+                    from waldecode.logical.reorderbuffer import _serialize
+                    return _serialize(changes)
+                total += len(<bytes>part)
+    out = PyBytes_FromStringAndSize(NULL, total)
+    p = <unsigned char *>PyBytes_AS_STRING(out)
+    for obj in changes:
+        c = <tuple>obj
+        ln, lo, le = _part_len(c[6]), _part_len(c[7]), _part_len(c[8])
+        lsn = c[0]
+        memcpy(p + pos, &lsn, 8)
+        p[pos + 8] = <unsigned char>(<int>c[1])
+        _put_u32(p + pos + 9, c[2])
+        _put_u32(p + pos + 13, c[3])
+        origin = c[4]
+        memcpy(p + pos + 17, &origin, 2)
+        p[pos + 19] = 1 if c[5] else 0
+        _put_u32(p + pos + 20, <unsigned int>ln)
+        _put_u32(p + pos + 24, <unsigned int>lo)
+        _put_u32(p + pos + 28, <unsigned int>le)
+        pos += SizeOfSpilledChange
+        for part in (c[6], c[7], c[8]):
+            if part is not None and len(<bytes>part):
+                memcpy(p + pos, PyBytes_AS_STRING(part), len(<bytes>part))
+                pos += len(<bytes>part)
+    return out
+
+
+def deserialize_changes(bytes buf, Py_ssize_t count):
+    """reorderbuffer._deserialize: a spill batch back into its changes (a check that fails hands
+    the batch to the reference, which raises its error)."""
+    from waldecode.logical.reorderbuffer import Change, _deserialize
+    cdef const unsigned char *b = buf
+    cdef Py_ssize_t n = len(buf), pos = 0, i, k
+    cdef int lens[3]
+    cdef list out = []
+    for i in range(count):
+        if pos + SizeOfSpilledChange > n:
+            return _deserialize(buf, count)
+        lens[0] = <int>wd_u32(b + pos + 20)
+        lens[1] = <int>wd_u32(b + pos + 24)
+        lens[2] = <int>wd_u32(b + pos + 28)
+        head = (wd_u64(b + pos), b[pos + 8], wd_u32(b + pos + 9), wd_u32(b + pos + 13), wd_u16(b + pos + 17),
+                b[pos + 19] != 0)
+        pos += SizeOfSpilledChange
+        parts = [None, None, None]
+        for k in range(3):
+            if lens[k] >= 0:
+                if pos + lens[k] > n:
+                    return _deserialize(buf, count)
+                parts[k] = buf[pos:pos + lens[k]]
+                pos += lens[k]
+        out.append(_tuple_new(Change, head + tuple(parts)))
+    return out

@@ -2326,6 +2326,44 @@ cdef class RelDesc:
         finally:
             PyBuffer_Release(&view)
 
+    def append_change(self, OutBuf out, head, int action, newtuple, oldtuple, toast=None, bint newline=False):
+        """Append test_decoding's line for one change of this relation, and ``newline`` a newline
+        (pg_decode_change, as ``TestDecoding.change`` prints it): ``head`` (bytes, ``table
+        schema.name:``), the action, then the column lists of the WAL tuples (None where the
+        change carries none): the old key (NULL columns left out) and the new tuple of an
+        UPDATE, the new tuple of an INSERT, the old key of a DELETE.  ``toast`` goes with the
+        new tuple only, as the replayer substitutes TOAST values into new tuples only.  On an
+        error nothing of the line is left in ``out``."""
+        cdef Py_ssize_t mark = out.size
+        try:
+            _put_bytes(out, head)
+            if action == REORDER_BUFFER_CHANGE_INSERT:
+                put_lit(out, b" INSERT:")
+                self._append_opt(out, newtuple, False, toast)
+            elif action == REORDER_BUFFER_CHANGE_UPDATE:
+                put_lit(out, b" UPDATE:")
+                if oldtuple is not None:
+                    put_lit(out, b" old-key:")
+                    self.append_wal_tuple(out, oldtuple, True, None)
+                    put_lit(out, b" new-tuple:")
+                self._append_opt(out, newtuple, False, toast)
+            elif action == REORDER_BUFFER_CHANGE_DELETE:
+                put_lit(out, b" DELETE:")
+                self._append_opt(out, oldtuple, True, None)
+            else:
+                raise ValueError(f"not a row change: action {action}")
+            if newline:
+                ob_putc(out, c"\n")
+        except BaseException:
+            out.size = mark
+            raise
+
+    cdef int _append_opt(self, OutBuf out, tup, bint skip_nulls, toast) except -1:
+        if tup is None:
+            return put_lit(out, b" (no-tuple-data)")
+        self.append_wal_tuple(out, tup, skip_nulls, toast)
+        return 0
+
     def append_tuple(self, OutBuf out, body, int t_infomask2, int t_infomask, int t_hoff, bint skip_nulls=False,
                      toast=None, Py_ssize_t start=0, end=None):
         """``append_wal_tuple`` for a tuple body as ``heaptuple.deform_tuple`` takes it."""

@@ -72,6 +72,12 @@ cdef enum:
 cdef enum:
     SizeOfHeapHeader = 5
 
+# src/include/replication/reorderbuffer.h: ReorderBufferChangeType (the row changes)
+cdef enum:
+    REORDER_BUFFER_CHANGE_INSERT = 0
+    REORDER_BUFFER_CHANGE_UPDATE = 1
+    REORDER_BUFFER_CHANGE_DELETE = 2
+
 # src/include/varatt.h (postgres.h before 16)
 cdef enum:
     VARHDRSZ = 4

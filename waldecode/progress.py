@@ -22,11 +22,6 @@ from .errors import format_lsn
 #: Redraws per second (the thread sleeps in between; the records never wait for it).
 REFRESH_HZ = 4
 
-# test_decoding prints one line per change ('table ...') or logical message ('message: ...'),
-# and BEGIN/COMMIT lines around them, which are not changes.
-_CHANGE_PREFIXES = ("table ", "message:")
-
-
 def enabled(quiet: bool, streams_stdout: bool, stderr=None, stdout=None) -> bool:
     """Whether to draw: not ``quiet``, stderr a terminal, and stdout not that terminal while records stream to it."""
     stderr = stderr if stderr is not None else sys.stderr
@@ -47,7 +42,7 @@ def track(reader, *, quiet: bool = False, streams_stdout: bool = True, unit: str
     """What to iterate instead of ``reader``: its records, with the progress line when it is on.
 
     ``unit`` is what the rate counts: ``"records"`` (each record read) or ``"changes"``
-    (rows written through ``counting(write)``).  Call ``close()`` when done (also after an
+    (what the function given to ``count_changes`` returns).  Call ``close()`` when done (also after an
     early ``break``) so the line is erased before anything else is printed.
     """
     return Tracker(reader, unit, enabled(quiet, streams_stdout))
@@ -62,7 +57,7 @@ class Tracker:
         self.on = on
         self.lsn = 0  # start of the last record read
         self.records = 0
-        self.changes = 0
+        self._changes = None  # () -> changes written so far
         self._gen: Iterator | None = None
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
@@ -77,17 +72,9 @@ class Tracker:
         self._gen = self._records()
         return self._gen
 
-    def counting(self, write):
-        """``write`` that also counts the changes among the rows (unchanged when the line is off)."""
-        if not self.on or self.unit != "changes":
-            return write
-
-        def counted(line: str) -> None:
-            if line.startswith(_CHANGE_PREFIXES):
-                self.changes += 1
-            write(line)
-
-        return counted
+    def count_changes(self, changes) -> None:
+        """The changes written so far are ``changes()`` (e.g. the plugin's count of its change rows)."""
+        self._changes = changes
 
     def _records(self) -> Iterator:
         # The line starts with the reading, not while the command still loads its catalog
@@ -152,7 +139,7 @@ class Tracker:
         rate = 0.0
         while not self._stop.wait(1 / REFRESH_HZ):
             lsn = self.lsn
-            count = self.changes if self.unit == "changes" else self.records
+            count = (self._changes() if self._changes is not None else 0) if self.unit == "changes" else self.records
             now = time.monotonic()
             # A smoothed rate: a big transaction is read first (no changes) and written at its commit
             inst = (count - last_count) / (now - last_t)

@@ -20,6 +20,7 @@ from hypothesis import strategies as st
 from waldecode.catalog import Attribute, Catalog, Relation, TypeInfo
 from waldecode.logical.decode import LogicalDecoder
 from waldecode.output.test_decoding import TestDecoding
+from waldecode.logical.reorderbuffer import Change
 from waldecode.wal.xlogrecord import BlockRef, DecodedRecord
 
 DB = 16384
@@ -230,3 +231,24 @@ def test_cleanup_forgets_every_subtransaction_and_its_spill_files(tmp_path):
     rb.cleanup(rb.by_xid[10])
     assert list(tmp_path.iterdir()) == []
     assert rb.by_xid == {} and rb.size == 0
+
+
+_parts = st.one_of(st.none(), st.binary(max_size=40))
+_changes = st.lists(st.builds(Change, st.integers(0, 2**64 - 1), st.sampled_from([0, 1, 2, 3, 7, 8, 9, 10]),
+                              st.integers(0, 2**32 - 1), st.integers(0, 2**32 - 1), st.integers(0, 2**16 - 1),
+                              st.booleans(), _parts, _parts, _parts), max_size=20)
+
+
+@given(_changes)
+def test_spill_batches_of_both_implementations_agree(changes):
+    """A spill batch is the same bytes from either implementation and reads back the same changes."""
+    from waldecode import _impl
+    from waldecode.logical.reorderbuffer import _deserialize, _serialize
+
+    data = _serialize(changes)
+    assert _deserialize(data, len(changes)) == changes
+    if "cython" in _impl.available():
+        from waldecode import _native
+
+        assert _native.serialize_changes(changes) == data
+        assert _native.deserialize_changes(data, len(changes)) == changes

@@ -50,6 +50,11 @@ from ..rmgr.heap import (  # heapam_xlog.h, declared once in the rmgr module
 )
 from ..rmgr.logicalmsg import parse_message
 
+# What becomes of a relation's changes (Replayer._relation_fate)
+_ROW = "row"  # printed
+_TOAST = "toast"  # chunks of TOAST values, substituted into the next row
+_SKIP = "skip"  # not logically logged, a rewrite heap not asked for, or a sequence
+
 _ACTION_NAMES = {REORDER_BUFFER_CHANGE_INSERT: INSERT, REORDER_BUFFER_CHANGE_UPDATE: UPDATE,
                  REORDER_BUFFER_CHANGE_DELETE: DELETE}
 
@@ -58,6 +63,11 @@ def relation_is_logically_logged(rel: Relation) -> bool:
     """RelationIsLogicallyLogged (utils/rel.h), with wal_level=logical given."""
     return (rel.relpersistence == RELPERSISTENCE_PERMANENT and rel.relkind != RELKIND_FOREIGN_TABLE
             and not rel.is_catalog)
+
+
+def _row_error(rel: Relation, e: WALError, lsn: int) -> DecodeError:
+    return DecodeError(f"cannot decode a row of {rel.nspname}.{rel.relname} (relation {rel.oid}): {e.reason}",
+                       lsn=lsn)
 
 
 class ToastChunks:
@@ -71,19 +81,46 @@ class ToastChunks:
         self.size = 0
 
 
+class ToastLookup:
+    """The ``toast`` callback of ``change_tuples``: what ``_toast_replace`` substitutes for an
+    external pointer of a new tuple (the value whose chunks the transaction wrote, else None).
+    ``failure`` is the error of the last value that could not be rebuilt: it reaches the caller
+    as it is, not as a row the deformer refused."""
+
+    __slots__ = ("toast_hash", "failure")
+
+    def __init__(self, toast_hash: dict):
+        self.toast_hash = toast_hash
+        self.failure: WALError | None = None
+
+    def __call__(self, pointer: varlena.ToastPointer):
+        ent = self.toast_hash.get(pointer.va_valueid)
+        if ent is None:
+            return None
+        try:
+            return varlena.decompress_toast_value(b"".join(ent.chunks), pointer)
+        except WALError as e:
+            self.failure = e
+            raise
+
+
 class Replayer:
     def __init__(self, catalog: Catalog, plugin: OutputPlugin, snapshot: CatalogView,
-                 include_rewrites: bool = False, history=None, warn=None):
-        """``snapshot`` is the plugin's view of ``catalog``, the one its ``startup`` was given."""
+                 include_rewrites: bool = False, history=None, warn=None, wal_tuples: bool = False):
+        """``snapshot`` is the plugin's view of ``catalog``, the one its ``startup`` was given;
+        ``wal_tuples``: the plugin takes row changes as WAL tuples (``change_tuples``)."""
         self.catalog = catalog
         self.snapshot = snapshot
         self.plugin = plugin
         self.include_rewrites = include_rewrites
+        self.wal_tuples = wal_tuples
         self.history = history if history is not None and history.active else None
         self.warn = warn
         self._shown = catalog  # the catalog of the last change, and the plugin's view of it
         self._shown_view = snapshot
         self._static = True  # this transaction decodes with the snapshot alone
+        self._fates: dict = {}  # (spcOid, relNumber) -> (relation, fate) under _fates_catalog
+        self._fates_catalog = None
 
     def _catalog_at(self, xid: int, lsn: int) -> tuple:
         """The catalog as transaction ``xid`` saw it at ``lsn``, and the plugin's view of it: a new
@@ -109,8 +146,7 @@ class Replayer:
             return heaptuple.deform_tuple(memoryview(tup)[SizeOfHeapHeader:], t_infomask2, t_infomask, t_hoff,
                                           rel.attributes)
         except WALError as e:
-            raise DecodeError(f"cannot decode a row of {rel.nspname}.{rel.relname} (relation {rel.oid}): "
-                              f"{e.reason}", lsn=lsn) from None
+            raise _row_error(rel, e, lsn) from None
 
     def _append_chunk(self, toast_hash: dict, toast_rel: Relation, change: Change) -> None:
         """ReorderBufferToastAppendChunk."""
@@ -157,6 +193,7 @@ class Replayer:
         # the history while a transaction is replayed)
         self._static = history is None or (self._shown is self.catalog and not history.has_changes)
         toast_hash: dict[int, ToastChunks] = {}
+        toast = ToastLookup(toast_hash) if self.wal_tuples else None
         specinsert: Change | None = None
         if prepare:
             plugin.begin_prepare(txn)
@@ -179,7 +216,7 @@ class Replayer:
                 change = specinsert._replace(action=REORDER_BUFFER_CHANGE_INSERT)
                 action = REORDER_BUFFER_CHANGE_INSERT
             if action in _ACTION_NAMES:
-                self._apply_tuple_change(txn, change, toast_hash)
+                self._apply_tuple_change(txn, change, toast_hash, toast)
                 specinsert = None
             elif action == REORDER_BUFFER_CHANGE_TRUNCATE:
                 self._apply_truncate(txn, change)
@@ -188,11 +225,33 @@ class Replayer:
                 plugin.message(txn, change.lsn, transactional, prefix, content)
         end()
 
-    def _apply_tuple_change(self, txn: Transaction, change: Change, toast_hash: dict) -> None:
+    def _relation_fate(self, catalog, spc: int, relnumber: int) -> tuple | None:
+        """(relation stored in (spc, relnumber), what becomes of its changes: _ROW, _TOAST or
+        _SKIP), kept while the catalog stays the same object; None when no relation is stored there."""
+        if catalog is not self._fates_catalog:
+            self._fates = {}
+            self._fates_catalog = catalog
+        key = (spc, relnumber)
+        hit = self._fates.get(key)
+        if hit is None:
+            rel = catalog.relation_by_filenode(spc, relnumber)
+            if rel is None:
+                return None
+            if (not relation_is_logically_logged(rel) or (rel.relrewrite and not self.include_rewrites)
+                    or rel.relkind == RELKIND_SEQUENCE):
+                fate = _SKIP
+            elif rel.is_toast:
+                fate = _TOAST
+            else:
+                fate = _ROW
+            hit = self._fates[key] = (rel, fate)
+        return hit
+
+    def _apply_tuple_change(self, txn: Transaction, change: Change, toast_hash: dict, toast: ToastLookup | None) -> None:
         xid = txn.xid
         catalog, view = self._catalog_at(xid, change.lsn)
-        rel = catalog.relation_by_filenode(change.spcOid, change.relNumber)
-        if rel is None:
+        hit = self._relation_fate(catalog, change.spcOid, change.relNumber)
+        if hit is None:
             if change.newtuple is None and change.oldtuple is None:
                 return
             where = f"{change.spcOid}/{catalog.database_oid}/{change.relNumber}"
@@ -203,15 +262,24 @@ class Replayer:
             self._skip(f"could not map filenumber {where} to a relation for the "
                        f"{_ACTION_NAMES.get(change.action, 'change')} of transaction {xid}", why, change.lsn)
             return
-        if not relation_is_logically_logged(rel):
+        rel, fate = hit
+        if fate is _SKIP:
             return
-        if rel.relrewrite and not self.include_rewrites:
-            return
-        if rel.relkind == RELKIND_SEQUENCE:
-            return
-        if rel.is_toast:
+        if fate is _TOAST:
             if change.action == REORDER_BUFFER_CHANGE_INSERT and change.newtuple is not None:
                 self._append_chunk(toast_hash, rel, change)
+            return
+        if toast is not None:
+            try:
+                self.plugin.change_tuples(txn, change.lsn, view, rel, _ACTION_NAMES[change.action], change.newtuple,
+                                          change.oldtuple, toast)
+            except WALError as e:
+                if e is toast.failure:
+                    raise
+                # a tuple the deformer refused (the plugin raises the reference's error for it)
+                raise _row_error(rel, e, change.lsn) from None
+            if change.clear_toast_afterwards:
+                toast_hash.clear()
             return
         newvals = oldvals = None
         if change.newtuple is not None:

@@ -106,8 +106,12 @@ def _block0(rec: DecodedRecord):
     return b
 
 
+_new_tuple = tuple.__new__  # Change's own __new__ is a Python frame per change
+
+
 def _change(rec: DecodedRecord, action: int, blk, newtuple, oldtuple, clear_toast: bool = True) -> Change:
-    return Change(rec.lsn, action, blk.spcOid, blk.relNumber, rec.origin, clear_toast, newtuple, oldtuple, None)
+    return _new_tuple(Change, (rec.lsn, action, blk.spcOid, blk.relNumber, rec.origin, clear_toast, newtuple,
+                               oldtuple, None))
 
 
 def insert_changes(rec: DecodedRecord, database: int) -> list[Change]:
@@ -275,8 +279,9 @@ class LogicalDecoder:
             history = None
         self.history = history
         self.replayer = Replayer(catalog, plugin, snapshot, plugin_opts.receive_rewrites, history=history,
-                                 warn=self.warn)
+                                 warn=self.warn, wal_tuples=plugin_opts.receive_wal_tuples)
         self.crashed: list = []  # transactions dropped by ReorderBufferAbortOld
+        self._filter_origin = plugin.filter_by_origin  # FilterByOrigin, asked per change
         self._dispatch = {
             RM_XLOG_ID: self._xlog,
             RM_XACT_ID: self._xact,
@@ -304,9 +309,6 @@ class LogicalDecoder:
             self.rb.process_xid(rec.xl_xid, rec.lsn)
         else:
             handler(rec)
-
-    def _filter_origin(self, origin: int) -> bool:
-        return self.plugin.filter_by_origin(origin)
 
     def _xlog(self, rec: DecodedRecord) -> None:
         # Checkpoints, switches, FPIs...: nothing for decoding offline (no serialized snapshots;

@@ -24,8 +24,8 @@ from collections.abc import Iterator
 from typing import NamedTuple
 
 import lz4.frame
-from sortedcontainers import SortedKeyList
 
+from .. import _impl
 from ..errors import SpillError
 from ..faults import crashpoint
 
@@ -57,11 +57,6 @@ class Change(NamedTuple):
     oldtuple: bytes | None
     extra: bytes | None  # TRUNCATE: xl_heap_truncate; MESSAGE: xl_logical_message (main data)
 
-    @property
-    def size(self) -> int:
-        return (CHANGE_OVERHEAD + (len(self.newtuple) if self.newtuple else 0)
-                + (len(self.oldtuple) if self.oldtuple else 0) + (len(self.extra) if self.extra else 0))
-
 
 _ChangeHeader = struct.Struct("<QBIIHBiii")  # lsn, action, spc, rel, origin, clear_toast, 3 lengths (-1: None)
 _BatchHeader = struct.Struct("<II")
@@ -81,6 +76,14 @@ def _serialize(changes) -> bytes:
         if e:
             out += e
     return bytes(out)
+
+
+def _spill_codec():
+    """(serialize, deserialize) of spill batches: the Cython implementation's when it is active,
+    else the reference above and below."""
+    if _impl.IMPL == "cython":
+        return _impl.impl.serialize_changes, _impl.impl.deserialize_changes
+    return _serialize, _deserialize
 
 
 def _deserialize(buf: bytes, count: int) -> list[Change]:
@@ -134,10 +137,6 @@ class TXN:
         return self.nentries + sum(s.nentries for s in self.subtxns)
 
 
-def _first_lsn_key(txn: TXN) -> tuple:
-    return (txn.first_lsn, txn.xid)
-
-
 class OpenTransaction(NamedTuple):
     """A transaction with neither commit nor abort by the end of the WAL read."""
 
@@ -159,10 +158,11 @@ class ReorderBuffer:
         self.segment_size = segment_size
         self._spill_dir = spill_dir
         self._own_spill_dir: tempfile.TemporaryDirectory | None = None
+        # Every known (sub)transaction, and the top-level ones.  A transaction is created at the
+        # record being decoded, and records come in LSN order: insertion order is first-LSN order
+        # (ReorderBuffer's toplevel_by_lsn), so the first one is the oldest, where reading must restart
         self.by_xid: dict[int, TXN] = {}
-        self.toplevel: dict[int, TXN] = {}  # insertion order = order of first LSN
-        # every known (sub)transaction by first LSN: the oldest is where reading must restart
-        self._by_first_lsn = SortedKeyList(key=_first_lsn_key)
+        self.toplevel: dict[int, TXN] = {}
         self.size = 0
         self.spilled_txns = 0  # statistics: how many times a transaction was spilled
         self.spilled_bytes = 0
@@ -193,12 +193,11 @@ class ReorderBuffer:
             txn = TXN(xid, lsn)
             self.by_xid[xid] = txn
             self.toplevel[xid] = txn
-            self._by_first_lsn.add(txn)
         return txn
 
     def process_xid(self, xid: int, lsn: int) -> None:
         """ReorderBufferProcessXid: make sure the transaction is known, from its first record on."""
-        if xid:
+        if xid and xid not in self.by_xid:
             self.txn_by_xid(xid, True, lsn)
 
     def assign_child(self, xid: int, subxid: int, lsn: int) -> None:
@@ -220,7 +219,7 @@ class ReorderBuffer:
             top.has_base_snapshot = True
 
     def set_base_snapshot(self, xid: int, lsn: int) -> None:
-        txn = self.txn_by_xid(xid, True, lsn)
+        txn = self.by_xid.get(xid) or self.txn_by_xid(xid, True, lsn)
         txn.has_base_snapshot = True
         if txn.toptxn is not None:
             txn.toptxn.has_base_snapshot = True
@@ -238,11 +237,13 @@ class ReorderBuffer:
         return False
 
     def queue_change(self, xid: int, change: Change) -> None:
-        txn = self.txn_by_xid(xid, True, change.lsn)
+        txn = self.by_xid.get(xid) or self.txn_by_xid(xid, True, change.lsn)
         txn.changes.append(change)
         txn.nentries += 1
         txn.nentries_mem += 1
-        size = change.size
+        # what the memory budget counts: the change's bytes and CHANGE_OVERHEAD
+        n, o, e = change.newtuple, change.oldtuple, change.extra
+        size = CHANGE_OVERHEAD + (len(n) if n else 0) + (len(o) if o else 0) + (len(e) if e else 0)
         txn.size += size
         self.size += size
         if txn.nentries_mem >= self.spill_threshold:
@@ -263,6 +264,7 @@ class ReorderBuffer:
         """ReorderBufferSerializeTXN: write the in-memory changes out, one file per WAL segment."""
         if not txn.changes:
             return
+        serialize = _spill_codec()[0]
         groups: dict[int, list[Change]] = {}
         for c in txn.changes:
             groups.setdefault(c.lsn // self.segment_size, []).append(c)
@@ -271,7 +273,7 @@ class ReorderBuffer:
             if path is None:
                 path = self._spill_path(txn.xid, segno)
                 txn.spill_files[segno] = path
-            payload = lz4.frame.compress(_serialize(changes), compression_level=0)
+            payload = lz4.frame.compress(serialize(changes), compression_level=0)
             try:
                 with open(path, "ab") as f:
                     f.write(_BatchHeader.pack(len(payload), len(changes)))
@@ -287,6 +289,7 @@ class ReorderBuffer:
         self.spilled_txns += 1
 
     def _read_spilled(self, txn: TXN) -> Iterator[Change]:
+        deserialize = _spill_codec()[1]
         for segno in sorted(txn.spill_files):
             path = txn.spill_files[segno]
             try:
@@ -301,7 +304,7 @@ class ReorderBuffer:
                         payload = f.read(length)
                         if len(payload) != length:
                             raise SpillError(f"spill file {path} is truncated")
-                        yield from _deserialize(lz4.frame.decompress(payload), count)
+                        yield from deserialize(lz4.frame.decompress(payload), count)
             except OSError as e:
                 raise SpillError(f"could not read spill file {path}: {e.strerror}") from None
 
@@ -366,8 +369,7 @@ class ReorderBuffer:
     def cleanup(self, txn: TXN) -> None:
         """ReorderBufferCleanupTXN: forget a transaction and its subtransactions, spill files included."""
         self.truncate(txn)
-        if self.by_xid.pop(txn.xid, None) is not None:
-            self._by_first_lsn.remove(txn)
+        self.by_xid.pop(txn.xid, None)
         self.toplevel.pop(txn.xid, None)
         if txn.toptxn is not None and txn in txn.toptxn.subtxns:
             txn.toptxn.subtxns.remove(txn)
@@ -398,7 +400,9 @@ class ReorderBuffer:
     def oldest_first_lsn(self) -> int | None:
         """The first LSN of the oldest transaction still open (ReorderBufferGetOldestTXN), subtransactions
         included: where reading must restart to see every open transaction whole."""
-        return self._by_first_lsn[0].first_lsn if self._by_first_lsn else None
+        for txn in self.by_xid.values():
+            return txn.first_lsn
+        return None
 
     def open_transactions(self) -> list[OpenTransaction]:
         return [OpenTransaction(t.xid, t.first_lsn, t.total_changes, tuple(s.xid for s in t.subtxns), t.prepared,

@@ -112,7 +112,7 @@ def plan_start(segments: SegmentSet, confirmed_lsn: int, restart_lsn: int | None
     later: list[RunningXacts] = []  # those after it in its own segment
     scanned = 0
     while True:
-        records, _stop = read_segment(segments, segno, verify_crc)
+        records, _stop = read_segment(segments, segno, verify_crc, rmid=RM_STANDBY_ID)
         scanned += 1
         found = running_xacts_of(records)
         if scanned == 1:
@@ -145,7 +145,7 @@ def _first_consistent(segments: SegmentSet, segno: int, seen: list[RunningXacts]
         if c is not None or segno + 1 not in segments.files:
             return c
         segno += 1
-        records, stop = read_segment(segments, segno, verify_crc)
+        records, stop = read_segment(segments, segno, verify_crc, rmid=RM_STANDBY_ID)
         seen.extend(running_xacts_of(records))
         if stop is not None and stop.kind != "end":
             c = consistent_point(seen, 0) if seen else None

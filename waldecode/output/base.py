@@ -5,7 +5,7 @@ with the callback names of src/include/replication/output_plugin.h (OutputPlugin
 a plugin subclasses ``OutputPlugin``, and the decoder calls nothing else on it and sets
 nothing on it.  Hands plugins a read-only ``Transaction`` (ReorderBufferTXN) with every
 transaction callback and, with every change, the ``CatalogView`` of the catalog in force
-for that change (PostgreSQL's historic snapshot); where a plugin writes is its own affair.
+for that change (PostgreSQL's historic snapshot).
 
 Order of calls, as logical decoding makes them::
 
@@ -13,6 +13,8 @@ Order of calls, as logical decoding makes them::
     for each transaction decoded, at its commit (or at PREPARE on a two-phase slot):
         begin(txn)                             begin_prepare(txn) at PREPARE
         change(txn, lsn, ...) | truncate(txn, lsn, ...) | message(txn, lsn, ...)   in LSN order
+                                               (change_tuples instead of change for a plugin
+                                               that asked for receive_wal_tuples)
         commit(txn, commit_lsn)                prepare(txn, prepare_lsn) at PREPARE
     commit_prepared(txn, ...), rollback_prepared(txn, ...)   at COMMIT/ROLLBACK PREPARED
     message(txn or None, lsn, False, ...)      a non-transactional message, at its record
@@ -23,6 +25,9 @@ Order of calls, as logical decoding makes them::
 ``filter_by_origin`` is asked for each change and transaction end, with its replication
 origin, whether to leave it out; ``filter_prepare`` whether a prepared transaction is
 decoded at COMMIT PREPARED rather than at PREPARE.
+
+Where a plugin writes is its own affair; ``OutputWriter`` is a place that takes lines as bytes
+in large blocks, with a buffer native code appends to (test_decoding's native path).
 """
 
 from __future__ import annotations
@@ -46,6 +51,9 @@ class OutputPluginOptions:
 
     # Also decode changes to the transient heaps of table rewrites (a relation with relrewrite)
     receive_rewrites: bool = False
+    # Deliver row changes as the WAL carries their tuples, through ``change_tuples``, instead of
+    # as column values through ``change`` (a plugin with native tuple output asks for this)
+    receive_wal_tuples: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -109,6 +117,53 @@ class CatalogView:
         return self._context
 
 
+class OutputWriter:
+    """Where a plugin's text goes as bytes, in large blocks (the file ``pg_recvlogical -f`` writes).
+
+    Lines are appended to ``buffer`` (``write_line(text)``, or native code appending to the
+    buffer itself and then calling ``wrote()``); ``write_block(data)`` receives whole lines,
+    ``block_size`` bytes or more at a time, and the rest at ``flush()``.  Whoever needs the
+    output on disk up to a point (a slot confirming it, the end of the run) calls ``flush()``
+    first.  ``buffer`` is a ``waldecode._typeout.OutBuf`` under the Cython implementation, for
+    native code to append to, else a bytearray.
+    """
+
+    BLOCK_SIZE = 1 << 20
+
+    def __init__(self, write_block, block_size: int = BLOCK_SIZE):
+        from .. import _impl
+
+        typeout = _impl.typeout()
+        self.write_block = write_block
+        self.block_size = block_size
+        self.native = typeout is not None
+        # room for a block and the line that completes it, without growing
+        self.buffer = typeout.OutBuf(block_size + (block_size >> 2)) if self.native else bytearray()
+        self._append = self.buffer.write if self.native else self.buffer.extend
+
+    def write_line(self, line: str) -> None:
+        self._append(line.encode("utf-8", "surrogateescape"))
+        self._append(b"\n")
+        if len(self.buffer) >= self.block_size:
+            self.flush()
+
+    def wrote(self) -> None:
+        """Lines were appended to ``buffer`` directly: write a block out once there is one."""
+        if len(self.buffer) >= self.block_size:
+            self.flush()
+
+    def flush(self) -> None:
+        buf = self.buffer
+        if not len(buf):
+            return
+        if self.native:
+            data = buf.take()
+        else:
+            data = bytes(buf)
+            del buf[:]
+        self.write_block(data)
+
+
 def unknown_option(name: str, value: str | None) -> OutputPluginError:
     """The error for an option a plugin does not know, worded as test_decoding words it."""
     return OutputPluginError(f'option "{name}" = "{value if value is not None else "(null)"}" is unknown')
@@ -154,6 +209,17 @@ class OutputPlugin(abc.ABC):
         ``waldecode.output``), or None where the WAL carries no such tuple: ``old`` is the
         replica-identity key (or the whole old row with REPLICA IDENTITY FULL) of an UPDATE or
         DELETE that logged it, the other columns NULL."""
+
+    def change_tuples(self, txn: Transaction, lsn: int, catalog: CatalogView, relation: Relation, action: str,
+                      newtuple: bytes | None, oldtuple: bytes | None, toast) -> None:
+        """change_cb for a plugin whose ``startup`` asked for ``receive_wal_tuples``: called instead
+        of ``change``, with the same arguments but the tuples as the WAL carries them
+        (xl_heap_header, then the tuple body; ``waldecode._typeout.RelDesc`` deforms them) rather
+        than column values.  ``toast(pointer)`` gives the value of an external TOAST pointer of
+        ``newtuple`` (a ``varlena.ToastPointer``) that this transaction wrote, or None for one it
+        did not (test_decoding's ``unchanged-toast-datum``); pointers in ``oldtuple`` are not
+        resolved, as ``change``'s ``old`` does not resolve them."""
+        raise OutputPluginError(f"{type(self).__name__} asked for WAL tuples but has no change_tuples callback")
 
     def truncate(self, txn: Transaction, lsn: int, catalog: CatalogView, relations: list[Relation],
                  restart_seqs: bool, cascade: bool) -> None:

@@ -9,10 +9,12 @@ rejected with the server's own wording.  Values are the type output text of
 
 from __future__ import annotations
 
+from .. import _impl
 from ..catalog import Relation
 from ..types.datetime import USE_ISO_DATES, timestamptz_text
 from . import UNCHANGED_TOAST, OutputPluginError
-from .base import INSERT, UPDATE, CatalogView, OutputPlugin, OutputPluginOptions, Transaction, unknown_option
+from .base import (DELETE, INSERT, UPDATE, CatalogView, OutputPlugin, OutputPluginOptions, OutputWriter, Transaction,
+                   unknown_option)
 from .quote import quote_identifier, quote_literal_cstr, quote_qualified_identifier
 
 # pg_type OIDs print_literal special-cases (src/include/catalog/pg_type.dat)
@@ -71,19 +73,44 @@ def parse_bool(value: str) -> bool | None:
     return None
 
 
+# src/include/replication/reorderbuffer.h: ReorderBufferChangeType, what RelDesc.append_change takes
+_CHANGE_TYPES = {INSERT: 0, UPDATE: 1, DELETE: 2}
+
+
 class TestDecoding(OutputPlugin):
-    """The plugin; ``write(text)`` receives each output row without its newline."""
+    """The plugin; ``write(text)`` receives each output row without its newline, or, given
+    ``output`` (a ``base.OutputWriter``), the rows go there as bytes in large blocks.
+
+    Under the Cython implementation (``_impl.typeout()``) row changes come as WAL tuples
+    (``change_tuples``) and their lines are built in C (``waldecode._typeout``: a ``TypeOut``
+    per catalog view, a ``RelDesc`` per relation); under pure Python as column values
+    (``change``), formatted here: the reference.
+    """
 
     __test__ = False  # not a pytest test class, despite the name
     BOOL_OPTIONS = ("include-xids", "include-timestamp", "force-binary", "skip-empty-xacts", "only-local",
                     "include-rewrites", "stream-changes")
 
-    def __init__(self, write):
-        self.write = write
+    def __init__(self, write=None, *, output: OutputWriter | None = None):
+        if (write is None) == (output is None):
+            raise TypeError("TestDecoding takes write (a line callback) or output (an OutputWriter)")
+        self.output = output
+        self.write = write if output is None else output.write_line
         self._wrote_changes = False
         # per relation OID: (attributes, catalog view, [(column prefix, value formatter) or None])
         self._column_cache: dict[int, tuple] = {}
         self._relname_cache: dict[int, tuple] = {}
+        # the native path: waldecode._typeout, the TypeOut of the last output context, per relation
+        # OID (relation, catalog view, b"table name:", RelDesc)
+        self._typeout_module = None
+        self._typeout_ctx = None
+        self._typeout = None
+        self._reldescs: dict[int, tuple] = {}
+        self._line = None  # the OutBuf a line is built in without ``output``
+        # the fallback counters of the TypeOuts and RelDescs replaced since (native_counters)
+        self._retired = {"python_values": 0, "declined_values": 0, "python_tuples": 0}
+        self.native_changes = 0  # change lines built by the native path
+        self.changes_written = 0  # change and message lines (a progress line counts them)
 
     def startup(self, options: dict, catalog: CatalogView) -> OutputPluginOptions:
         """pg_decode_startup: the options, each a boolean; the session's settings for timestamps."""
@@ -105,7 +132,28 @@ class TestDecoding(OutputPlugin):
         self.only_local = flags["only-local"]
         self.major = catalog.major
         self._session = catalog.output_context()
-        return OutputPluginOptions(receive_rewrites=flags["include-rewrites"])
+        typeout = _impl.typeout()
+        if self.output is not None and not self.output.native:
+            typeout = None  # the writer's buffer is not one native code can append to
+        self._typeout_module = typeout
+        if typeout is not None and self.output is None:
+            self._line = typeout.OutBuf(4096)
+        return OutputPluginOptions(receive_rewrites=flags["include-rewrites"], receive_wal_tuples=typeout is not None)
+
+    def shutdown(self) -> None:
+        if self.output is not None:
+            self.output.flush()
+
+    def native_counters(self) -> dict[str, int]:
+        """How much the native path did and what it left to Python: change lines built in C, values
+        printed by a Python output function (types without C code, and values the C code declined),
+        tuples a check sent to the Python deformer."""
+        counters = dict(self._retired, native_changes=self.native_changes)
+        if self._typeout is not None:
+            counters["python_values"] += self._typeout.python_values
+            counters["declined_values"] += self._typeout.declined_values
+        counters["python_tuples"] += sum(d[3].python_tuples for d in self._reldescs.values())
+        return counters
 
     # -- transaction lines ---------------------------------------------------------------------
 
@@ -133,6 +181,7 @@ class TestDecoding(OutputPlugin):
         if self.skip_empty_xacts and not self._wrote_changes:
             self._begin_line(txn)
         self._wrote_changes = True
+        self.changes_written += 1
 
     def uncommitted(self, txn: Transaction) -> None:
         """Not test_decoding's: ends a transaction that has no commit record in the WAL read."""
@@ -240,6 +289,42 @@ class TestDecoding(OutputPlugin):
             parts.append(" (no-tuple-data)" if old is None else self._tuple(catalog, relation, old, True))
         self.write("".join(parts))
 
+    def _native_relation(self, catalog: CatalogView, rel: Relation) -> tuple:
+        """(b"table name:", RelDesc) of ``rel`` as ``catalog`` describes it: a TypeOut per output
+        context (a new one when the catalog view changes), a RelDesc per relation and view."""
+        hit = self._reldescs.get(rel.oid)
+        if hit is not None and hit[0] is rel and hit[1] is catalog:
+            return hit
+        ctx = catalog.output_context()
+        if ctx is not self._typeout_ctx:
+            if self._typeout is not None:
+                self._retired["python_values"] += self._typeout.python_values
+                self._retired["declined_values"] += self._typeout.declined_values
+            self._typeout = self._typeout_module.TypeOut(ctx)
+            self._typeout_ctx = ctx
+        head = ("table " + self._relname(catalog, rel) + ":").encode("utf-8", "surrogateescape")
+        hit = (rel, catalog, head, self._typeout.relation(rel.attributes))
+        old = self._reldescs.get(rel.oid)
+        if old is not None:
+            self._retired["python_tuples"] += old[3].python_tuples
+        self._reldescs[rel.oid] = hit
+        return hit
+
+    def change_tuples(self, txn: Transaction, lsn: int, catalog: CatalogView, relation: Relation, action: str,
+                      newtuple, oldtuple, toast) -> None:
+        """The native ``change``: the same line, built in C from the WAL tuples."""
+        self._mark_change(txn)
+        _rel, _view, head, desc = self._native_relation(catalog, relation)
+        out = self.output
+        if out is None:
+            line = self._line
+            desc.append_change(line, head, _CHANGE_TYPES[action], newtuple, oldtuple, toast)
+            self.write(line.take().decode("utf-8", "surrogateescape"))
+        else:
+            desc.append_change(out.buffer, head, _CHANGE_TYPES[action], newtuple, oldtuple, toast, True)
+            out.wrote()
+        self.native_changes += 1
+
     def truncate(self, txn: Transaction, lsn: int, catalog: CatalogView, relations: list, restart_seqs: bool,
                  cascade: bool) -> None:
         self._mark_change(txn)
@@ -259,6 +344,8 @@ class TestDecoding(OutputPlugin):
         # 13-16 print no BEGIN for a transaction holding only a message, even with skip-empty-xacts
         if transactional and self.major >= 17:
             self._mark_change(txn)
+        else:
+            self.changes_written += 1
         text = content.decode("utf-8", errors="surrogateescape")
         self.write(f"message: transactional: {int(transactional)} prefix: {prefix}, sz: {len(content)} "
                    f"content:{text}")

@@ -115,14 +115,15 @@ class XLogReader:
 
 
 def read_segment(segments: SegmentSet, segno: int, verify_crc: bool = True,
-                 next_head: bytes | None = None) -> tuple[list[DecodedRecord], ReadStop | None]:
+                 next_head: bytes | None = None, rmid: int | None = None) -> tuple[list[DecodedRecord], ReadStop | None]:
     """The records that start in one segment, read on their own (a task of its own for Spark).
 
     The segment is framed from its first record start, skipping the tail of a record
     begun in the previous segment.  A record that crosses into the next segment is
     completed from ``next_head`` (the next segment's bytes, or only its first pages);
     when it is not given, the next segment is loaded from ``segments`` if present.
-    The first record's prev-link can only be checked to point backwards.
+    The first record's prev-link can only be checked to point backwards.  With ``rmid``, only
+    the records of that resource manager are decoded and returned (all are framed and checked).
     """
     seg_size = segments.seg_size
     major = segments.major
@@ -142,7 +143,7 @@ def read_segment(segments: SegmentSet, segno: int, verify_crc: bool = True,
             more, stop = _impl.frame_segment(next_head, (segno + 1) * seg_size, st, verify_crc, next_path)
             raw.extend(more)
     records = [_impl.decode_record(rec, lsn, _end_lsn(rec, lsn, raw_end, seg_size), major)
-               for lsn, raw_end, rec in raw]
+               for lsn, raw_end, rec in raw if rmid is None or rec[17] == rmid]  # XLogRecord.xl_rmid
     return records, stop
 
 
