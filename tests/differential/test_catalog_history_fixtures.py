@@ -200,7 +200,7 @@ def test_catalog_pages_in_json():
 
 def test_a_snapshot_without_catalogs_disables_the_history():
     catalog = Catalog("15.0", 150000, 15, 0, "db", 5, 1663, {"TimeZone": "UTC"}, {}, {})
-    decoder = LogicalDecoder(catalog, TestDecoding(lambda row: None))
+    decoder = LogicalDecoder(catalog, TestDecoding(lambda row: None), segment_size=16 << 20)
     assert decoder.history is None
     assert decoder.warnings == ["the catalog snapshot has no pg_class (OID 1259) with its columns and relfilenode: "
                                 "catalog changes in the WAL are not tracked"]

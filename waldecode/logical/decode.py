@@ -252,7 +252,7 @@ class LogicalDecoder:
     def __init__(self, catalog: Catalog, plugin: OutputPlugin, *, plugin_options: dict | None = None,
                  two_phase: bool = False, spill_dir: str | None = None,
                  spill_threshold: int = DEFAULT_SPILL_THRESHOLD, memory_budget: int = DEFAULT_MEMORY_BUDGET,
-                 segment_size: int = 16 * 1024 * 1024,
+                 segment_size: int,
                  start_decoding_at: int = 0, assume_consistent: bool = False, major: int | None = None,
                  catalog_history: bool = True, on_warning=None):
         self.catalog = catalog
@@ -263,7 +263,7 @@ class LogicalDecoder:
         plugin_opts = plugin.startup(dict(plugin_options or {}), snapshot) or OutputPluginOptions()
         self.two_phase = two_phase and plugin.supports_two_phase()
         self.major = major or catalog.major
-        self.rb = ReorderBuffer(spill_dir, spill_threshold, memory_budget, segment_size)
+        self.rb = ReorderBuffer(spill_dir, spill_threshold, memory_budget, segment_size=segment_size)
         self.snapbuild = SnapBuilder(start_decoding_at, assume_consistent)
         # The confirmed position asked for: every commit from it on must be decoded, or reported
         self.requested_start = start_decoding_at or None

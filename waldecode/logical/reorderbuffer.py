@@ -150,7 +150,8 @@ class OpenTransaction(NamedTuple):
 
 class ReorderBuffer:
     def __init__(self, spill_dir: str | None = None, spill_threshold: int = DEFAULT_SPILL_THRESHOLD,
-                 memory_budget: int = DEFAULT_MEMORY_BUDGET, segment_size: int = 16 * 1024 * 1024):
+                 memory_budget: int = DEFAULT_MEMORY_BUDGET, *, segment_size: int):
+        # segment_size: the WAL's own (spill files are named per segment); never assumed
         if spill_threshold < 1:
             raise ValueError("the spill threshold must be at least 1 change")
         self.spill_threshold = spill_threshold
