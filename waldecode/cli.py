@@ -119,7 +119,19 @@ def _build_parser() -> argparse.ArgumentParser:
     return p
 
 
-def _plugin_options(items) -> dict:
+def fit_catalog(catalog, segments, settings: list, source) -> None:
+    """Apply ``--set NAME=VALUE`` overrides to the snapshot, and refuse one of another major version."""
+    for item in settings:
+        name, sep, value = item.partition("=")
+        if not sep or not name:
+            raise UsageError(f"--set expects NAME=VALUE, not {item!r}")
+        catalog.settings[name] = value
+    if segments.major != catalog.major:
+        raise UsageError(f"the WAL was written by {segments.describe_version()} but the catalog snapshot "
+                         f"{source} is from PostgreSQL {catalog.major}")
+
+
+def plugin_options(items) -> dict:
     out = {}
     for item in items:
         name, sep, value = item.partition("=")
@@ -193,7 +205,7 @@ def cmd_decode(args) -> int:
     if args.restart_lsn is not None and args.start_lsn is None:
         raise UsageError("--restart-lsn goes with --start-lsn (the slot's confirmed_flush_lsn)")
     segments = discover(args.paths, args.timeline)
-    options = _plugin_options(args.options)
+    options = plugin_options(args.options)
     slot_state = None
     if args.slot:
         slot_state = _open_slot(args, segments, options)
@@ -207,14 +219,7 @@ def cmd_decode(args) -> int:
             raise UsageError("--catalog FILE is needed (a snapshot written by 'waldecode catalog')")
         catalog = Catalog.load(args.catalog)
         start_lsn, restart_lsn = args.start_lsn, args.restart_lsn
-    for item in args.settings:
-        name, sep, value = item.partition("=")
-        if not sep or not name:
-            raise UsageError(f"--set expects NAME=VALUE, not {item!r}")
-        catalog.settings[name] = value
-    if segments.major != catalog.major:
-        raise UsageError(f"the WAL was written by {segments.describe_version()} but the catalog snapshot "
-                         f"{args.catalog} is from PostgreSQL {catalog.major}")
+    fit_catalog(catalog, segments, args.settings, args.catalog)
     keeper = None
     spill_dir = args.spill_dir
     if args.slot:

@@ -179,7 +179,7 @@ def _check_impl(seen: set, quiet: bool) -> None:
 
 def cmd_spark_decode(args) -> int:
     from ..catalog import Catalog
-    from ..cli import report_decode_result
+    from ..cli import fit_catalog, plugin_options, report_decode_result
     from ..output.test_decoding import TestDecoding
     from ..wal.segments import discover
     from .job import SparkExecutor, decode_spark
@@ -188,18 +188,8 @@ def cmd_spark_decode(args) -> int:
         raise UsageError("--restart-lsn goes with --start-lsn (the slot's confirmed_flush_lsn)")
     segments = discover(args.paths, args.timeline)
     catalog = Catalog.load(args.catalog)
-    for item in args.settings:
-        name, sep, value = item.partition("=")
-        if not sep or not name:
-            raise UsageError(f"--set expects NAME=VALUE, not {item!r}")
-        catalog.settings[name] = value
-    if segments.major != catalog.major:
-        raise UsageError(f"the WAL was written by {segments.describe_version()} but the catalog snapshot "
-                         f"{args.catalog} is from PostgreSQL {catalog.major}")
-    options = {}
-    for item in args.options:
-        name, sep, value = item.partition("=")
-        options[name] = value if sep else None
+    fit_catalog(catalog, segments, args.settings, args.catalog)
+    options = plugin_options(args.options)
     size = len(segments.files) * segments.seg_size
     if size < SMALL_INPUT and not args.quiet:
         print(f"waldecode: note: {size >> 20} MB of WAL: below about {SMALL_INPUT >> 20} MB a single process "
