@@ -17,7 +17,7 @@ from .decode import LogicalDecoder, NotDecoded
 from ..errors import WALError, format_lsn
 from .reorderbuffer import DEFAULT_MEMORY_BUDGET, DEFAULT_SPILL_THRESHOLD, OpenTransaction
 from .snapbuild import SNAPBUILD_CONSISTENT
-from .startpoint import StartPlan, check_start_in_input, plan_start
+from .startpoint import StartPlan, reading_start
 from ..wal.segments import SegmentSet, discover
 from ..wal.xlogpage import ReadStop
 from ..wal.xlogreader import XLogReader
@@ -73,16 +73,7 @@ def decode_wal(source, catalog: Catalog, plugin, *, plugin_options: dict | None 
     if segments.major != catalog.major:
         raise VersionMismatchError(f"the WAL was written by {segments.describe_version()} but the catalog snapshot "
                                    f"is from PostgreSQL {catalog.major}")
-    plan = None
-    read_from = None
-    if start_lsn is not None:
-        plan = plan_start(segments, start_lsn, restart_lsn)
-        # Never after the start itself: commits between it and a later first running-xacts record
-        # must be read, to be reported
-        read_from = start_lsn if plan.read_from is None else min(plan.read_from, start_lsn)
-    elif restart_lsn is not None:
-        check_start_in_input(segments, restart_lsn, "restart LSN")
-        read_from = restart_lsn
+    plan, read_from = reading_start(segments, start_lsn, restart_lsn)
     reader = XLogReader(segments=segments, start_lsn=read_from, end_lsn=end_lsn)
     decoder = LogicalDecoder(catalog, plugin, two_phase=two_phase, spill_dir=spill_dir,
                              spill_threshold=spill_threshold, memory_budget=memory_budget,

@@ -150,3 +150,20 @@ def _first_consistent(segments: SegmentSet, segno: int, seen: list[RunningXacts]
         if stop is not None and stop.kind != "end":
             c = consistent_point(seen, 0) if seen else None
             return c
+
+
+def reading_start(segments: SegmentSet, start_lsn: int | None, restart_lsn: int | None,
+                  verify_crc: bool = True) -> tuple[StartPlan | None, int | None]:
+    """(plan, LSN to read from) for a start given as a slot's confirmed position and/or restart LSN.
+
+    With ``start_lsn`` reading never begins after it: commits between it and a later first
+    running-xacts record must be read, to be reported.  With only ``restart_lsn``, reading begins
+    there as for a slot created there.  Neither: (None, None), the input's first record.
+    """
+    if start_lsn is not None:
+        plan = plan_start(segments, start_lsn, restart_lsn, verify_crc)
+        return plan, start_lsn if plan.read_from is None else min(plan.read_from, start_lsn)
+    if restart_lsn is not None:
+        check_start_in_input(segments, restart_lsn, "restart LSN")
+        return None, restart_lsn
+    return None, None

@@ -175,7 +175,7 @@ def plan_partitions(options: dict) -> list:
     from . import tasks
     from .job import LocalExecutor, _segments_per_run, plan_scan
     from ..output.base import CatalogView
-    from ..logical.startpoint import plan_start
+    from ..logical.startpoint import reading_start
     from ..wal.segments import discover
 
     opts = {k.lower(): v for k, v in options.items()}
@@ -195,13 +195,7 @@ def plan_partitions(options: dict) -> list:
     probe = RowPlugin(lambda item: None)
     probe.startup(dict(plugin_options), CatalogView(catalog))
     filtered = frozenset(o for o in range(1 << 16) if probe.filter_by_origin(o))
-    start_plan = None
-    read_from = None
-    if start_lsn is not None:
-        start_plan = plan_start(segments, start_lsn, restart_lsn)
-        read_from = start_lsn if start_plan.read_from is None else min(start_plan.read_from, start_lsn)
-    elif restart_lsn is not None:
-        read_from = restart_lsn
+    start_plan, read_from = reading_start(segments, start_lsn, restart_lsn)
     seg_size = segments.seg_size
     first = (read_from if read_from is not None else segments.first_segno * seg_size) // seg_size
     last = segments.last_segno if end_lsn is None else min(segments.last_segno, (end_lsn - 1) // seg_size)

@@ -27,7 +27,7 @@ from ..catalog import Catalog
 from ..errors import Error, format_lsn
 from ..output.base import CatalogView
 from ..logical.session import VersionMismatchError
-from ..logical.startpoint import check_start_in_input, plan_start
+from ..logical.startpoint import reading_start
 from ..wal.segments import SegmentSet, discover
 from ..wal.xlogreader import XLogReader
 from . import plan as _plan
@@ -301,14 +301,7 @@ def decode_spark(executor, paths, catalog: Catalog, make_plugin, out, *, plugin_
     probe = make_plugin(lambda line: None)
     probe.startup(dict(plugin_options or {}), CatalogView(catalog))  # bad options fail here, before reading
     filtered_origins = frozenset(o for o in range(1 << 16) if probe.filter_by_origin(o))
-    start_plan = None
-    read_from = None
-    if start_lsn is not None:
-        start_plan = plan_start(segments, start_lsn, restart_lsn)
-        read_from = start_lsn if start_plan.read_from is None else min(start_plan.read_from, start_lsn)
-    elif restart_lsn is not None:
-        check_start_in_input(segments, restart_lsn, "restart LSN")
-        read_from = restart_lsn
+    start_plan, read_from = reading_start(segments, start_lsn, restart_lsn)
     seg_size = segments.seg_size
     first = (read_from if read_from is not None else segments.first_segno * seg_size) // seg_size
     last = segments.last_segno if end_lsn is None else min(segments.last_segno, (end_lsn - 1) // seg_size)
