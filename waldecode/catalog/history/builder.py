@@ -99,6 +99,13 @@ class CatalogHistory(TransactionListener):
         self._first_versions: set = set()  # (catalog, OID) whose old version the range showed
         self._temp_oids: set = set()  # temporary relations and their row types: never decoded
 
+    def __getstate__(self) -> dict:
+        # A pickled history (shipped to Spark tasks) answers queries and takes no more records: the
+        # tracker, and through it every listener (the decoder, its plugin), stays behind
+        state = self.__dict__.copy()
+        state["tracker"] = None
+        return state
+
     @property
     def active(self) -> bool:
         return bool(self.redo.layouts)
