@@ -14,6 +14,7 @@ import sys
 
 from . import argtypes, progress
 from .errors import CatalogError, Error, OutputPluginError, UsageError, format_lsn
+from .output import PLUGINS, plugin_class
 from .wal.xlogreader import XLogReader, parse_lsn
 
 EXIT_OK = 0
@@ -55,7 +56,11 @@ def _build_parser() -> argparse.ArgumentParser:
     dec.add_argument("--catalog", metavar="FILE",
                      help="catalog snapshot written by 'waldecode catalog' (relations, types, settings); "
                           "not needed when --slot resumes")
-    dec.add_argument("--format", default="test_decoding", choices=("test_decoding",), help="output plugin")
+    dec.add_argument("--format", default="test_decoding", choices=tuple(PLUGINS),
+                     help="output plugin (sql: statements that redo the transactions, see --undo)")
+    dec.add_argument("--undo", action="store_true",
+                     help="with --format sql: the inverse statements, newest first, where the WAL holds the "
+                          "old values (REPLICA IDENTITY FULL); what cannot be undone is listed")
     dec.add_argument("-o", "--option", dest="options", action="append", default=[], metavar="NAME[=VALUE]",
                      help="output plugin option, as pg_recvlogical -o passes it (repeatable)")
     dec.add_argument("-s", "--start-lsn", type=argtypes.lsn,
@@ -198,7 +203,6 @@ def cmd_inspect(args) -> int:
 
 def cmd_decode(args) -> int:
     from .catalog import Catalog
-    from .output.test_decoding import TestDecoding
     from .logical.session import decode_wal, missing_start_message
     from .wal.segments import discover
 
@@ -206,6 +210,10 @@ def cmd_decode(args) -> int:
         raise UsageError("--restart-lsn goes with --start-lsn (the slot's confirmed_flush_lsn)")
     segments = discover(args.paths, args.timeline)
     options = plugin_options(args.options)
+    if args.undo:
+        if args.format != "sql":
+            raise UsageError("--undo goes with --format sql")
+        options["undo"] = None
     slot_state = None
     if args.slot:
         slot_state = _open_slot(args, segments, options)
@@ -239,7 +247,7 @@ def cmd_decode(args) -> int:
             spill_dir = _fresh_dir(args.slot + ".spill")
     else:
         out = _LazyOutput(args.output)
-    plugin = TestDecoding(output=out.writer)
+    plugin = plugin_class(args.format)(output=out.writer)
     _settle_gc()
 
     def track(reader):
@@ -260,6 +268,8 @@ def cmd_decode(args) -> int:
         out.close(create=False)  # an input error before any output leaves no empty file behind
         raise
     out.close()
+    for problem in getattr(plugin, "problems", ()):
+        print(f"waldecode: {problem}", file=sys.stderr)
     return report_decode_result(result, segments, start_lsn)
 
 
