@@ -44,6 +44,7 @@ import math
 import re
 import struct
 from decimal import ROUND_HALF_UP, Context, Decimal
+from fractions import Fraction
 from typing import Callable
 
 from ..errors import OutputPluginError
@@ -539,6 +540,7 @@ _PROCS = {
     1742: 'float4_numeric',  # numeric(real)
     1743: 'float8_numeric',  # numeric(double precision)
     1744: 'numeric_int4',  # int4(numeric)
+    1745: 'numeric_float4',  # float4(numeric)
     1746: 'numeric_float8',  # float8(numeric)
     1771: 'numeric_uminus',  # numeric_uminus(numeric)
     1779: 'numeric_int8',  # int8(numeric)
@@ -635,6 +637,7 @@ def _bpchar_cmp(a: str, b: str) -> int:
 
 
 _F32 = struct.Struct("<f")
+_U32 = struct.Struct("<I")
 
 
 def _to_float4(x: float) -> float:
@@ -702,6 +705,33 @@ def _numeric_to_float8(d: Decimal) -> float:
     x = float(d)
     if math.isinf(x) and not d.is_infinite():
         raise _EvalError(f"\"{d}\" is out of range for type double precision")
+    return x
+
+
+def _nearest_float4(exact: Fraction) -> float:
+    """The float4 nearest to ``exact``, ties to even (strtof), without double rounding."""
+    f = _to_float4(float(exact))
+    if math.isinf(f):
+        return f
+    bits = _U32.unpack(_F32.pack(f))[0]
+    cands = [f]
+    for b in (bits - 1, bits + 1):
+        if 0 <= b < 1 << 32:
+            g = _F32.unpack(_U32.pack(b))[0]
+            if math.isfinite(g):
+                cands.append(g)
+    return min(cands, key=lambda g: (abs(Fraction(g) - exact), _U32.unpack(_F32.pack(g))[0] & 1))
+
+
+def _numeric_to_float4(d: Decimal) -> float:
+    # numeric_float4 goes through numeric_out and float4in (strtof: correctly rounded, no double rounding)
+    if d.is_nan():
+        return math.nan
+    if d.is_infinite():
+        return math.inf if d > 0 else -math.inf
+    x = _nearest_float4(Fraction(d))
+    if math.isinf(x) or (x == 0.0 and d != 0):
+        raise _EvalError(f"\"{d}\" is out of range for type real")
     return x
 
 
@@ -1160,7 +1190,7 @@ _SIMPLE = {
     "i2tod": float, "i4tod": float, "i8tod": float, "i2tof": float, "i4tof": float,
     "ftod": lambda a: a, "dtof": _dtof,
     "int2_numeric": Decimal, "int4_numeric": Decimal, "int8_numeric": Decimal,
-    "numeric_float8": _numeric_to_float8,
+    "numeric_float8": _numeric_to_float8, "numeric_float4": _numeric_to_float4,
     "float8_numeric": _float_to_numeric(15), "float4_numeric": _float_to_numeric(6),
     "textlike": _like, "textnlike": lambda s, p: not _like(s, p),
     "textcat": lambda a, b: a + b,
