@@ -341,3 +341,24 @@ def test_unsupported_filters_are_refused_by_name(run):
         RowFilter(text_lt[: len(text_lt) // 2], rel, "C", "C")
     tree = parse_node_tree(text_lt)
     assert tree.tag == "OPEXPR" and tree.int("opfuncid") == 740  # text_lt
+
+
+@pytest.mark.parametrize("major", [15, 16, 18])
+def test_function_oids_are_the_servers(major):
+    """Every pg_proc OID the evaluator knows is, on the server, an immutable internal function with
+    the C implementation (prosrc) it is evaluated as."""
+    from waldecode.output.pgoutput_rowfilter import _PROCS
+    from waldecode.testing.cluster import Cluster, ClusterError
+
+    try:
+        c = Cluster(major)
+        c.__enter__()
+    except ClusterError as e:
+        pytest.skip(f"PostgreSQL {major} is not available: {e}")
+    try:
+        rows = c.sql("SELECT oid::int, prosrc, provolatile, prolang FROM pg_proc WHERE oid = ANY(%s::oid[])",
+                     list(_PROCS))
+    finally:
+        c.__exit__(None, None, None)
+    got = {oid: (prosrc, vol, lang) for oid, prosrc, vol, lang in rows}
+    assert {oid: got.get(oid) for oid in _PROCS} == {oid: (src, "i", 12) for oid, src in _PROCS.items()}
