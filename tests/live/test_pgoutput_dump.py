@@ -13,13 +13,14 @@ import io
 
 import pytest
 
+from live import DB, live_cluster
+
 from waldecode import cli
 from waldecode.output.pgoutput_dump import UNCHANGED, PgoutputStreamError, dump, read_messages
 from waldecode.pg.lsn import parse_lsn
 
 pytestmark = pytest.mark.slow
 
-DB = "live"
 SCHEMA = """
 CREATE TABLE t1 (id int PRIMARY KEY, v text, big text);
 CREATE TABLE t2 (id int PRIMARY KEY, n numeric);
@@ -30,20 +31,8 @@ CREATE PUBLICATION pub FOR TABLE t1, t2;
 
 @pytest.fixture(scope="module")
 def cluster():
-    from waldecode.testing.cluster import Cluster, ClusterError
-
-    try:
-        c = Cluster(15, settings={"logical_decoding_work_mem": "64kB"})
-        c.__enter__()
-    except ClusterError as e:
-        pytest.skip(f"PostgreSQL 15 is not available: {e}")
-    try:
-        c.sql(f"CREATE DATABASE {DB}")
-        with c.connect(DB) as conn:
-            conn.execute(SCHEMA)
+    with live_cluster(SCHEMA, logical_decoding_work_mem="64kB") as c:
         yield c
-    finally:
-        c.__exit__(None, None, None)
 
 
 def _xid(conn) -> int:

@@ -15,6 +15,7 @@ from __future__ import annotations
 import random
 
 import pytest
+from live import DB, live_cluster
 
 from waldecode.catalog.dsn import snapshot_from_connection
 from waldecode.logical.session import decode_wal
@@ -26,7 +27,6 @@ from waldecode.wal.xlogreader import parse_lsn
 
 pytestmark = pytest.mark.slow
 
-DB = "live"
 SCHEMA = """
 CREATE TABLE rf (id int PRIMARY KEY, i2 smallint, i4 int, i8 bigint, n numeric, f8 float8, f4 real,
                  tx text, vc varchar(12), bc char(6), ok boolean, d date, ts timestamp, tz timestamptz,
@@ -118,18 +118,9 @@ class Capture(OutputPlugin):
 @pytest.fixture(scope="module")
 def run(tmp_path_factory):
     """The cluster, the publications' prquals, the server's verdicts and the decoded changes."""
-    from waldecode.testing.cluster import Cluster, ClusterError
-
     tmp = tmp_path_factory.mktemp("rowfilter")
-    try:
-        c = Cluster(15)
-        c.__enter__()
-    except ClusterError as e:
-        pytest.skip(f"PostgreSQL 15 is not available: {e}")
-    try:
-        c.sql(f"CREATE DATABASE {DB}")
+    with live_cluster(SCHEMA) as c:
         with c.connect(DB) as conn:
-            conn.execute(SCHEMA)
             for i, expr in enumerate(FILTERS):
                 conn.execute(f"CREATE PUBLICATION p{i} FOR TABLE rf WHERE ({expr})")
             for i, expr in enumerate(UNSUPPORTED):
@@ -174,8 +165,6 @@ def run(tmp_path_factory):
         assert result.not_decoded == []
         yield {"cluster": c, "prquals": prquals, "lc": lc, "catalog": catalog, "changes": cap.changes,
                "published": published}
-    finally:
-        c.__exit__(None, None, None)
 
 
 def _update_workload(conn):
