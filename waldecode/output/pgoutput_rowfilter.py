@@ -575,8 +575,8 @@ _PROCS = {
 }
 
 
-class _EvalError(Exception):
-    """An ERROR the C function raises (overflow, division by zero, ...)."""
+class _EvalError(RowFilterError):
+    """An ERROR the C function raises (overflow, division by zero, ...); ``evaluate`` names the relation."""
 
 
 _INT_RANGE = {INT2OID: (-(1 << 15), (1 << 15) - 1, "smallint out of range"),
