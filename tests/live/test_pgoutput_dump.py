@@ -26,6 +26,7 @@ CREATE TABLE t1 (id int PRIMARY KEY, v text, big text);
 CREATE TABLE t2 (id int PRIMARY KEY, n numeric);
 ALTER TABLE t2 REPLICA IDENTITY FULL;
 CREATE PUBLICATION pub FOR TABLE t1, t2;
+CREATE TABLE unpublished (id int);
 """
 
 
@@ -96,7 +97,7 @@ def test_proto1_plain_workload(cluster, tmp_path):
     with cluster.connect(DB) as conn:
         conn.execute("SELECT pg_logical_emit_message(false, 'solo', 'outside')")
     data = _record(cluster, "dump1", 1, {"messages": "true"})
-    msgs = list(read_messages(data, proto_version=1))
+    msgs = list(read_messages(data, streaming="off"))
     txns = _transactions(msgs)
     assert [t[0].fields["xid"] for t in txns] == xids
     for t in txns:
@@ -182,32 +183,66 @@ def test_cli_and_damaged_stream(cluster, tmp_path, capsys):
         list(read_messages(nonl.read_bytes(), str(nonl)))
 
 
-def test_proto2_streaming(cluster):
+@pytest.mark.parametrize("major, proto, streaming", [(15, 2, "on"), (16, 4, "parallel"), (18, 4, "parallel")])
+def test_streaming(cluster, major, proto, streaming):
+    """Streamed transactions: one committed, one committed after rolling back a subtransaction
+    (Stream Abort of the subtransaction, with abort_lsn and abort_time under streaming=parallel),
+    one aborted (streamed before 18; 18 skips a transaction already aborted when it is decoded)."""
+    if major == 15:
+        _streaming_workload(cluster, major, proto, streaming)
+    else:
+        with live_cluster(SCHEMA, major=major, logical_decoding_work_mem="64kB") as c:
+            _streaming_workload(c, major, proto, streaming)
+
+
+def _streaming_workload(cluster, major, proto, streaming):
+    slot = f"stream{proto}"
     with cluster.connect(DB) as conn:
-        conn.execute("SELECT pg_create_logical_replication_slot('dump3', 'pgoutput')")
+        conn.execute(f"SELECT pg_create_logical_replication_slot('{slot}', 'pgoutput')")
     with cluster.connect(DB, autocommit=False) as conn:
         xid = _xid(conn)
         conn.execute("INSERT INTO t1 SELECT g, 'row ' || g, NULL FROM generate_series(1000, 4999) g")
         conn.commit()
+        top = _xid(conn)
+        conn.execute("SAVEPOINT s")
+        conn.execute("INSERT INTO t1 SELECT g, 'undone ' || g, NULL FROM generate_series(10000, 13999) g")
+        sub = conn.execute("SELECT xmin::text::bigint FROM t1 WHERE id = 10000").fetchone()[0]
+        conn.execute("ROLLBACK TO SAVEPOINT s")
+        conn.execute("RELEASE SAVEPOINT s")  # back in the top transaction
+        sub_abort_end = parse_lsn(conn.execute("SELECT pg_current_wal_insert_lsn()::text").fetchone()[0])
+        conn.execute("INSERT INTO t1 VALUES (14000, 'kept', NULL)")
+        conn.commit()
         aborted = _xid(conn)
         conn.execute("INSERT INTO t1 SELECT g, 'gone ' || g, NULL FROM generate_series(5000, 8999) g")
         conn.rollback()
-    data = _record(cluster, "dump3", 2, {"streaming": "on"})
-    msgs = list(read_messages(data, proto_version=2))
+    with cluster.connect(DB) as conn:
+        # a commit (not published) flushes the aborted transaction's WAL, for the walsender to read
+        conn.execute("INSERT INTO unpublished VALUES (1)")
+    data = _record(cluster, slot, proto, {"streaming": streaming})
+    msgs = list(read_messages(data, streaming=streaming))
     starts = [m for m in msgs if m.name == "STREAM START"]
-    assert starts and {m.fields["xid"] for m in starts} == {xid, aborted}
+    streamed = {xid, top} | ({aborted} if major < 18 else set())
+    assert {m.fields["xid"] for m in starts} == streamed
     assert [m.fields["first_segment"] for m in starts if m.fields["xid"] == xid][0] is True
     assert sum(m.name == "STREAM STOP" for m in msgs) == len(starts)
     inserts = [m for m in msgs if m.name == "INSERT"]
-    ours = [m for m in inserts if m.fields["xid"] == xid]
-    assert [m.fields["new"][0] for m in ours] == [str(g) for g in range(1000, 5000)]
+    assert [m.fields["new"][0] for m in inserts if m.fields["xid"] == xid] == [str(g) for g in range(1000, 5000)]
+    # the subtransaction's inserts carry its own xid; the one kept after it, the top's
+    assert {m.fields["xid"] for m in inserts if m.fields["new"][1].startswith("undone")} == {sub}
+    assert [m.fields["new"][0] for m in inserts if m.fields["xid"] == top] == ["14000"]
     commits = [m for m in msgs if m.name == "STREAM COMMIT"]
-    assert [m.fields["xid"] for m in commits] == [xid]
-    assert commits[0].fields["end_lsn"] > commits[0].fields["commit_lsn"]
+    assert [m.fields["xid"] for m in commits] == [xid, top]
+    assert all(m.fields["end_lsn"] > m.fields["commit_lsn"] for m in commits)
     aborts = [m for m in msgs if m.name == "STREAM ABORT"]
-    assert [(m.fields["xid"], m.fields["subxid"]) for m in aborts] == [(aborted, aborted)]
-    assert "abort_lsn" not in aborts[0].fields
-    # the same, with the version left to be inferred
+    expected = [(top, sub)] + ([(aborted, aborted)] if major < 18 else [])
+    assert [(m.fields["xid"], m.fields["subxid"]) for m in aborts] == expected
+    if streaming == "parallel":
+        # abort_lsn: the end of the abort record (DecodeAbort passes EndRecPtr)
+        assert aborts[0].fields["abort_lsn"] == sub_abort_end
+        assert commits[0].fields["commit_time"] <= aborts[0].fields["abort_time"] <= commits[1].fields["commit_time"]
+    else:
+        assert all("abort_lsn" not in m.fields for m in aborts)
+    # the same, with the streaming mode left to be inferred
     assert [m.fields for m in read_messages(data)] == [m.fields for m in msgs]
 
 
@@ -227,7 +262,7 @@ def test_proto3_two_phase(cluster):
         conn.execute("COMMIT PREPARED 'g1'")
         conn.execute("ROLLBACK PREPARED 'g2'")
     data = _record(cluster, "dump4", 3, {"two_phase": "on"})
-    msgs = list(read_messages(data, proto_version=3))
+    msgs = list(read_messages(data))
     names = _by_name(msgs)
     assert names.count("BEGIN PREPARE") == 2 and names.count("PREPARE") == 2
     bp = [m for m in msgs if m.name == "BEGIN PREPARE"]

@@ -14,8 +14,9 @@ byte other than the newline after a message is an error naming the file and the 
 
 Integers are in network byte order (pq_sendint*); strings end with a NUL (pq_sendstring);
 LSNs are printed ``X/X`` and timestamps (microseconds since 2000-01-01 UTC) in ISO form, UTC.
-Stream Abort carries abort_lsn and abort_time only with protocol version 4 (parallel
-streaming): ``proto_version`` says which; None reads the newline that follows to tell.
+Stream Abort carries abort_lsn and abort_time only when the slot was started with
+``streaming=parallel`` (pgoutput_stream_abort's write_abort_info; protocol version 4):
+``streaming`` says so; None tells by the byte after the short form (the newline or not).
 """
 
 from __future__ import annotations
@@ -49,8 +50,6 @@ LOGICAL_REP_MSG_STREAM_COMMIT = ord("c")
 LOGICAL_REP_MSG_STREAM_ABORT = ord("A")
 LOGICAL_REP_MSG_STREAM_PREPARE = ord("p")
 
-# logicalproto.h: LOGICALREP_PROTO_STREAM_PARALLEL_VERSION_NUM (Stream Abort gains abort_lsn/time)
-LOGICALREP_PROTO_STREAM_PARALLEL_VERSION_NUM = 4
 # proto.c: TRUNCATE_CASCADE, TRUNCATE_RESTART_SEQS; MESSAGE_TRANSACTIONAL
 TRUNCATE_CASCADE = 1 << 0
 TRUNCATE_RESTART_SEQS = 1 << 1
@@ -177,9 +176,10 @@ class _Reader:
         return values
 
 
-def read_messages(data, path: str | None = None, proto_version: int | None = None, framed: bool = True):
+def read_messages(data, path: str | None = None, streaming: str | None = None, framed: bool = True):
     """Yield the ``Message``s of ``data``.  ``framed``: each message is followed by the newline
-    ``pg_recvlogical -f`` writes (False: messages back to back, as one per peeked row)."""
+    ``pg_recvlogical -f`` writes (False: messages back to back, as one per peeked row).
+    ``streaming``: the slot's streaming option (off, on, parallel), or None to infer."""
     r = _Reader(data, path)
     n = len(r.data)
     in_stream = False
@@ -268,16 +268,16 @@ def read_messages(data, path: str | None = None, proto_version: int | None = Non
             f.update(xid=r.u32(), flags=r.u8(), commit_lsn=r.u64(), end_lsn=r.u64(), commit_time=r.i64())
         elif t == LOGICAL_REP_MSG_STREAM_ABORT:
             f.update(xid=r.u32(), subxid=r.u32())
-            if _abort_info(r, proto_version, framed):
+            if _abort_info(r, streaming, framed):
                 f.update(abort_lsn=r.u64(), abort_time=r.i64())
         if framed:
             _expect(r, b"\n", "the newline pg_recvlogical writes after each message")
         yield Message(start, chr(t), name, f)
 
 
-def _abort_info(r: _Reader, proto_version: int | None, framed: bool) -> bool:
-    if proto_version is not None:
-        return proto_version >= LOGICALREP_PROTO_STREAM_PARALLEL_VERSION_NUM
+def _abort_info(r: _Reader, streaming: str | None, framed: bool) -> bool:
+    if streaming is not None:
+        return streaming == "parallel"
     if not framed:
         return len(r.data) - r.pos >= 16
     # Without the version: the short form is followed by the newline; the long form by abort_lsn,
@@ -381,11 +381,11 @@ def format_message(msg: Message, relations: dict) -> str:
     return " ".join(parts)
 
 
-def dump(data, out, path: str | None = None, proto_version: int | None = None) -> int:
+def dump(data, out, path: str | None = None, streaming: str | None = None) -> int:
     """Write one line per message of ``data`` to ``out``; the number of messages."""
     relations: dict = {}
     count = 0
-    for msg in read_messages(data, path, proto_version):
+    for msg in read_messages(data, path, streaming):
         out.write(format_message(msg, relations))
         out.write("\n")
         count += 1
@@ -402,8 +402,9 @@ def add_arguments(sub) -> None:
                                    "'pg_recvlogical -f FILE' writes it for a pgoutput slot, one line per "
                                    "message (offset, type, fields).")
     p.add_argument("file", metavar="FILE", help="the stream ('-' for standard input)")
-    p.add_argument("--proto-version", type=int, choices=(1, 2, 3, 4),
-                   help="the slot's proto_version (only Stream Abort depends on it; default: inferred)")
+    p.add_argument("--streaming", choices=("off", "on", "parallel"),
+                   help="the slot's streaming option (only Stream Abort depends on it: parallel adds "
+                        "abort_lsn and abort_time; default: inferred)")
     p.set_defaults(func=cmd_pgoutput_dump)
 
 
@@ -419,6 +420,6 @@ def cmd_pgoutput_dump(args) -> int:
         except OSError as e:
             raise UsageError(f"cannot read {args.file}: {e.strerror}") from None
         path = args.file
-    dump(data, sys.stdout, path, args.proto_version)
+    dump(data, sys.stdout, path, args.streaming)
     sys.stdout.flush()
     return 0
