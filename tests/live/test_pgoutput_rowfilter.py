@@ -351,3 +351,35 @@ def test_function_oids_are_the_servers(major):
         c.__exit__(None, None, None)
     got = {oid: (prosrc, vol, lang) for oid, prosrc, vol, lang in rows}
     assert {oid: got.get(oid) for oid in _PROCS} == {oid: (src, "i", 12) for oid, src in _PROCS.items()}
+
+
+def test_case_mapping_under_a_libc_locale():
+    """lower()/upper() in a database whose lc_ctype is not C: ASCII text as the server maps it,
+    other text refused; ordering text under that collation refused."""
+    texts = ["abc", "ABC", "aBc", "Zeta", "", "a1_B", "ÄBC", "straße"]
+    with live_cluster("") as c:
+        c.sql("CREATE DATABASE u8 LOCALE 'C.UTF-8' TEMPLATE template0")
+        with c.connect("u8") as conn:
+            conn.execute("CREATE TABLE t (id int PRIMARY KEY, tx text)")
+            conn.execute("CREATE PUBLICATION lo FOR TABLE t WHERE (lower(tx) = 'abc')")
+            conn.execute("CREATE PUBLICATION up FOR TABLE t WHERE (upper(tx) LIKE 'A%')")
+            conn.execute("CREATE PUBLICATION lt FOR TABLE t WHERE (tx < 'b')")
+            quals = dict(conn.execute("SELECT p.pubname, r.prqual FROM pg_publication_rel r "
+                                      "JOIN pg_publication p ON p.oid = r.prpubid").fetchall())
+            lc = conn.execute("SELECT datcollate, datctype FROM pg_database WHERE datname = 'u8'").fetchone()
+            assert lc == ("C.UTF-8", "C.UTF-8")
+            catalog = snapshot_from_connection(conn)
+            verdicts = {expr: [conn.execute(f"SELECT {expr} FROM (VALUES (%s)) v(tx)", (t,)).fetchone()[0]
+                               for t in texts] for expr in ("lower(tx) = 'abc'", "upper(tx) LIKE 'A%%'")}
+    rel = next(r for r in catalog.relations.values() if r.relname == "t" and r.nspname == "public")
+    for pub, expr in (("lo", "lower(tx) = 'abc'"), ("up", "upper(tx) LIKE 'A%%'")):
+        rf = RowFilter(quals[pub], rel, *lc)
+        for t, verdict in zip(texts, verdicts[expr]):
+            row = [(1).to_bytes(4, "little"), t.encode()]
+            if t.isascii():
+                assert rf.evaluate(row) is verdict, (expr, t)
+            else:
+                with pytest.raises(RowFilterError, match="non-ASCII text under lc_ctype 'C.UTF-8'"):
+                    rf.evaluate(row)
+    with pytest.raises(RowFilterError, match="lc_collate 'C.UTF-8'"):
+        RowFilter(quals["lt"], rel, *lc)

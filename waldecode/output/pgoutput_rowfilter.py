@@ -1159,18 +1159,19 @@ class _Compiler:
             return _float_to_int(restype)
         if prosrc in ("lower", "upper"):
             ascii_only = not self._ascii_case_ok(collid)
-            upper = prosrc == "upper"
+            if ascii_only and self.lc_ctype[:2].lower() in ("tr", "az"):
+                raise self.unsupported(f"{prosrc}() under lc_ctype {self.lc_ctype!r} (dotted and dotless i)")
+            table = _ASCII_UPPER if prosrc == "upper" else _ASCII_LOWER
             relname = _relname(self.relation)
+            lc_ctype = self.lc_ctype
 
             def case_map(s: str) -> str:
                 if ascii_only and not s.isascii():
                     raise RowFilterError(f"row filter on table {relname}: {prosrc}() of non-ASCII text under "
-                                         f"lc_ctype {self.lc_ctype!r} is not supported by waldecode")
-                if ascii_only and self.lc_ctype and self.lc_ctype[:2].lower() in ("tr", "az"):
-                    raise RowFilterError(f"row filter on table {relname}: {prosrc}() under lc_ctype "
-                                         f"{self.lc_ctype!r} (dotted and dotless i) is not supported by waldecode")
-                # asc_toupper / asc_tolower: ASCII letters only
-                return (s.translate(_ASCII_UPPER) if upper else s.translate(_ASCII_LOWER))
+                                         f"lc_ctype {lc_ctype!r} is not supported by waldecode")
+                # asc_tolower / asc_toupper: ASCII letters only (what a libc locale other than
+                # Turkish or Azeri does to ASCII text too)
+                return s.translate(table)
             return case_map
         raise self.unsupported(f"function {prosrc}")
 
