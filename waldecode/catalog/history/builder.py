@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
-from ...logical.txn import TransactionTracker
+from ...logical.txn import TransactionListener, TransactionTracker
 from ...pg.lsn import format_lsn
 from ...rmgr import RM_RELMAP_ID
 from ...rmgr.relmap import xl_relmap_update
@@ -72,7 +72,7 @@ class CatalogProblem(NamedTuple):
         return text
 
 
-class CatalogHistory:
+class CatalogHistory(TransactionListener):
     """The base catalog snapshot plus the catalog changes decoded from the WAL, by LSN.
 
     ``txns`` is the transaction tracker the decoder feeds (one of its own, fed by ``process``,
