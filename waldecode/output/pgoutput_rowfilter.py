@@ -50,6 +50,10 @@ from typing import Callable
 from ..errors import OutputPluginError
 from ..heap.heaptuple import MissingValue
 from ..heap.varlena import ToastPointer, read_varlena
+from ..pg.pg_type import (BOOLOID, BPCHAROID, DATEOID, FLOAT4OID, FLOAT8OID, INT2OID, INT4OID, INT8OID,
+                           NAMEOID, NUMERICOID, OIDOID, TEXTOID, TIMESTAMPOID, TIMESTAMPTZOID, UUIDOID,
+                           VARCHAROID)
+from ..types.datetime import DATEVAL_NOBEGIN, DATEVAL_NOEND, DT_NOBEGIN, DT_NOEND, POSTGRES_EPOCH_JDATE, USECS_PER_DAY
 from . import UNCHANGED_TOAST
 from .base import DELETE, INSERT, UPDATE
 
@@ -169,37 +173,13 @@ def _read_list(toks: list[str], pos: int, text: str):
 # Types: datum bytes (or attmissingval text) to the Python values the functions below compute on
 # ---------------------------------------------------------------------------------------------
 
-# src/include/catalog/pg_type.dat
-BOOLOID = 16
-NAMEOID = 19
-INT8OID = 20
-INT2OID = 21
-INT4OID = 23
-TEXTOID = 25
-OIDOID = 26
-FLOAT4OID = 700
-FLOAT8OID = 701
-BPCHAROID = 1042
-VARCHAROID = 1043
-DATEOID = 1082
-TIMESTAMPOID = 1114
-TIMESTAMPTZOID = 1184
-NUMERICOID = 1700
-UUIDOID = 2950
-
 # src/include/catalog/pg_collation.dat
 DEFAULT_COLLATION_OID = 100
 C_COLLATION_OID = 950
 POSIX_COLLATION_OID = 951
 
-# src/include/utils/timestamp.h, datetime.h
-USECS_PER_DAY = 86_400_000_000
-POSTGRES_EPOCH_JDATE = 2451545
+# src/include/datatype/timestamp.h
 TIMESTAMP_END_JULIAN = 109203528
-DATEVAL_NOBEGIN = -0x80000000
-DATEVAL_NOEND = 0x7FFFFFFF
-DT_NOBEGIN = -0x8000000000000000
-DT_NOEND = 0x7FFFFFFFFFFFFFFF
 
 _FIXED = {
     BOOLOID: struct.Struct("<?"), INT2OID: struct.Struct("<h"), INT4OID: struct.Struct("<i"),
