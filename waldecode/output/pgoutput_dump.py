@@ -116,7 +116,7 @@ class _Reader:
         p = self.pos
         if p + n > len(self.data):
             raise PgoutputStreamError(f"truncated {self.what} message (starting at offset {self.start}): "
-                                      f"{n} more bytes needed, {len(self.data) - p} left", p, self.path)
+                                      f"needs {n} bytes, only {len(self.data) - p} remain", p, self.path)
         self.pos = p + n
         return p
 
@@ -300,7 +300,8 @@ def _expect(r: _Reader, what: bytes, desc: str | None = None) -> None:
 def format_timestamp(ts: int) -> str:
     """A TimestampTz (microseconds since 2000-01-01 UTC) as ISO text in UTC."""
     try:
-        return (POSTGRES_EPOCH + timedelta(microseconds=ts)).isoformat(sep=" ")
+        # as timestamptz_out prints it in a session with TimeZone UTC
+        return (POSTGRES_EPOCH + timedelta(microseconds=ts)).isoformat(sep=" ").replace("+00:00", "+00")
     except OverflowError:
         return f"{ts} us since 2000-01-01"
 
