@@ -121,6 +121,10 @@ def _build_parser() -> argparse.ArgumentParser:
     from .spark.cli import add_arguments as add_spark_arguments
 
     add_spark_arguments(sub)
+
+    from .output.pgoutput_dump import add_arguments as add_pgoutput_dump_arguments
+
+    add_pgoutput_dump_arguments(sub)
     return p
 
 
