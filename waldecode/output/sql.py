@@ -56,7 +56,9 @@ class SqlOutput(OutputPlugin):
         self.output = output
         self.write = write if output is None else output.write_line
         self.problems: list[str] = []  # what could not be redone or undone, with where
-        self._txn: list[str] | None = None  # the statements of the transaction being decoded
+        # the statements of the transaction being decoded: (text, (action, lsn, relation) or None for a comment)
+        self._txn: list[tuple] | None = None
+        self._current: tuple | None = None  # (action, lsn, relation) of the change being written
         self._undo_txns: list[list[str]] = []
         self._tag_n = 0
         self.changes_written = 0
@@ -118,7 +120,7 @@ class SqlOutput(OutputPlugin):
         stmts, self._txn = self._txn or [], None
         gid = f" (prepared as {quote_literal_cstr(txn.gid)})" if txn.gid else ""
         lines = [f"-- transaction {txn.xid}{gid} {what}", "BEGIN;"]
-        lines.extend(reversed(stmts) if self.undo else stmts)
+        lines.extend(text for text, _ in (reversed(stmts) if self.undo else stmts))
         lines.append("COMMIT;" if commit else "ROLLBACK;  -- not committed: review before applying")
         if self.undo:
             self._undo_txns.append(lines)
@@ -129,14 +131,14 @@ class SqlOutput(OutputPlugin):
     # -- changes --------------------------------------------------------------------------------
 
     def _add(self, stmt: str) -> None:
-        self._txn.append(stmt)
+        self._txn.append((stmt, self._current))
         self.changes_written += 1
 
     def _skip(self, what: str, lsn: int, relation: Relation | None, why: str) -> None:
         where = f" of {self._name(relation)}" if relation is not None else ""
         note = f"cannot {'undo' if self.undo else 'redo'} {what}{where} at {format_lsn(lsn)}: {why}"
         self.problems.append(note)
-        self._txn.append("-- " + note)
+        self._txn.append(("-- " + note, None))
 
     def _name(self, rel: Relation) -> str:
         return quote_qualified_identifier(rel.nspname, rel.relname, self.major)
@@ -218,6 +220,7 @@ class SqlOutput(OutputPlugin):
 
     def change(self, txn: Transaction, lsn: int, catalog: CatalogView, relation: Relation, action: str,
                new, old) -> None:
+        self._current = (action, lsn, relation)
         full_old = old is not None and relation.relreplident == REPLICA_IDENTITY_FULL
         if self.undo:
             self._undo_change(catalog, relation, action, new, old, full_old, lsn)
@@ -272,6 +275,7 @@ class SqlOutput(OutputPlugin):
 
     def truncate(self, txn: Transaction, lsn: int, catalog: CatalogView, relations: list, restart_seqs: bool,
                  cascade: bool) -> None:
+        self._current = ("TRUNCATE", lsn, relations[0] if relations else None)
         if self.undo:
             names = ", ".join(self._name(r) for r in relations)
             return self._skip(f"TRUNCATE of {names}", lsn, None, "the WAL holds no rows of a truncated table")
@@ -283,4 +287,5 @@ class SqlOutput(OutputPlugin):
                 content: bytes) -> None:
         if transactional and self._txn is not None:
             # a logical message has no SQL to redo it with (pg_logical_emit_message writes a new one)
-            self._txn.append(f"-- message at {format_lsn(message_lsn)}, prefix {prefix!r}, {len(content)} bytes")
+            self._txn.append((f"-- message at {format_lsn(message_lsn)}, prefix {prefix!r}, {len(content)} bytes",
+                              None))
