@@ -1,0 +1,152 @@
+"""A ``Divergence`` as the DBA reads it (``report``) and as programs read it (``to_json``).
+
+The JSON form is versioned (``FORMAT_NAME``, ``FORMAT_VERSION``) and documented in
+``docs/diverge-json.md``; LSNs are written as PostgreSQL prints them (``X/X``), times as ISO 8601
+in UTC, keys of rows as objects of column name to the column's output text (null for NULL).
+"""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime, timedelta, timezone
+
+from ..pg.lsn import format_lsn
+from .collect import ALL_ROWS
+from .diverge import Divergence
+
+FORMAT_NAME = "waldecode-diverge"
+FORMAT_VERSION = 1
+
+_POSTGRES_EPOCH = datetime(2000, 1, 1, tzinfo=timezone.utc)
+
+
+def timestamp_iso(ts: int) -> str | None:
+    """A TimestampTz (microseconds since 2000-01-01 UTC) as ISO 8601 in UTC."""
+    if not ts:
+        return None
+    return (_POSTGRES_EPOCH + timedelta(microseconds=ts)).isoformat()
+
+
+def _lsn(lsn: int | None) -> str | None:
+    return None if lsn is None else format_lsn(lsn)
+
+
+def _key(key: tuple) -> dict | str:
+    return "all rows" if key == ALL_ROWS else {c: v for c, v in key}
+
+
+def _key_text(key: tuple) -> str:
+    if key == ALL_ROWS:
+        return "all rows (TRUNCATE)"
+    return ", ".join(f"{c} = {'NULL' if v is None else repr(v)}" for c, v in key)
+
+
+def _tables(tables: dict) -> dict:
+    return {t: {op: n for op, n in ops.items() if n} for t, ops in tables.items()}
+
+
+def _txn(t, with_changes: bool) -> dict:
+    d = {"timeline": t.timeline, "xid": t.xid, "first_lsn": _lsn(t.first_lsn),
+         "commit_lsn": _lsn(t.commit_lsn) if t.commit_lsn else None,
+         "end_lsn": _lsn(t.end_lsn) if t.commit_lsn else None,
+         "commit_time": timestamp_iso(t.commit_time), "gid": t.gid, "changes_count": t.nchanges,
+         "tables": _tables(t.tables)}
+    if with_changes:
+        d["changes"] = list(t.changes)
+    return d
+
+
+def to_dict(d: Divergence) -> dict:
+    return {
+        "format": FORMAT_NAME, "version": FORMAT_VERSION,
+        "old_timeline": d.old_timeline, "new_timeline": d.new_timeline,
+        "switch_lsn": format_lsn(d.switch_lsn), "switch_source": d.switch_source,
+        "read_from": _lsn(d.read_from), "consistent_lsn": _lsn(d.consistent_lsn), "old_end_lsn": _lsn(d.old_end_lsn),
+        "next_xid_at_switch": d.next_xid_at_switch,
+        "plugin": d.plugin,
+        "complete": d.complete,
+        "lost_transactions": [_txn(t, d.with_changes) for t in d.lost],
+        "prepared": [{"gid": p.gid, "xid": p.xid, "prepare_lsn": _lsn(p.prepare_lsn), "old_fate": p.old_fate,
+                      "old_lsn": _lsn(p.old_lsn), "new_fate": p.new_fate, "action": p.action, "note": p.note}
+                     for p in d.prepared],
+        "open_at_crash": [dict(_txn(t, d.with_changes), began_before_fork=t.first_lsn < d.switch_lsn)
+                          for t in d.open_at_crash],
+        "missing_ddl": [{"xid": m.xid, "commit_lsn": format_lsn(m.commit_lsn), "kind": m.kind,
+                         "relation": m.relation, "statement": m.statement} for m in d.missing_ddl],
+        "conflicts_checked": d.conflicts_from,
+        "conflicts": [{"table": c.table, "key": _key(c.key),
+                       "old": [{"xid": x, "commit_lsn": _lsn(lsn), "operations": ops} for x, lsn, ops in c.old],
+                       "new": [{"xid": x, "commit_lsn": _lsn(lsn), "operations": ops} for x, lsn, ops in c.new]}
+                      for c in d.conflicts],
+        "xids_reused": d.xids_reused,
+        "errors": d.errors,
+        "warnings": d.warnings,
+    }
+
+
+def to_json(d: Divergence) -> str:
+    return json.dumps(to_dict(d), indent=2, ensure_ascii=False) + "\n"
+
+
+def _counts(tables: dict) -> str:
+    parts = []
+    for t, ops in tables.items():
+        parts.append(f"{t} (" + ", ".join(f"{n} {op.lower()}" for op, n in ops.items() if n) + ")")
+    return "; ".join(parts) if parts else "no row changes"
+
+
+def report(d: Divergence) -> str:
+    out = []
+    w = out.append
+    new = f"timeline {d.new_timeline}" if d.new_timeline is not None else "the new timeline"
+    w(f"switch point {format_lsn(d.switch_lsn)} ({d.switch_source}): timeline {d.old_timeline} -> "
+      + (f"timeline {d.new_timeline}" if d.new_timeline is not None else "a new timeline"))
+    if d.read_from is not None:
+        w(f"timeline {d.old_timeline} read from {format_lsn(d.read_from)}"
+          + (f" (consistent at {format_lsn(d.consistent_lsn)})" if d.consistent_lsn is not None else "")
+          + (f" to {format_lsn(d.old_end_lsn)}" if d.old_end_lsn is not None else ""))
+    w("")
+    w(f"lost transactions: {len(d.lost)} committed on timeline {d.old_timeline} at or after the switch point, "
+      f"never on {new}")
+    for t in d.lost:
+        gid = f" prepared as '{t.gid}'" if t.gid else ""
+        w(f"  timeline {t.timeline} xid {t.xid}{gid} committed at {format_lsn(t.commit_lsn)} "
+          f"({timestamp_iso(t.commit_time)}): {_counts(_tables(t.tables))}")
+        for line in t.changes:
+            w(f"    {line}")
+    w("")
+    w(f"prepared transactions whose fate differs: {len(d.prepared)}")
+    for p in d.prepared:
+        w(f"  '{p.gid}' (xid {p.xid}): {p.note}")
+        if p.action:
+            w(f"    run on the new primary: {p.action};")
+    w("")
+    w(f"open at the end of timeline {d.old_timeline}'s WAL (the crash; rolled back by recovery): "
+      f"{len(d.open_at_crash)}")
+    for t in d.open_at_crash:
+        before = ", begun before the fork" if t.first_lsn < d.switch_lsn else ""
+        w(f"  xid {t.xid} first LSN {format_lsn(t.first_lsn)}{before}: {_counts(_tables(t.tables))}")
+        for line in t.changes:
+            w(f"    {line}")
+    w("")
+    w(f"DDL {new} lacks: {len(d.missing_ddl)}")
+    for m in d.missing_ddl:
+        w(f"  xid {m.xid} committed at {format_lsn(m.commit_lsn)}: {m.statement};")
+    w("")
+    if d.conflicts_from is None:
+        w("rows changed on both sides: not checked (give --new with the new timeline's WAL, or --dsn of the "
+          "new primary)")
+    else:
+        w(f"rows changed on both sides (from the {d.conflicts_from}): {len(d.conflicts)}")
+        for c in d.conflicts:
+            olds = ", ".join(f"xid {x} {'/'.join(ops)}" for x, _lsn, ops in c.old)
+            news = ", ".join((f"xid {x} at {format_lsn(lsn)} " if x is not None else "") + "/".join(ops)
+                             for x, lsn, ops in c.new)
+            w(f"  {c.table} {_key_text(c.key)}: old timeline {olds}; new timeline {news}")
+    if d.xids_reused:
+        w("")
+        w(f"xids of lost transactions that {new} used for other transactions: "
+          + ", ".join(map(str, d.xids_reused)))
+    for e in d.errors:
+        w(f"error: {e}")
+    return "\n".join(out) + "\n"
