@@ -27,6 +27,14 @@ def timestamp_iso(ts: int) -> str | None:
     return (_POSTGRES_EPOCH + timedelta(microseconds=ts)).isoformat()
 
 
+def _pg_time(ts: int) -> str:
+    """As PostgreSQL prints a timestamptz in UTC with ISO DateStyle: 2026-11-24 11:57:35.19+00."""
+    text = timestamp_iso(ts) or ""
+    day, _, rest = text.partition("T")
+    clock, frac = rest[:8], rest[8:-6].rstrip("0").rstrip(".")
+    return f"{day} {clock}{frac}+00"
+
+
 def _lsn(lsn: int | None) -> str | None:
     return None if lsn is None else format_lsn(lsn)
 
@@ -111,7 +119,7 @@ def report(d: Divergence) -> str:
     for t in d.lost:
         gid = f" prepared as '{t.gid}'" if t.gid else ""
         w(f"  timeline {t.timeline} xid {t.xid}{gid} committed at {format_lsn(t.commit_lsn)} "
-          f"({timestamp_iso(t.commit_time)}): {_counts(_tables(t.tables))}")
+          f"({_pg_time(t.commit_time)}): {_counts(_tables(t.tables))}")
         for line in t.changes:
             w(f"    {line}")
     w("")
