@@ -53,6 +53,7 @@ OLD_WRITES = [
      "ROLLBACK TO s", "INSERT INTO acct VALUES (103, 'after savepoint')", "COMMIT"],
     "INSERT INTO docs SELECT 1, string_agg(md5(g::text), '') FROM generate_series(1, 400) g",  # TOASTed, incompressible
     "COMMIT PREPARED 'before_fork'",
+    "ROLLBACK PREPARED 'before_fork_rb'",
     "INSERT INTO bulk SELECT g, g FROM generate_series(1, 8000) g",
     ["BEGIN", "ALTER TABLE acct ADD COLUMN extra int", "UPDATE acct SET extra = 7 WHERE id = 3", "COMMIT"],
     ["BEGIN", "CREATE TABLE newtab (id int PRIMARY KEY, t text)", "INSERT INTO newtab VALUES (1, 'x')", "COMMIT"],
@@ -115,6 +116,12 @@ def failover(tmp_path_factory):
             first = conn.execute("SELECT pg_walfile_name(restart_lsn) FROM pg_replication_slots").fetchone()[0]
             _run(conn, ["BEGIN", "UPDATE acct SET v = 'prepared before the fork' WHERE id = 9",
                         "PREPARE TRANSACTION 'before_fork'"])
+            _run(conn, ["BEGIN", "DELETE FROM acct WHERE id = 10", "PREPARE TRANSACTION 'before_fork_rb'"])
+        # Begun before the fork, still open at the crash
+        early = c.connect("app")
+        early.execute("BEGIN")
+        early.execute("INSERT INTO audit VALUES (106, 'open since before the fork')")  # no lock ALTER TABLE waits for
+        early_xid = early.execute("SELECT txid_current()").fetchone()[0]
         # A streaming standby from a base backup
         c.run_bin("pg_basebackup", "-D", standby, "-h", c.socket_dir, "-p", str(c.port), "-U", "postgres",
                   "-X", "stream", "-c", "fast", "-R")
@@ -129,7 +136,8 @@ def failover(tmp_path_factory):
         standby_up = False
         conn = c.connect("app")
         for work in OLD_WRITES:
-            with c.connect("app") as one:
+            # a lock the workload waits for is a mistake in it: fail, never hang
+            with c.connect("app", options="-c lock_timeout=30s") as one:
                 _run(one, work)
         conn.execute("BEGIN")
         conn.execute("INSERT INTO acct VALUES (105, 'open at the crash')")
@@ -140,10 +148,11 @@ def failover(tmp_path_factory):
         # The crash, with the transaction still open
         c.run_bin("pg_ctl", "-D", c.pgdata, "-m", "immediate", "-w", "stop")
         c._running = False
-        try:
-            conn.close()
-        except psycopg.Error:
-            pass
+        for gone in (conn, early):
+            try:
+                gone.close()
+            except psycopg.Error:
+                pass
         old_wal = c.archive_wal(tmp / "old", first)
         # The standby alone, promoted: timeline 2
         c.run_bin("pg_ctl", "-D", standby, "-w", "-t", "60", "-l", standby / "log", "-o", f"-p {port}", "start")
@@ -180,7 +189,7 @@ def failover(tmp_path_factory):
         if os.environ.get("WALDECODE_KEEP_DIVERGE"):  # for post-mortems: the WAL and the catalog
             shutil.copytree(tmp, os.environ["WALDECODE_KEEP_DIVERGE"], dirs_exist_ok=True)
         yield dict(old=old_wal, new=new_wal, catalog=catalog_file, switch=switch_text, rows=rows, dsn=new_dsn,
-                   open_xid=open_xid, new_xids=new_xids, new_prepared=new_prepared, old_prepared=old_prepared)
+                   open_xid=open_xid, early_xid=early_xid, new_xids=new_xids, new_prepared=new_prepared, old_prepared=old_prepared)
     finally:
         if standby_up:
             c.run_bin("pg_ctl", "-D", standby, "-m", "immediate", "-w", "stop", check=False)
@@ -211,8 +220,8 @@ def test_lost_transactions_are_the_servers(failover):
     assert doc["format"] == "waldecode-diverge" and doc["version"] == 1
     assert doc["switch_lsn"] == f["switch"] and doc["old_timeline"] == 1 and doc["new_timeline"] == 2
     truth = _server_transactions(f["rows"])
-    # the 11 committed transactions of OLD_WRITES (the last one is only prepared)
-    assert len(truth) == len(OLD_WRITES) - 1
+    # the committed transactions of OLD_WRITES (not the ROLLBACK PREPARED, nor the last one, only prepared)
+    assert len(truth) == len(OLD_WRITES) - 2
     lost = doc["lost_transactions"]
     assert [t["xid"] for t in lost] == [t[0] for t in truth]
     assert [(t["first_lsn"], t["end_lsn"]) for t in lost] == [(t[1], t[2]) for t in truth]
@@ -233,16 +242,22 @@ def test_lost_transactions_are_the_servers(failover):
     assert len(savepoint) == 1
 
     prepared = {p["gid"]: p for p in doc["prepared"]}
-    assert set(prepared) == {"before_fork", "after_fork"}
-    assert "before_fork" in f["new_prepared"]  # the new primary still holds it prepared: the truth of the finding
+    assert set(prepared) == {"before_fork", "before_fork_rb", "after_fork"}
+    # the new primary still holds them prepared: the truth of the finding
+    assert {"before_fork", "before_fork_rb"} <= f["new_prepared"]
     assert prepared["before_fork"]["action"] == "COMMIT PREPARED 'before_fork'"
+    assert prepared["before_fork_rb"]["action"] == "ROLLBACK PREPARED 'before_fork_rb'"
+    assert prepared["before_fork_rb"]["old_fate"] == "rolled back"
     assert prepared["before_fork"]["new_fate"] == "prepared" and prepared["before_fork"]["old_fate"] == "committed"
     assert "after_fork" in f["old_prepared"] and "after_fork" not in f["new_prepared"]
     assert prepared["after_fork"]["new_fate"] == "absent" and prepared["after_fork"]["action"] is None
 
-    assert [t["xid"] for t in doc["open_at_crash"]] == [f["open_xid"]]
-    assert doc["open_at_crash"][0]["tables"] == {"public.acct": {"INSERT": 1}}
-    assert doc["open_at_crash"][0]["changes"][-1] == f"UNCOMMITTED {f['open_xid']}"
+    assert [(t["xid"], t["began_before_fork"]) for t in doc["open_at_crash"]] == [(f["early_xid"], True),
+                                                                                     (f["open_xid"], False)]
+    assert [t["tables"] for t in doc["open_at_crash"]] == [{"public.audit": {"INSERT": 1}},
+                                                           {"public.acct": {"INSERT": 1}}]
+    for t in doc["open_at_crash"]:
+        assert t["changes"][-1] == f"UNCOMMITTED {t['xid']}"
 
     ddl = [m["statement"] for m in doc["missing_ddl"]]
     assert ddl == ["ALTER TABLE public.acct ADD COLUMN extra integer", "CREATE TABLE public.newtab (id integer, t text)"]
@@ -273,7 +288,30 @@ def test_report_with_the_new_primary(failover):
         "  public.acct id = '1'", "  public.acct id = '100'", "  public.audit id = '1'",
         "  public.scratch all rows (TRUNCATE)"]
     assert "updated after the fork" in text and "inserted after the fork" in text
-    assert f"lost transactions: {len(OLD_WRITES) - 1} committed on timeline 1" in text
+    assert f"lost transactions: {len(OLD_WRITES) - 2} committed on timeline 1" in text
+    assert "run on the new primary: ROLLBACK PREPARED 'before_fork_rb';" in text
+
+
+def test_a_missing_earlier_segment_is_named(failover, tmp_path):
+    """The reading start lies before the switch point (the transactions prepared and begun before the
+    fork): without the segment holding it, diverge says which one it needs and exits 1."""
+    f = failover
+    out = run_cli("diverge", "--old", f["old"], "--catalog", f["catalog"], "--switch-lsn", f["switch"],
+                  "--format", "json")
+    assert out.returncode == 0, out.stderr.decode()
+    doc = json.loads(out.stdout)
+    assert doc["switch_source"] == "--switch-lsn" and doc["conflicts_checked"] is None
+    read_from = int(doc["read_from"].split("/")[0], 16) << 32 | int(doc["read_from"].split("/")[1], 16)
+    needed = f"00000001{0:08X}{read_from // (1 << 20):08X}"  # 1 MB segments (the test cluster's)
+    partial = tmp_path / "old"
+    shutil.copytree(f["old"], partial)
+    (partial / needed).unlink()
+    for p in sorted(partial.iterdir()):
+        if p.name < needed:
+            p.unlink()
+    out = run_cli("diverge", "--old", partial, "--new", f["new"], "--catalog", f["catalog"])
+    assert out.returncode == 1
+    assert needed in out.stderr.decode(), out.stderr.decode()
 
 
 def test_timelines_and_decode_warning(failover, tmp_path):
