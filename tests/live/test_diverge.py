@@ -26,6 +26,7 @@ from datetime import datetime
 
 import pytest
 
+from live import DB, live_cluster
 from waldecode.catalog.dsn import snapshot_from_connection
 from waldecode.wal.segments import parse_history
 
@@ -95,21 +96,18 @@ def failover(tmp_path_factory):
     """Build the failover; yield what the tests need while the new primary still runs."""
     import psycopg
 
-    from waldecode.testing.cluster import Cluster, ClusterError, _free_port
+    from waldecode.testing.cluster import _free_port
 
     tmp = tmp_path_factory.mktemp("diverge")
-    try:
-        c = Cluster(15)
-        c.__enter__()
-    except ClusterError as e:
-        pytest.skip(f"PostgreSQL 15 is not available: {e}")
+    with live_cluster(SCHEMA) as c:
+        yield from _build_failover(c, tmp, psycopg, _free_port())
+
+
+def _build_failover(c, tmp, psycopg, port):
     standby = c.base / "standby"
-    port = _free_port()
     standby_up = False
     try:
-        c.sql("CREATE DATABASE app")
-        with c.connect("app") as conn:
-            conn.execute(SCHEMA)
+        with c.connect(DB) as conn:
             catalog = snapshot_from_connection(conn)
             conn.execute("CHECKPOINT")
             conn.execute("SELECT pg_create_logical_replication_slot('truth', 'test_decoding')")
@@ -118,7 +116,7 @@ def failover(tmp_path_factory):
                         "PREPARE TRANSACTION 'before_fork'"])
             _run(conn, ["BEGIN", "DELETE FROM acct WHERE id = 10", "PREPARE TRANSACTION 'before_fork_rb'"])
         # Begun before the fork, still open at the crash
-        early = c.connect("app")
+        early = c.connect(DB)
         early.execute("BEGIN")
         early.execute("INSERT INTO audit VALUES (106, 'open since before the fork')")  # no lock ALTER TABLE waits for
         early_xid = early.execute("SELECT txid_current()").fetchone()[0]
@@ -127,22 +125,22 @@ def failover(tmp_path_factory):
                   "-X", "stream", "-c", "fast", "-R")
         c.run_bin("pg_ctl", "-D", standby, "-w", "-t", "60", "-l", standby / "log", "-o", f"-p {port}", "start")
         standby_up = True
-        with c.connect("app") as conn:
+        with c.connect(DB) as conn:
             target = conn.execute("SELECT pg_current_wal_lsn()").fetchone()[0]
             _wait(lambda: conn.execute("SELECT coalesce(bool_or(replay_lsn >= %s), false) FROM pg_stat_replication",
                                        (target,)).fetchone()[0], "the standby to catch up")
         # The cut: the standby stops receiving
         c.run_bin("pg_ctl", "-D", standby, "-m", "fast", "-w", "stop")
         standby_up = False
-        conn = c.connect("app")
+        conn = c.connect(DB)
         for work in OLD_WRITES:
             # a lock the workload waits for is a mistake in it: fail, never hang
-            with c.connect("app", options="-c lock_timeout=30s") as one:
+            with c.connect(DB, options="-c lock_timeout=30s") as one:
                 _run(one, work)
         conn.execute("BEGIN")
         conn.execute("INSERT INTO acct VALUES (105, 'open at the crash')")
         open_xid = conn.execute("SELECT txid_current()").fetchone()[0]
-        with c.connect("app") as other:
+        with c.connect(DB) as other:
             other.execute("CHECKPOINT")  # the open transaction's insert reaches the WAL on disk
             end = other.execute("SELECT pg_current_wal_insert_lsn()::text").fetchone()[0]
         # The crash, with the transaction still open
@@ -158,7 +156,7 @@ def failover(tmp_path_factory):
         c.run_bin("pg_ctl", "-D", standby, "-w", "-t", "60", "-l", standby / "log", "-o", f"-p {port}", "start")
         standby_up = True
         c.run_bin("pg_ctl", "-D", standby, "-w", "-t", "60", "promote")
-        new_dsn = f"host={c.socket_dir} port={port} user=postgres dbname=app"
+        new_dsn = f"host={c.socket_dir} port={port} user=postgres dbname={DB}"
         with psycopg.connect(new_dsn, autocommit=True) as new:
             _wait(lambda: not new.execute("SELECT pg_is_in_recovery()").fetchone()[0], "the promotion")
             new_xids = []
@@ -179,7 +177,7 @@ def failover(tmp_path_factory):
         switch_text = f"{switch >> 32:X}/{switch & 0xFFFFFFFF:X}"
         # The truth: the old primary, started again, decodes with the slot it had before the fork
         c.start()
-        with c.connect("app") as conn:
+        with c.connect(DB) as conn:
             conn.execute("SELECT pg_replication_slot_advance('truth', %s::pg_lsn)", (switch_text,))
             rows = conn.execute("SELECT lsn::text, xid::text, data FROM pg_logical_slot_peek_changes('truth', "
                                 "%s::pg_lsn, NULL, 'include-timestamp', 'on')", (end,)).fetchall()
@@ -193,7 +191,6 @@ def failover(tmp_path_factory):
     finally:
         if standby_up:
             c.run_bin("pg_ctl", "-D", standby, "-m", "immediate", "-w", "stop", check=False)
-        c.__exit__(None, None, None)
 
 
 def _server_transactions(rows):

@@ -47,7 +47,7 @@ def add_arguments(sub) -> None:
     dv.add_argument("--old-timeline", type=int, help="the old timeline (default: the parent in the newest "
                                                      "history file)")
     dv.add_argument("--format", default="report", choices=("report", "json", "sql"),
-                    help="report (text), json (versioned: docs/diverge-json.md); sql is not available yet")
+                    help="report (text), json (versioned: see the README); sql is not available yet")
     dv.add_argument("--changes", action="store_true",
                     help="print each transaction's changes as the output plugin prints them")
     dv.add_argument("--plugin", default="test_decoding", choices=("test_decoding",),

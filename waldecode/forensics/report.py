@@ -1,7 +1,7 @@
 """A ``Divergence`` as the DBA reads it (``report``) and as programs read it (``to_json``).
 
 The JSON form is versioned (``FORMAT_NAME``, ``FORMAT_VERSION``) and documented in
-``docs/diverge-json.md``; LSNs are written as PostgreSQL prints them (``X/X``), times as ISO 8601
+the README ("After a failover"); LSNs are written as PostgreSQL prints them (``X/X``), times as ISO 8601
 in UTC, keys of rows as objects of column name to the column's output text (null for NULL).
 """
 
@@ -103,6 +103,13 @@ def _counts(tables: dict) -> str:
     return "; ".join(parts) if parts else "no row changes"
 
 
+def _txn_lines(w, head: str, t) -> None:
+    """A transaction's line (what it did per table), then its changes when kept."""
+    w(f"  {head}: {_counts(_tables(t.tables))}")
+    for line in t.changes:
+        w(f"    {line}")
+
+
 def report(d: Divergence) -> str:
     out = []
     w = out.append
@@ -118,10 +125,8 @@ def report(d: Divergence) -> str:
       f"never on {new}")
     for t in d.lost:
         gid = f" prepared as '{t.gid}'" if t.gid else ""
-        w(f"  timeline {t.timeline} xid {t.xid}{gid} committed at {format_lsn(t.commit_lsn)} "
-          f"({_pg_time(t.commit_time)}): {_counts(_tables(t.tables))}")
-        for line in t.changes:
-            w(f"    {line}")
+        _txn_lines(w, f"timeline {t.timeline} xid {t.xid}{gid} committed at {format_lsn(t.commit_lsn)} "
+                      f"({_pg_time(t.commit_time)})", t)
     w("")
     w(f"prepared transactions whose fate differs: {len(d.prepared)}")
     for p in d.prepared:
@@ -133,9 +138,7 @@ def report(d: Divergence) -> str:
       f"{len(d.open_at_crash)}")
     for t in d.open_at_crash:
         before = ", begun before the fork" if t.first_lsn < d.switch_lsn else ""
-        w(f"  xid {t.xid} first LSN {format_lsn(t.first_lsn)}{before}: {_counts(_tables(t.tables))}")
-        for line in t.changes:
-            w(f"    {line}")
+        _txn_lines(w, f"xid {t.xid} first LSN {format_lsn(t.first_lsn)}{before}", t)
     w("")
     w(f"DDL {new} lacks: {len(d.missing_ddl)}")
     for m in d.missing_ddl:
