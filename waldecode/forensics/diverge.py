@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from ..catalog.pg_catalog import AttributeRelationId, IndexRelationId, RelationRelationId
 from ..errors import UsageError, format_lsn
 from ..logical.session import decode_wal, missing_start_message
-from ..logical.txn import XactEvent
+from ..logical.txn import TransactionListener, XactEvent
 from ..pg.transam import FirstNormalTransactionId, xid_precedes
 from ..rmgr import xact as rm_xact
 from ..output.quote import quote_literal_cstr
@@ -105,7 +105,7 @@ class Divergence:
         return not self.errors
 
 
-class _XactWatch:
+class _XactWatch(TransactionListener):
     """Listens to a decoder's transaction tracker: PREPARE, COMMIT/ROLLBACK PREPARED (of the decoded
     database), and the newest xid before the switch point.  Also the ``observer`` of ``decode_wal``."""
 
@@ -149,9 +149,6 @@ class _XactWatch:
                 self.finished_prepared.append(ev)
         else:  # resolved before the fork: the same on both timelines
             self.prepares.pop(ev.xid, None)
-
-    def running_xacts(self, ev) -> None:
-        pass
 
 
 def _add_fork(tls: list, tli: int, history: tuple, whose: str) -> None:
