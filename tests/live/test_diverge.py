@@ -325,5 +325,11 @@ def test_timelines_and_decode_warning(failover, tmp_path):
     assert "warning: the start LSN" in text
     out = run_cli("decode", "--catalog", f["catalog"], "--start-lsn", f["switch"], archive)
     assert f"timeline 1's WAL from {f['switch']}" in out.stderr.decode()
+    # the archive holds both timelines: the new one's WAL is used for the conflicts without --new
+    out = run_cli("diverge", "--old", archive, "--catalog", f["catalog"], "--format", "json")
+    assert out.returncode == 0, out.stderr.decode()
+    doc = json.loads(out.stdout)
+    assert doc["conflicts_checked"] == "timeline 2 WAL" and len(doc["conflicts"]) == 4
+    assert len(doc["lost_transactions"]) == len(OLD_WRITES) - 2
     out = run_cli("diverge", "--old", archive, "--catalog", f["catalog"], "--format", "sql")
     assert out.returncode == 2 and b"not available yet" in out.stderr

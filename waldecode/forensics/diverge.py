@@ -189,7 +189,12 @@ def diverge(old_paths, catalog, *, new_paths=(), newprimary=None, switch_lsn: in
     if plugin not in PLUGINS:
         raise UsageError(f"unknown output plugin {plugin!r} (known: {', '.join(PLUGINS)})")
     warnings: list[str] = []
-    say = warn if warn is not None else warnings.append
+
+    def say(message: str) -> None:  # into the report, and to the caller as it happens
+        warnings.append(message)
+        if warn is not None:
+            warn(message)
+
     found_old = scan(old_paths)
     found_all = scan(list(old_paths) + list(new_paths)) if new_paths else found_old
     tls = timelines(None, found_all)
@@ -213,10 +218,13 @@ def diverge(old_paths, catalog, *, new_paths=(), newprimary=None, switch_lsn: in
     d = Divergence(old_tli, new_tli, switch, source, result.read_from, result.consistent_lsn,
                    result.last_end_lsn if result.last_end_lsn is not None else (old_tl.end_lsn if old_tl else None),
                    plugin=plugin, with_changes=with_changes)
-    d.warnings = warnings if warn is None else []
-    d.warnings += [w for w in result.warnings if w not in d.warnings]
+    d.warnings = warnings  # the decoder's warnings among them (on_warning)
     for nd in result.not_decoded:
         d.errors.append(nd.describe())
+    if result.warnings:
+        # as decode: never let a report that lacks something pass as complete
+        d.errors.append(f"{len(result.warnings)} warning(s) decoding timeline {old_tli}: the report lacks what "
+                        "they name")
     if result.not_decoded and result.plan is not None and not result.plan.reaches:
         d.errors.append(missing_start_message(result.plan, segments.name(segments.first_segno)))
     d.lost = [t for t in collector.txns if t.commit_lsn >= switch]
@@ -236,23 +244,31 @@ def diverge(old_paths, catalog, *, new_paths=(), newprimary=None, switch_lsn: in
 
     # The new timeline: from its WAL when given, else from the new primary
     new_watch = None
+    if not new_paths and new_tli is not None and new_tli in found_old.by_tli:
+        new_paths = old_paths  # an archive holding both timelines: the new one's WAL is there too
     if new_paths:
         if new_tli is None:
             raise UsageError("--new is given but no history file names the new timeline: put the new primary's "
                              "TTTTTTTT.history among the input")
-        new_segments = discover(list(new_paths) + list(old_paths), new_tli)
+        new_segments = discover(list(dict.fromkeys(list(new_paths) + list(old_paths))), new_tli)
         new_watch = _XactWatch(switch)
         new_collector = Collector(new_tli, PLUGINS[plugin], keep_changes=False)
         new_result = decode_wal(new_segments, catalog, new_collector, plugin_options=options, start_lsn=switch,
                                 spill_dir=spill_dir, on_warning=say, observer=new_watch)
         for nd in new_result.not_decoded:
             d.errors.append(f"new timeline {new_tli}: {nd.describe()}")
+        if new_result.warnings:
+            d.errors.append(f"{len(new_result.warnings)} warning(s) decoding timeline {new_tli}: the conflicts "
+                            "found lack what they name")
         d.new_txns = [t for t in new_collector.txns if t.commit_lsn >= switch]
         d.conflicts = conflicts_between(d.lost, d.new_txns)
         d.conflicts_from = f"timeline {new_tli} WAL"
         new_xids = {t.xid for t in d.new_txns}
         d.xids_reused = sorted(t.xid for t in d.lost if t.xid in new_xids)
     elif newprimary is not None:
+        if d.next_xid_at_switch is None:
+            say("no xid was assigned in the WAL read before the switch point: the new primary's rows cannot be "
+                "told apart by xmin, conflicts are not checked")
         d.conflicts = newprimary.conflicts(d.lost, d.next_xid_at_switch)
         d.conflicts_from = "new primary " + newprimary.where
     d.prepared = prepared_fates(watch, switch, result.open_transactions, new_watch, newprimary)

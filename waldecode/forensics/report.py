@@ -158,6 +158,8 @@ def report(d: Divergence) -> str:
         w("")
         w(f"xids of lost transactions that {new} used for other transactions: "
           + ", ".join(map(str, d.xids_reused)))
+    for m in d.warnings:
+        w(f"warning: {m}")
     for e in d.errors:
         w(f"error: {e}")
     return "\n".join(out) + "\n"
