@@ -187,7 +187,8 @@ def _build_failover(c, tmp, psycopg, port):
         if os.environ.get("WALDECODE_KEEP_DIVERGE"):  # for post-mortems: the WAL and the catalog
             shutil.copytree(tmp, os.environ["WALDECODE_KEEP_DIVERGE"], dirs_exist_ok=True)
         yield dict(old=old_wal, new=new_wal, catalog=catalog_file, switch=switch_text, rows=rows, dsn=new_dsn,
-                   open_xid=open_xid, early_xid=early_xid, new_xids=new_xids, new_prepared=new_prepared, old_prepared=old_prepared)
+                   open_xid=open_xid, early_xid=early_xid, new_xids=new_xids, new_prepared=new_prepared,
+                   old_prepared=old_prepared)
     finally:
         if standby_up:
             c.run_bin("pg_ctl", "-D", standby, "-m", "immediate", "-w", "stop", check=False)
@@ -257,7 +258,8 @@ def test_lost_transactions_are_the_servers(failover):
         assert t["changes"][-1] == f"UNCOMMITTED {t['xid']}"
 
     ddl = [m["statement"] for m in doc["missing_ddl"]]
-    assert ddl == ["ALTER TABLE public.acct ADD COLUMN extra integer", "CREATE TABLE public.newtab (id integer, t text)"]
+    assert ddl == ["ALTER TABLE public.acct ADD COLUMN extra integer",
+                   "CREATE TABLE public.newtab (id integer, t text)"]
 
     conflicts = {(c["table"], json.dumps(c["key"], sort_keys=True)) for c in doc["conflicts"]}
     assert conflicts == {

@@ -51,10 +51,6 @@ class Prepared:
     action: str | None  # the statement to run on the new primary, if any
     note: str
 
-    @property
-    def prepared_before_fork(self) -> bool:
-        return self.new_fate != "absent"
-
 
 @dataclass
 class DDLChange:
@@ -229,8 +225,8 @@ def diverge(old_paths, catalog, *, new_paths=(), newprimary=None, switch_lsn: in
         d.errors.append(missing_start_message(result.plan, segments.name(segments.first_segno)))
     d.lost = [t for t in collector.txns if t.commit_lsn >= switch]
     d.open_xids = {t.xid: t for t in result.open_transactions}
-    d.open_at_crash = [t for t in collector.open if not d.open_xids.get(t.xid, None) or
-                       not d.open_xids[t.xid].prepared]
+    # prepared ones are not lost at a crash: they are reported with the prepared transactions
+    d.open_at_crash = [t for t in collector.open if t.xid not in d.open_xids or not d.open_xids[t.xid].prepared]
     # open transactions with no change to show (nothing decodable) are still open at the crash
     shown = {t.xid for t in collector.open}
     for ot in result.open_transactions:
@@ -269,8 +265,9 @@ def diverge(old_paths, catalog, *, new_paths=(), newprimary=None, switch_lsn: in
         if d.next_xid_at_switch is None:
             say("no xid was assigned in the WAL read before the switch point: the new primary's rows cannot be "
                 "told apart by xmin, conflicts are not checked")
-        d.conflicts = newprimary.conflicts(d.lost, d.next_xid_at_switch)
-        d.conflicts_from = "new primary " + newprimary.where
+        else:
+            d.conflicts = newprimary.conflicts(d.lost, d.next_xid_at_switch)
+            d.conflicts_from = "new primary " + newprimary.where
     d.prepared = prepared_fates(watch, switch, result.open_transactions, new_watch, newprimary)
     return d
 
@@ -445,8 +442,9 @@ def _relation_changes(before, after, oids, xid: int, lsn: int) -> list[DDLChange
                                                                     f"{_ident(o.attname)}"))
             elif not a.attisdropped:
                 if o.attname != a.attname:
-                    out.append(DDLChange(xid, lsn, "rename column", name, f"ALTER TABLE {name} RENAME COLUMN "
-                                                                          f"{_ident(o.attname)} TO {_ident(a.attname)}"))
+                    out.append(DDLChange(xid, lsn, "rename column", name,
+                                         f"ALTER TABLE {name} RENAME COLUMN {_ident(o.attname)} TO "
+                                         f"{_ident(a.attname)}"))
                 if (o.atttypid, o.atttypmod) != (a.atttypid, a.atttypmod):
                     out.append(DDLChange(xid, lsn, "alter column type", name,
                                          f"ALTER TABLE {name} ALTER COLUMN {_ident(a.attname)} TYPE {a.type_name}"))

@@ -104,11 +104,11 @@ class NewPrimary:
             return (False, False, None)
         return (True, row[1], row[0])
 
-    def conflicts(self, lost: list, next_xid: int | None) -> list:
+    def conflicts(self, lost: list, next_xid: int) -> list:
+        """The rows of ``lost`` transactions the new timeline changed too; ``next_xid``: the first xid it
+        could assign (after the newest of the WAL before the switch point)."""
         from .diverge import Conflict
 
-        if next_xid is None:
-            return []
         per_key: dict = {}
         for t in lost:  # in commit order
             for (table, key), ops in t.keys.items():
