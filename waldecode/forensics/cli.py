@@ -11,6 +11,7 @@ import sys
 
 from .. import argtypes
 from ..errors import UsageError
+from ..output import PLUGINS
 
 EXIT_OK = 0
 EXIT_INCOMPLETE = 1
@@ -50,7 +51,7 @@ def add_arguments(sub) -> None:
                     help="report (text), json (versioned: see the README); sql is not available yet")
     dv.add_argument("--changes", action="store_true",
                     help="print each transaction's changes as the output plugin prints them")
-    dv.add_argument("--plugin", default="test_decoding", choices=("test_decoding",),
+    dv.add_argument("--plugin", default="test_decoding", choices=tuple(PLUGINS),
                     help="output plugin the changes are printed with (as decode --format)")
     dv.add_argument("-o", "--option", dest="options", action="append", default=[], metavar="NAME[=VALUE]",
                     help="output plugin option, as decode -o (repeatable)")

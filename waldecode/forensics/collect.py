@@ -1,7 +1,7 @@
 """What each decoded transaction did, kept for a forensic report: an output plugin that records.
 
-Owns ``Collector``, an ``OutputPlugin`` that wraps another one (test_decoding, with the options
-``decode`` takes): every transaction it is handed is kept as a ``DecodedTxn`` — xid, commit LSN
+Owns ``Collector``, an ``OutputPlugin`` that wraps another one (one of ``output.PLUGINS``, with
+the options ``decode`` takes): every transaction it is handed is kept as a ``DecodedTxn`` — xid, commit LSN
 and time, GID, per table the rows inserted, updated and deleted and the truncations, the keys of
 the rows it touched (to find rows changed on both sides of a fork), and, when asked, the lines the
 wrapped plugin printed for it.  Transactions still open at the end of the WAL read come through
@@ -14,13 +14,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from ..output import UNCHANGED_TOAST
+from ..output import UNCHANGED_TOAST, plugin_class
 from ..output.base import DELETE, INSERT, UPDATE, OutputPlugin, OutputPluginOptions, Transaction
-from ..output.test_decoding import TestDecoding
 from ..pg.quote import quote_qualified_identifier
-
-#: the output plugins a forensic report can print changes with (``decode --format``'s)
-PLUGINS = {"test_decoding": TestDecoding}
 
 TRUNCATE = "TRUNCATE"
 #: a key standing for every row of a table (a TRUNCATE touches them all)
@@ -90,13 +86,13 @@ def row_key(rel, catalog, values) -> tuple | None:
 
 class Collector(OutputPlugin):
     """Keeps every transaction it is handed (``txns``, in commit order) and those still open at the
-    end (``open``); ``plugin`` (an ``OutputPlugin`` class taking a line callback) prints the changes,
-    kept per transaction when ``keep_changes``."""
+    end (``open``); ``plugin`` (a name in ``output.PLUGINS``, as ``decode --format``) prints the
+    changes, kept per transaction when ``keep_changes``."""
 
-    def __init__(self, timeline: int, plugin=TestDecoding, keep_changes: bool = True):
+    def __init__(self, timeline: int, plugin: str = "test_decoding", keep_changes: bool = True):
         self.timeline = timeline
         self.keep_changes = keep_changes
-        self.inner = plugin(self._line)
+        self.inner = plugin_class(plugin)(write=self._line)
         self.txns: list[DecodedTxn] = []
         self.open: list[DecodedTxn] = []
         self._cur: DecodedTxn | None = None

@@ -31,7 +31,7 @@ from ..rmgr import xact as rm_xact
 from ..output.quote import quote_literal_cstr
 from ..pg.quote import quote_identifier, quote_qualified_identifier
 from ..wal.segments import discover, scan
-from .collect import ALL_ROWS, PLUGINS, Collector, DecodedTxn
+from .collect import ALL_ROWS, Collector, DecodedTxn
 from .timelines import Fork, Timeline, timelines
 
 #: user relation kinds whose definition a report names (ordinary and partitioned tables)
@@ -182,8 +182,6 @@ def diverge(old_paths, catalog, *, new_paths=(), newprimary=None, switch_lsn: in
             with_changes: bool = False, spill_dir: str | None = None, warn=None) -> Divergence:
     """Decode the old timeline past the switch point (and the new one, when its WAL is given) and
     compare.  ``newprimary`` is a ``newprimary.NewPrimary`` (read-only queries), or None."""
-    if plugin not in PLUGINS:
-        raise UsageError(f"unknown output plugin {plugin!r} (known: {', '.join(PLUGINS)})")
     warnings: list[str] = []
 
     def say(message: str) -> None:  # into the report, and to the caller as it happens
@@ -208,7 +206,7 @@ def diverge(old_paths, catalog, *, new_paths=(), newprimary=None, switch_lsn: in
 
     # The old timeline, as a slot confirmed up to the switch point decodes it, and what was open at its end
     watch = _XactWatch(switch)
-    collector = Collector(old_tli, PLUGINS[plugin], keep_changes=with_changes)
+    collector = Collector(old_tli, plugin, keep_changes=with_changes)
     result = decode_wal(segments, catalog, collector, plugin_options=options, start_lsn=switch,
                         include_uncommitted=True, spill_dir=spill_dir, on_warning=say, observer=watch)
     d = Divergence(old_tli, new_tli, switch, source, result.read_from, result.consistent_lsn,
@@ -248,7 +246,7 @@ def diverge(old_paths, catalog, *, new_paths=(), newprimary=None, switch_lsn: in
                              "TTTTTTTT.history among the input")
         new_segments = discover(list(dict.fromkeys(list(new_paths) + list(old_paths))), new_tli)
         new_watch = _XactWatch(switch)
-        new_collector = Collector(new_tli, PLUGINS[plugin], keep_changes=False)
+        new_collector = Collector(new_tli, plugin, keep_changes=False)
         new_result = decode_wal(new_segments, catalog, new_collector, plugin_options=options, start_lsn=switch,
                                 spill_dir=spill_dir, on_warning=say, observer=new_watch)
         for nd in new_result.not_decoded:
