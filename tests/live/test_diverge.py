@@ -186,7 +186,9 @@ def _build_failover(c, tmp, psycopg, port):
         catalog_file.write_text(catalog.to_json())
         if os.environ.get("WALDECODE_KEEP_DIVERGE"):  # for post-mortems: the WAL and the catalog
             shutil.copytree(tmp, os.environ["WALDECODE_KEEP_DIVERGE"], dirs_exist_ok=True)
+        old_dsn = f"host={c.socket_dir} port={c.port} user=postgres dbname={DB}"
         yield dict(old=old_wal, new=new_wal, catalog=catalog_file, switch=switch_text, rows=rows, dsn=new_dsn,
+                   old_dsn=old_dsn,
                    open_xid=open_xid, early_xid=early_xid, new_xids=new_xids, new_prepared=new_prepared,
                    old_prepared=old_prepared)
     finally:
@@ -333,5 +335,51 @@ def test_timelines_and_decode_warning(failover, tmp_path):
     doc = json.loads(out.stdout)
     assert doc["conflicts_checked"] == "timeline 2 WAL" and len(doc["conflicts"]) == 4
     assert len(doc["lost_transactions"]) == len(OLD_WRITES) - 2
-    out = run_cli("diverge", "--old", archive, "--catalog", f["catalog"], "--format", "sql")
-    assert out.returncode == 2 and b"not available yet" in out.stderr
+
+
+TABLES = {"acct": "id", "audit": "id", "docs": "id", "bulk": "id", "scratch": None, "newtab": "id"}
+
+
+def _rows(dsn: str, conflicts: set) -> dict:
+    """Each table's rows as text, but the rows reported as conflicts (and a table truncated on one side)."""
+    import psycopg
+
+    out = {}
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        for table, key in TABLES.items():
+            if (table, "all rows") in conflicts:
+                continue
+            rows = conn.execute(f"SELECT {key or 'NULL'}::text, x::text FROM {table} x").fetchall()
+            out[table] = sorted(text for k, text in rows if (table, k) not in conflicts)
+    return out
+
+
+def test_sql_brings_the_new_primary_to_the_old_contents(failover):
+    """Last (it changes the new primary): the stated COMMIT/ROLLBACK PREPARED, then diverge --format sql
+    on the new primary give every table the old primary's contents, but for the reported conflicts."""
+    import psycopg
+
+    f = failover
+    out = run_cli("diverge", "--old", f["old"], "--new", f["new"], "--catalog", f["catalog"], "--format", "sql")
+    assert out.returncode == 0, out.stderr.decode()
+    script = out.stdout.decode()
+    actions = [line.split("--   ", 1)[1].split(";")[0] for line in script.splitlines() if line.startswith("--   ")]
+    assert actions == ["COMMIT PREPARED 'before_fork'", "ROLLBACK PREPARED 'before_fork_rb'"]
+    assert "ALTER TABLE public.acct ADD COLUMN extra integer;" in script
+    assert "CREATE TABLE public.newtab (id integer NOT NULL, t text, PRIMARY KEY (id));" in script
+    conflicts = {("acct", "1"), ("acct", "100"), ("audit", "1"), ("scratch", "all rows")}
+    warnings = []
+    with psycopg.connect(f["dsn"], autocommit=True) as new:
+        for action in actions:
+            new.execute(action)
+        new.add_notice_handler(lambda d: warnings.append(d.message_primary))
+        new.execute(script.encode(), prepare=False)
+    # the guarded statements met the rows the new timeline changed: warned about, left as they are
+    assert len(warnings) == 2 and all("waldecode: conflict: " in w for w in warnings), warnings
+    assert any("INSERT of public.acct" in w for w in warnings) and any("UPDATE of public.audit" in w
+                                                                       for w in warnings)
+    # every row as the old primary left it, but the conflicts and what only the new timeline changed
+    # (NEW_WRITES' id 5: the new primary's own, kept)
+    assert _rows(f["dsn"], conflicts | {("acct", "5")}) == _rows(f["old_dsn"], conflicts | {("acct", "5")})
+    with psycopg.connect(f["dsn"], autocommit=True) as new:
+        assert new.execute("SELECT v FROM acct WHERE id = 5").fetchone()[0] == "new 5"

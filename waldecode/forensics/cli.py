@@ -48,7 +48,8 @@ def add_arguments(sub) -> None:
     dv.add_argument("--old-timeline", type=int, help="the old timeline (default: the parent in the newest "
                                                      "history file)")
     dv.add_argument("--format", default="report", choices=("report", "json", "sql"),
-                    help="report (text), json (versioned: see the README); sql is not available yet")
+                    help="report (text), json (versioned: see the README), or sql: the lost transactions as "
+                         "statements for the new primary (guarded: a row changed on both sides draws a WARNING)")
     dv.add_argument("--changes", action="store_true",
                     help="print each transaction's changes as the output plugin prints them")
     dv.add_argument("--plugin", default="test_decoding", choices=tuple(PLUGINS),
@@ -89,11 +90,15 @@ def cmd_diverge(args) -> int:
     from ..wal.segments import discover, scan
     from .diverge import diverge
     from .newprimary import NewPrimary
-    from .report import report, to_json
+    from .report import report, to_json, to_sql
 
+    options = plugin_options(args.options)
     if args.format == "sql":
-        raise UsageError("diverge --format sql is not available yet: use report or json (the SQL output that "
-                         "re-applies the lost transactions is still to come)")
+        # the lost transactions as the sql plugin writes them, guarded against rows changed on both sides
+        if args.plugin not in ("test_decoding", "sql"):
+            raise UsageError("diverge --format sql writes the sql plugin's statements: leave out --plugin")
+        args.plugin, args.changes = "sql", True
+        options.setdefault("conflict", "guard")
     catalog = Catalog.load(args.catalog)
     # the WAL's version: from any one timeline's segments (the old one is chosen later, from the history)
     fit_catalog(catalog, discover(args.old, args.old_timeline or max(scan(args.old).by_tli)), args.settings,
@@ -102,12 +107,12 @@ def cmd_diverge(args) -> int:
     newprimary = NewPrimary(args.dsn) if args.dsn else None
     try:
         d = diverge(args.old, catalog, new_paths=args.new, newprimary=newprimary, switch_lsn=args.switch_lsn,
-                    old_timeline=args.old_timeline, plugin=args.plugin, plugin_options=plugin_options(args.options),
+                    old_timeline=args.old_timeline, plugin=args.plugin, plugin_options=options,
                     with_changes=args.changes, spill_dir=args.spill_dir, warn=warn)
     finally:
         if newprimary is not None:
             newprimary.close()
-    text = to_json(d) if args.format == "json" else report(d)
+    text = to_json(d) if args.format == "json" else to_sql(d) if args.format == "sql" else report(d)
     if args.output:
         with open(args.output, "w", encoding="utf-8", errors="surrogateescape") as f:
             f.write(text)

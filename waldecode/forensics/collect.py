@@ -95,11 +95,14 @@ class Collector(OutputPlugin):
         self.inner = plugin_class(plugin)(write=self._line)
         self.txns: list[DecodedTxn] = []
         self.open: list[DecodedTxn] = []
+        self.preamble: list[str] = []  # what the plugin printed outside any transaction (sql's settings)
         self._cur: DecodedTxn | None = None
 
     def _line(self, text: str) -> None:
         if self.keep_changes and self._cur is not None:
             self._cur.changes.append(text)
+        elif self._cur is None:
+            self.preamble.append(text)
 
     def _txn(self, txn: Transaction) -> DecodedTxn:
         if self._cur is None or self._cur.xid != txn.xid:

@@ -95,7 +95,7 @@ class Divergence:
     warnings: list = field(default_factory=list)
     plugin: str = "test_decoding"
     with_changes: bool = False
-
+    preamble: list = field(default_factory=list)  # what the plugin printed before any transaction
     @property
     def complete(self) -> bool:
         return not self.errors
@@ -222,6 +222,7 @@ def diverge(old_paths, catalog, *, new_paths=(), newprimary=None, switch_lsn: in
     if result.not_decoded and result.plan is not None and not result.plan.reaches:
         d.errors.append(missing_start_message(result.plan, segments.name(segments.first_segno)))
     d.lost = [t for t in collector.txns if t.commit_lsn >= switch]
+    d.preamble = collector.preamble
     d.open_xids = {t.xid: t for t in result.open_transactions}
     # prepared ones are not lost at a crash: they are reported with the prepared transactions
     d.open_at_crash = [t for t in collector.open if t.xid not in d.open_xids or not d.open_xids[t.xid].prepared]

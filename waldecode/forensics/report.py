@@ -110,6 +110,13 @@ def _txn_lines(w, head: str, t) -> None:
         w(f"    {line}")
 
 
+def conflict_text(c) -> str:
+    olds = ", ".join(f"xid {x} {'/'.join(ops)}" for x, _lsn, ops in c.old)
+    news = ", ".join((f"xid {x} at {format_lsn(lsn)} " if x is not None else "") + "/".join(ops)
+                     for x, lsn, ops in c.new)
+    return f"{c.table} {_key_text(c.key)}: old timeline {olds}; new timeline {news}"
+
+
 def report(d: Divergence) -> str:
     out = []
     w = out.append
@@ -150,10 +157,7 @@ def report(d: Divergence) -> str:
     else:
         w(f"rows changed on both sides (from the {d.conflicts_from}): {len(d.conflicts)}")
         for c in d.conflicts:
-            olds = ", ".join(f"xid {x} {'/'.join(ops)}" for x, _lsn, ops in c.old)
-            news = ", ".join((f"xid {x} at {format_lsn(lsn)} " if x is not None else "") + "/".join(ops)
-                             for x, lsn, ops in c.new)
-            w(f"  {c.table} {_key_text(c.key)}: old timeline {olds}; new timeline {news}")
+            w("  " + conflict_text(c))
     if d.xids_reused:
         w("")
         w(f"xids of lost transactions that {new} used for other transactions: "
@@ -162,4 +166,39 @@ def report(d: Divergence) -> str:
         w(f"warning: {m}")
     for e in d.errors:
         w(f"error: {e}")
+    return "\n".join(out) + "\n"
+
+
+SQL_FORMAT_VERSION = 1
+
+
+def to_sql(d: Divergence) -> str:
+    """``diverge --format sql``: the lost transactions as statements to run on the new primary, in
+    commit order (the ``sql`` plugin's, guarded: a row changed on both sides draws a WARNING and
+    keeps the new primary's version).  A transaction prepared before the fork and committed on the
+    old timeline is left to the ``COMMIT PREPARED`` the header names, to run first (outside any
+    transaction block); the findings that need a decision are comments."""
+    out = []
+    w = out.append
+    w(f"-- waldecode diverge, format sql {SQL_FORMAT_VERSION}: what timeline {d.old_timeline} committed after the "
+      f"switch point {format_lsn(d.switch_lsn)}, to re-apply on the new primary")
+    finish_prepared = {p.xid for p in d.prepared if p.action and p.action.startswith("COMMIT PREPARED")}
+    actions = [p for p in d.prepared if p.action]
+    if actions:
+        w("-- run first on the new primary, each by itself (not inside a transaction block):")
+        for p in actions:
+            w(f"--   {p.action};  -- {p.note}")
+    for c in d.conflicts:
+        w(f"-- conflict: {conflict_text(c)}")
+    for t in d.open_at_crash:
+        w(f"-- open at the crash, not re-applied: xid {t.xid} (first LSN {format_lsn(t.first_lsn)})")
+    if not d.complete:
+        for e in d.errors:
+            w(f"-- INCOMPLETE: {e}")
+    out.extend(d.preamble)
+    for t in d.lost:
+        if t.xid in finish_prepared:
+            w(f"-- transaction {t.xid} (prepared as '{t.gid}'): left to the COMMIT PREPARED above")
+            continue
+        out.extend(t.changes)
     return "\n".join(out) + "\n"
