@@ -22,6 +22,21 @@ EXIT_USAGE = 2  # arguments, catalog snapshot or plugin options that do not fit
 
 _USAGE_ERRORS = (UsageError, CatalogError, OutputPluginError)
 
+# --format NAME of decode and spark decode: the output plugin class, (module under waldecode.output, class),
+# made with (write) or (output=OutputWriter)
+OUTPUT_PLUGINS = {
+    "test_decoding": ("test_decoding", "TestDecoding"),
+    "wal2json": ("wal2json", "Wal2Json"),
+}
+
+
+def output_plugin(name: str):
+    """The output plugin class of ``--format name``."""
+    import importlib
+
+    module, cls = OUTPUT_PLUGINS[name]
+    return getattr(importlib.import_module(f"waldecode.output.{module}"), cls)
+
 
 def _build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="waldecode", description="Decode PostgreSQL WAL offline.")
@@ -55,7 +70,7 @@ def _build_parser() -> argparse.ArgumentParser:
     dec.add_argument("--catalog", metavar="FILE",
                      help="catalog snapshot written by 'waldecode catalog' (relations, types, settings); "
                           "not needed when --slot resumes")
-    dec.add_argument("--format", default="test_decoding", choices=("test_decoding",), help="output plugin")
+    dec.add_argument("--format", default="test_decoding", choices=tuple(OUTPUT_PLUGINS), help="output plugin")
     dec.add_argument("-o", "--option", dest="options", action="append", default=[], metavar="NAME[=VALUE]",
                      help="output plugin option, as pg_recvlogical -o passes it (repeatable)")
     dec.add_argument("-s", "--start-lsn", type=argtypes.lsn,
@@ -198,7 +213,6 @@ def cmd_inspect(args) -> int:
 
 def cmd_decode(args) -> int:
     from .catalog import Catalog
-    from .output.test_decoding import TestDecoding
     from .logical.session import decode_wal, missing_start_message
     from .wal.segments import discover
 
@@ -239,7 +253,7 @@ def cmd_decode(args) -> int:
             spill_dir = _fresh_dir(args.slot + ".spill")
     else:
         out = _LazyOutput(args.output)
-    plugin = TestDecoding(output=out.writer)
+    plugin = output_plugin(args.format)(output=out.writer)
     _settle_gc()
 
     def track(reader):

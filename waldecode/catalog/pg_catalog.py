@@ -45,7 +45,7 @@ DECODED_COLUMNS = {
                          "reltoastrelid", "relpersistence", "relkind", "relreplident", "relispartition",
                          "relrewrite"),
     AttributeRelationId: ("attrelid", "attname", "atttypid", "attlen", "attnum", "atttypmod", "attbyval",
-                          "attalign", "attstorage", "attnotnull", "atthasmissing", "attgenerated",
+                          "attalign", "attstorage", "attnotnull", "atthasdef", "atthasmissing", "attgenerated",
                           "attisdropped", "attmissingval"),
     TypeRelationId: ("oid", "typname", "typnamespace", "typlen", "typbyval", "typtype", "typcategory",
                      "typdelim", "typrelid", "typsubscript", "typelem", "typarray", "typoutput", "typalign",

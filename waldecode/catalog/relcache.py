@@ -123,6 +123,71 @@ def format_type(oid: int, row_of: Callable[[int], TypeRow | None], visible: Call
     return text + "[]" if is_array else text
 
 
+# src/include/catalog/pg_type.dat: the types format_type_extended prints a typmod of with a name of its own,
+# and their typmodout functions (utils/adt/varchar.c, varbit.c, numeric.c, date.c, timestamp.c)
+BITOID, BPCHAROID, VARCHAROID, VARBITOID, NUMERICOID = 1560, 1042, 1043, 1562, 1700
+TIMEOID, TIMETZOID, TIMESTAMPOID, TIMESTAMPTZOID, INTERVALOID = 1083, 1266, 1114, 1184, 1186
+_TYPMOD_NAMES = {BITOID: "bit", BPCHAROID: "character", VARCHAROID: "character varying", VARBITOID: "bit varying",
+                 NUMERICOID: "numeric", TIMEOID: "time", TIMETZOID: "time", TIMESTAMPOID: "timestamp",
+                 TIMESTAMPTZOID: "timestamp", INTERVALOID: "interval"}
+# src/include/c.h: VARHDRSZ
+VARHDRSZ = 4
+# src/include/utils/datetime.h: field bits of an interval typmod; INTERVAL_FULL_RANGE, INTERVAL_FULL_PRECISION
+_MONTH, _YEAR, _DAY, _HOUR, _MINUTE, _SECOND = 1, 2, 3, 10, 11, 12
+_INTERVAL_FIELDS = {
+    1 << _YEAR: " year", 1 << _MONTH: " month", 1 << _DAY: " day", 1 << _HOUR: " hour", 1 << _MINUTE: " minute",
+    1 << _SECOND: " second", (1 << _YEAR) | (1 << _MONTH): " year to month", (1 << _DAY) | (1 << _HOUR): " day to hour",
+    (1 << _DAY) | (1 << _HOUR) | (1 << _MINUTE): " day to minute",
+    (1 << _DAY) | (1 << _HOUR) | (1 << _MINUTE) | (1 << _SECOND): " day to second",
+    (1 << _HOUR) | (1 << _MINUTE): " hour to minute", (1 << _HOUR) | (1 << _MINUTE) | (1 << _SECOND): " hour to second",
+    (1 << _MINUTE) | (1 << _SECOND): " minute to second", 0x7FFF: "",
+}
+INTERVAL_FULL_PRECISION = 0xFFFF
+
+
+def _typmodout(oid: int, typmod: int) -> str:
+    """The typmodout function of a type of ``_TYPMOD_NAMES`` (typmod >= 0)."""
+    if oid in (BPCHAROID, VARCHAROID):  # anychar_typmodout
+        return f"({typmod - VARHDRSZ})" if typmod > VARHDRSZ else ""
+    if oid in (BITOID, VARBITOID):
+        return f"({typmod})"
+    if oid == NUMERICOID:  # numerictypmodout: the scale is 11 bits, signed (15+)
+        t = typmod - VARHDRSZ
+        return f"({(t >> 16) & 0xFFFF},{((t & 0x7FF) ^ 1024) - 1024})"
+    if oid in (TIMEOID, TIMETZOID, TIMESTAMPOID, TIMESTAMPTZOID):  # anytime_typmodout, anytimestamp_typmodout
+        tz = " with time zone" if oid in (TIMETZOID, TIMESTAMPTZOID) else " without time zone"
+        return f"({typmod}){tz}"
+    # intervaltypmodout
+    fields = _INTERVAL_FIELDS.get((typmod >> 16) & 0x7FFF)
+    if fields is None:
+        raise CatalogError(f"invalid INTERVAL typmod: 0x{typmod:x}")
+    precision = typmod & 0xFFFF
+    return fields if precision == INTERVAL_FULL_PRECISION else f"{fields}({precision})"
+
+
+def format_type_with_typemod(oid: int, typmod: int, type_of: Callable, major: int, quote_all: bool = False) -> str:
+    """format_type(oid, typmod) (format_type_extended with FORMAT_TYPE_TYPEMOD_GIVEN), as wal2json prints
+    column types.  ``type_of`` gives ``TypeInfo``s, whose ``format_type`` (typmod NULL) holds the name as
+    search_path shows it; a given typmod of -1 prints bpchar and bit by their catalog names, as the
+    parser would not read "character" or "bit" as typmod -1."""
+    t = type_of(oid)
+    if t is None:
+        return "???"
+    if is_true_array(major, t.typelem, None, t.typoutput, t.typtype) and t.typstorage != "p":
+        return format_type_with_typemod(t.typelem, typmod, type_of, major, quote_all) + "[]"
+    if oid in _TYPMOD_NAMES:
+        if typmod >= 0:
+            return _TYPMOD_NAMES[oid] + _typmodout(oid, typmod)
+        if oid in (BPCHAROID, BITOID):
+            return quote_identifier(t.typname, major, quote_all)
+        return t.format_type
+    if typmod >= 0:
+        # an extension's type with a typmodout function the snapshot does not record
+        raise CatalogError(f"format_type of type {t.typname} (OID {oid}) with typmod {typmod}: its typmodout "
+                           "function is not known")
+    return t.format_type
+
+
 def quote_all_identifiers(settings: dict) -> bool:
     """Is quote_all_identifiers on in these (snapshot) settings?"""
     return str(settings.get("quote_all_identifiers", "off")).strip().lower() == "on"
