@@ -165,16 +165,18 @@ def _typmodout(oid: int, typmod: int) -> str:
     return fields if precision == INTERVAL_FULL_PRECISION else f"{fields}({precision})"
 
 
-def format_type_with_typemod(oid: int, typmod: int, type_of: Callable, major: int, quote_all: bool = False) -> str:
+def format_type_with_typemod(oid: int, typmod: int, type_of: Callable, major: int, quote_all: bool = False,
+                             name_of: Callable | None = None) -> str:
     """format_type(oid, typmod) (format_type_extended with FORMAT_TYPE_TYPEMOD_GIVEN), as wal2json prints
     column types.  ``type_of`` gives ``TypeInfo``s, whose ``format_type`` (typmod NULL) holds the name as
-    search_path shows it; a given typmod of -1 prints bpchar and bit by their catalog names, as the
-    parser would not read "character" or "bit" as typmod -1."""
+    the snapshot's search_path shows it, or ``name_of(TypeInfo)`` gives it (``catalog_only_name``); a
+    given typmod of -1 prints bpchar and bit by their catalog names, as the parser would not read
+    "character" or "bit" as typmod -1."""
     t = type_of(oid)
     if t is None:
         return "???"
     if is_true_array(major, t.typelem, None, t.typoutput, t.typtype) and t.typstorage != "p":
-        return format_type_with_typemod(t.typelem, typmod, type_of, major, quote_all) + "[]"
+        return format_type_with_typemod(t.typelem, typmod, type_of, major, quote_all, name_of) + "[]"
     if oid in _TYPMOD_NAMES:
         if typmod >= 0:
             return _TYPMOD_NAMES[oid] + _typmodout(oid, typmod)
@@ -185,7 +187,21 @@ def format_type_with_typemod(oid: int, typmod: int, type_of: Callable, major: in
         # an extension's type with a typmodout function the snapshot does not record
         raise CatalogError(f"format_type of type {t.typname} (OID {oid}) with typmod {typmod}: its typmodout "
                            "function is not known")
-    return t.format_type
+    return t.format_type if name_of is None else name_of(t)
+
+
+def catalog_only_name(t, major: int, quote_all: bool = False) -> str:
+    """format_type's name of a type without a name of its own under an empty search_path (what
+    replication connections run with): only pg_catalog is visible, other types are qualified."""
+    special = FORMAT_TYPE_SPECIAL.get(t.oid)
+    if special is not None:
+        return special
+    if t.oid == JSONOID and major >= 17:
+        return "json"
+    name = quote_identifier(t.typname, major, quote_all)
+    if t.nspname == "pg_catalog":
+        return name
+    return quote_identifier(t.nspname or "???", major, quote_all) + "." + name
 
 
 def quote_all_identifiers(settings: dict) -> bool:

@@ -16,7 +16,7 @@ from __future__ import annotations
 import math
 
 from ..catalog import Relation
-from ..catalog.relcache import format_type_with_typemod, quote_all_identifiers
+from ..catalog.relcache import catalog_only_name, format_type_with_typemod, quote_all_identifiers
 from ..errors import CatalogError
 from ..heap.varlena import ToastPointer
 from ..pg.lsn import format_lsn
@@ -433,8 +433,18 @@ class Wal2Json(OutputPlugin):
         if hit is not None and hit[0] is rel and hit[1] is catalog:
             return hit[2]
         quote_all = quote_all_identifiers(catalog.settings)
-        type_of = catalog.type
         major = self.major
+        name_of = None
+        if catalog.settings.get("search_path", "") == "":
+            # a replication connection's (pg_recvlogical): names as format_type gives them then, not as the
+            # snapshot's session had them
+            def name_of(t):
+                return catalog_only_name(t, major, quote_all)
+
+        def fmt(oid, typmod):
+            return format_type_with_typemod(oid, typmod, catalog.type, major, quote_all, name_of)
+
+        type_of = catalog.type
         facts = []
         for att in rel.attributes:
             if att.attisdropped:
@@ -451,18 +461,18 @@ class Wal2Json(OutputPlugin):
                 if domain_base:
                     v1_typid = typ.typbasetype
                     if self.include_typmod:
-                        v1_type = format_type_with_typemod(typ.typbasetype, typ.typtypmod, type_of, major, quote_all)
+                        v1_type = fmt(typ.typbasetype, typ.typtypmod)
                     else:
                         base = type_of(typ.typbasetype)
                         v1_type = base.typname if base is not None else "???"
                 elif self.include_typmod:
-                    v1_type = format_type_with_typemod(att.atttypid, att.atttypmod, type_of, major, quote_all)
+                    v1_type = fmt(att.atttypid, att.atttypmod)
                 else:
                     v1_type = typ.typname
             if domain_base:
-                v2_type = format_type_with_typemod(typ.typbasetype, typ.typtypmod, type_of, major, quote_all)
+                v2_type = fmt(typ.typbasetype, typ.typtypmod)
             else:
-                v2_type = format_type_with_typemod(att.atttypid, att.atttypmod, type_of, major, quote_all)
+                v2_type = fmt(att.atttypid, att.atttypmod)
             facts.append((att, _type_json(v1_type, True) if v1_type is not None else None,
                           _type_json(v1_type, False) if v1_type is not None else None,
                           v1_typid, _type_json(v2_type, True), self._default_json(catalog, rel, att)))
