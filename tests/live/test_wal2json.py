@@ -40,7 +40,8 @@ CREATE TABLE types (
     tmtz timetz, iv interval day to second(2), iv2 interval, iv3 interval(3), u uuid, j json, jb jsonb, arr int[],
     tarr text[], vcarr varchar(5)[], m mood, dom posint, sdom short_text, odd "Odd Domain", ip inet,
     "Quoted Col" text, mon money, pt point, r int4range, o oid, col "My Schema"."Color", cols "My Schema"."Color"[],
-    gen integer GENERATED ALWAYS AS (i4 * 2) STORED
+    gen integer GENERATED ALWAYS AS (i4 * 2) STORED, iv4 interval year to month, n3 numeric(5,-2),
+    tz0 timestamptz(0), ttz1 time(1) with time zone, "Select" varchar
 );
 CREATE TABLE ri_default (id int PRIMARY KEY, v text, big text);
 CREATE TABLE ri_nopk (id int, v text);
@@ -71,7 +72,8 @@ WORKLOAD = [
          '{"a": [1, "x\"y"]}', '{"b": {"c": null}, "a": 1.50}', '{1,NULL,3}', '{"a b","c,d",NULL}', '{ab,cd}',
          'happy', 42, 'short', 1234.5, '192.168.0.1/24', 'Q', '12.34', '(1.5,-2)', '[1,10)', 4294967295,
          'red', '{red,green}')""",
-    "INSERT INTO types (f8, n2, f4) VALUES ('-Infinity', '-Infinity', 'NaN')",
+    "INSERT INTO types (f8, n2, f4, iv4, n3, tz0, ttz1, \"Select\") VALUES ('-Infinity', '-Infinity', 'NaN', "
+    "'1 year 2 months', 12345, '2020-01-01 00:00:00.6+00', '01:02:03.45+01', 'kw')",
     "INSERT INTO types DEFAULT VALUES",
     "UPDATE types SET t = 'updated', b = false WHERE id = 2",
     "DELETE FROM types WHERE id = 3",
@@ -174,37 +176,46 @@ BAD_OPTIONS = [
 ]
 
 
+def _record(c, tmp: Path, statements, slots) -> dict:
+    """``statements`` between a catalog snapshot and a checkpoint, with a wal2json slot of each name in
+    ``slots`` (the first for peeking, one per pg_recvlogical run); the WAL copied as an archive holds it."""
+    with c.connect(DB) as conn:
+        catalog = snapshot_from_connection(conn)
+        conn.execute("CHECKPOINT")
+        for s in slots:
+            conn.execute("SELECT pg_create_logical_replication_slot(%s, 'wal2json')", (s,))
+        restart, confirmed = conn.execute(
+            "SELECT restart_lsn::text, confirmed_flush_lsn::text FROM pg_replication_slots "
+            "WHERE slot_name = %s", (slots[0],)).fetchone()
+        for statement in statements:
+            conn.execute(statement)
+        conn.execute("CHECKPOINT")
+        end_lsn = conn.execute("SELECT pg_current_wal_insert_lsn()::text").fetchone()[0]
+        first = conn.execute("SELECT pg_walfile_name(%s::pg_lsn)", (restart,)).fetchone()[0]
+    tmp.mkdir()
+    wal = c.archive_wal(tmp / "wal", first)
+    return {"cluster": c, "catalog": catalog, "confirmed": confirmed, "end_lsn": end_lsn, "wal": wal,
+            "tmp": tmp, "peek_slot": slots[0], "recv_slots": slots[1:]}
+
+
 @pytest.fixture(scope="module")
-def run(tmp_path_factory):
-    """The workload between a catalog snapshot and a checkpoint, with a wal2json slot for peeking and
-    one per pg_recvlogical run; the WAL copied as an archive holds it."""
-    tmp = tmp_path_factory.mktemp("wal2json")
+def cluster():
     with live_cluster(SCHEMA, max_prepared_transactions=5) as c:
-        slots = ["w2j_peek", "w2j_recv_1", "w2j_recv_2", "w2j_recv_3"]
-        with c.connect(DB) as conn:
-            catalog = snapshot_from_connection(conn)
-            conn.execute("CHECKPOINT")
-            for s in slots:
-                conn.execute("SELECT pg_create_logical_replication_slot(%s, 'wal2json')", (s,))
-            restart, confirmed = conn.execute(
-                "SELECT restart_lsn::text, confirmed_flush_lsn::text FROM pg_replication_slots "
-                "WHERE slot_name = 'w2j_peek'").fetchone()
-            for statement in WORKLOAD:
-                conn.execute(statement)
-            conn.execute("CHECKPOINT")
-            end_lsn = conn.execute("SELECT pg_current_wal_insert_lsn()::text").fetchone()[0]
-            first = conn.execute("SELECT pg_walfile_name(%s::pg_lsn)", (restart,)).fetchone()[0]
-        wal = c.archive_wal(tmp / "wal", first)
-        yield {"cluster": c, "catalog": catalog, "confirmed": confirmed, "end_lsn": end_lsn, "wal": wal,
-               "tmp": tmp, "recv_slots": slots[1:]}
+        yield c
+
+
+@pytest.fixture(scope="module")
+def run(cluster, tmp_path_factory):
+    return _record(cluster, tmp_path_factory.mktemp("wal2json") / "main", WORKLOAD,
+                   ["w2j_peek", "w2j_recv_1", "w2j_recv_2", "w2j_recv_3"])
 
 
 def _peek(run, options: dict) -> bytes:
     """The server's messages for ``options``, each followed by a newline (what pg_recvlogical -f writes)."""
     args = [x for kv in options.items() for x in kv]
     with run["cluster"].connect(DB) as conn:
-        rows = conn.execute("SELECT data FROM pg_logical_slot_peek_binary_changes('w2j_peek', %s::pg_lsn, NULL"
-                            + ", %s" * len(args) + ")", (run["end_lsn"], *args)).fetchall()
+        rows = conn.execute("SELECT data FROM pg_logical_slot_peek_binary_changes(%s, %s::pg_lsn, NULL"
+                            + ", %s" * len(args) + ")", (run["peek_slot"], run["end_lsn"], *args)).fetchall()
     return b"".join(bytes(r[0]) + b"\n" for r in rows)
 
 
@@ -246,8 +257,8 @@ def test_bad_options_fail_as_the_server_fails(run, options):
     args = [x for kv in options.items() for x in kv]
     with run["cluster"].connect(DB) as conn:
         with pytest.raises(psycopg.Error) as server:
-            conn.execute("SELECT count(*) FROM pg_logical_slot_peek_changes('w2j_peek', NULL, 1"
-                         + ", %s" * len(args) + ")", args)
+            conn.execute("SELECT count(*) FROM pg_logical_slot_peek_changes(%s, NULL, 1"
+                         + ", %s" * len(args) + ")", (run["peek_slot"], *args))
     with pytest.raises(OutputPluginError) as ours:
         _decode(run, options)
     assert str(ours.value) == server.value.diag.message_primary
@@ -280,3 +291,18 @@ def test_pg_recvlogical_equals_waldecode_decode(run, n):
     assert ours.returncode == 0, ours.stderr.decode()
     assert server.count(b"\n") > 20
     _same(ours.stdout, server)
+
+
+def test_default_set_inside_the_range_is_refused_not_guessed(run, tmp_path):
+    """pg_attrdef's expression is not followed through the WAL: a default set inside the range makes
+    include-default fail with a clear error, while the output without it still equals the server's."""
+    later = _record(run["cluster"], tmp_path / "later", [
+        "ALTER TABLE made_here ALTER COLUMN n SET DEFAULT 1.5",
+        "INSERT INTO made_here (id) VALUES (3)",
+    ], ["w2j_later"])
+    for options in ({}, {"format-version": "2", "include-not-null": "1"}):
+        _same(_decode(later, options), _peek(later, options))
+    with pytest.raises(OutputPluginError, match=r"default of column n of table public.made_here is not known"):
+        _decode(later, {"include-default": "1"})
+    # what the server prints there, which waldecode cannot know from the WAL
+    assert b'"columndefaults":[null,"1.5"]' in _peek(later, {"include-default": "1"})
