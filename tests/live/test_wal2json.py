@@ -21,7 +21,7 @@ from waldecode.errors import OutputPluginError
 from waldecode.logical.session import decode_wal
 from waldecode.output.wal2json import Wal2Json
 from waldecode.wal.xlogreader import parse_lsn
-from tests.support.live import DB, live_cluster
+from live import DB, live_cluster
 
 pytestmark = pytest.mark.skipif(not Path("/usr/lib/postgresql/15/lib/wal2json.so").exists(),
                                 reason="wal2json for PostgreSQL 15 is not installed (./dev test installs it)")
