@@ -306,3 +306,16 @@ def test_default_set_inside_the_range_is_refused_not_guessed(run, tmp_path):
         _decode(later, {"include-default": "1"})
     # what the server prints there, which waldecode cannot know from the WAL
     assert b'"columndefaults":[null,"1.5"]' in _peek(later, {"include-default": "1"})
+
+
+def test_bare_unknown_option_fails_as_pg_recvlogical_reports(run):
+    """-o name without a value reaches the plugin as NULL (only a replication connection can send it)."""
+    c = run["cluster"]
+    server = c.run_bin("pg_recvlogical", "-h", c.socket_dir, "-p", str(c.port), "-U", "postgres", "-d", DB,
+                       "-S", run["peek_slot"], "--start", "--no-loop", "-E", run["end_lsn"], "-f", "-",
+                       "-o", "no-such-option", check=False)
+    assert server.returncode != 0
+    with pytest.raises(OutputPluginError) as ours:
+        _decode(run, {"no-such-option": None})
+    assert str(ours.value) == 'option "no-such-option" = "(null)" is unknown'
+    assert f"ERROR:  {ours.value}" in server.stderr
