@@ -177,7 +177,7 @@ BAD_OPTIONS = [
 
 
 def _record(c, tmp: Path, statements, slots) -> dict:
-    """``statements`` between a catalog snapshot and a checkpoint, with a wal2json slot of each name in
+    """``statements`` (SQL, or callables) between a catalog snapshot and a checkpoint, with a wal2json slot of each name in
     ``slots`` (the first for peeking, one per pg_recvlogical run); the WAL copied as an archive holds it."""
     with c.connect(DB) as conn:
         catalog = snapshot_from_connection(conn)
@@ -188,7 +188,10 @@ def _record(c, tmp: Path, statements, slots) -> dict:
             "SELECT restart_lsn::text, confirmed_flush_lsn::text FROM pg_replication_slots "
             "WHERE slot_name = %s", (slots[0],)).fetchone()
         for statement in statements:
-            conn.execute(statement)
+            if callable(statement):
+                statement()
+            else:
+                conn.execute(statement)
         conn.execute("CHECKPOINT")
         end_lsn = conn.execute("SELECT pg_current_wal_insert_lsn()::text").fetchone()[0]
         first = conn.execute("SELECT pg_walfile_name(%s::pg_lsn)", (restart,)).fetchone()[0]
@@ -319,3 +322,23 @@ def test_bare_unknown_option_fails_as_pg_recvlogical_reports(run):
         _decode(run, {"no-such-option": None})
     assert str(ours.value) == 'option "no-such-option" = "(null)" is unknown'
     assert f"ERROR:  {ours.value}" in server.stderr
+
+
+def test_uncommitted_transaction_is_refused(run, tmp_path):
+    """A transaction still open at the end of the WAL read has no wal2json form: an error, not a commit."""
+    c = run["cluster"]
+    with c.connect(DB) as other:
+        later = _record(c, tmp_path / "open", [
+            lambda: other.execute("BEGIN"),
+            lambda: other.execute("INSERT INTO ri_nopk VALUES (99, 'still open')"),
+            "INSERT INTO ri_nopk VALUES (100, 'committed')",
+        ], ["w2j_open"])
+        other.execute("ROLLBACK")
+    spill = tmp_path / "spill"
+    spill.mkdir()
+    for options in ({}, {"format-version": "2"}):
+        with pytest.raises(OutputPluginError, match=r"has no commit in the WAL read"):
+            decode_wal([later["wal"]], later["catalog"], Wal2Json(lambda m: None), plugin_options=options,
+                       start_lsn=parse_lsn(later["confirmed"]), end_lsn=parse_lsn(later["end_lsn"]),
+                       spill_dir=str(spill), include_uncommitted=True)
+        _same(_decode(later, options), _peek(later, options))

@@ -424,6 +424,11 @@ class Wal2Json(OutputPlugin):
         self._out.append(self._txn_object("C", txn, commit_lsn))
         self._send()
 
+    def uncommitted(self, txn: Transaction) -> None:
+        """wal2json has no way to say a transaction did not commit: refuse rather than print it as if it had."""
+        raise OutputPluginError(f"transaction {txn.xid} has no commit in the WAL read, and wal2json has no form "
+                                "for one without it: --include-uncommitted goes with test_decoding")
+
     # -- columns ---------------------------------------------------------------------------------
 
     def _column_facts(self, catalog: CatalogView, rel: Relation) -> list:
