@@ -15,7 +15,8 @@ from __future__ import annotations
 
 import math
 
-from ..catalog import Relation
+from ..catalog import REPLICA_IDENTITY_DEFAULT, REPLICA_IDENTITY_FULL, Relation
+from ..catalog.pg_catalog import BYTEAOID
 from ..catalog.relcache import catalog_only_name, format_type_with_typemod, quote_all_identifiers
 from ..errors import CatalogError
 from ..heap.varlena import ToastPointer
@@ -24,29 +25,19 @@ from ..types.datetime import USE_ISO_DATES, timestamptz_text
 from ..types.jsonb import escape_json
 from . import UNCHANGED_TOAST, OutputPluginError
 from .base import DELETE, INSERT, UPDATE, CatalogView, OutputPlugin, OutputPluginOptions, OutputWriter, Transaction
-from .test_decoding import parse_bool
+from .test_decoding import (BOOLOID, FLOAT4OID, FLOAT8OID, INT2OID, INT4OID, INT8OID, NUMERICOID, OIDOID,
+                            parse_bool)
 
 # wal2json.c: WAL2JSON_FORMAT_VERSION, WAL2JSON_FORMAT_MIN_VERSION
 WAL2JSON_FORMAT_VERSION = 2
 WAL2JSON_FORMAT_MIN_VERSION = 1
 
-# pg_type OIDs wal2json's value output special-cases (src/include/catalog/pg_type.dat)
-BOOLOID = 16
-BYTEAOID = 17
-INT8OID = 20
-INT2OID = 21
-INT4OID = 23
-OIDOID = 26
-FLOAT4OID = 700
-FLOAT8OID = 701
-NUMERICOID = 1700
+# The types wal2json prints bare: the seven test_decoding prints unquoted (src/include/catalog/pg_type.dat)
 _NUMBER_OIDS = frozenset((INT2OID, INT4OID, INT8OID, OIDOID, FLOAT4OID, FLOAT8OID, NUMERICOID))
 _NUMBER_CHARS = frozenset("0123456789+-eE.")
 
-# src/include/catalog/pg_type.h: TYPTYPE_DOMAIN; pg_class.h: REPLICA_IDENTITY_DEFAULT, REPLICA_IDENTITY_FULL
+# src/include/catalog/pg_type.h
 TYPTYPE_DOMAIN = "d"
-REPLICA_IDENTITY_DEFAULT = "d"
-REPLICA_IDENTITY_FULL = "f"
 
 # The boolean options, each with wal2json's default (pg_decode_startup)
 _BOOL_DEFAULTS = {
@@ -92,9 +83,10 @@ def parse_int(value: str) -> int | None:
     return val
 
 
-def _split_list(raw: str) -> list[str] | None:
+def _split_list(raw: str, empty_items: bool = False) -> list[str] | None:
     """wal2json.c split_string_to_list with ',': names separated by commas, spaces around them skipped,
-    a backslash keeping the next character in the name (and in the result); None for bad syntax."""
+    a backslash keeping the next character in the name (and in the result); None for bad syntax.
+    ``empty_items``: split_string_to_oid_list's variant, which lets an item be empty."""
     out: list[str] = []
     i, n = 0, len(raw)
     while i < n and raw[i].isspace():
@@ -109,7 +101,7 @@ def _split_list(raw: str) -> list[str] | None:
             i += 1
         i = min(i, n)
         name_end = i
-        if start == i:
+        if start == i and not empty_items:
             return None
         while i < n and raw[i].isspace():
             i += 1
@@ -126,33 +118,9 @@ def _split_list(raw: str) -> list[str] | None:
 
 
 def _split_oids(raw: str) -> list[int] | None:
-    """wal2json.c split_string_to_oid_list: like ``_split_list`` but empty items allowed, each read by atoi."""
-    out: list[int] = []
-    i, n = 0, len(raw)
-    while i < n and raw[i].isspace():
-        i += 1
-    if i == n:
-        return out
-    while True:
-        start = i
-        while i < n and raw[i] != "," and not raw[i].isspace():
-            if raw[i] == "\\":
-                i += 1
-            i += 1
-        i = min(i, n)
-        tok = raw[start:i]
-        while i < n and raw[i].isspace():
-            i += 1
-        if i < n and raw[i] == ",":
-            i += 1
-            while i < n and raw[i].isspace():
-                i += 1
-            out.append(_atoi(tok))
-            continue
-        if i == n:
-            out.append(_atoi(tok))
-            return out
-        return None
+    """wal2json.c split_string_to_oid_list: ``_split_list`` with empty items allowed, each read by atoi."""
+    items = _split_list(raw, empty_items=True)
+    return None if items is None else [_atoi(t) for t in items]
 
 
 def _atoi(tok: str) -> int:
@@ -674,6 +642,22 @@ class Wal2Json(OutputPlugin):
             out.append("".join(parts))
         return ",".join(out)
 
+    def _head_v2(self, action: str, txn: Transaction, lsn: int, rel: Relation) -> list:
+        """What a change or truncate object of format 2 starts with: action, transaction, LSN, table."""
+        parts = ['{"action":"', action, '"']
+        if self.include_xids:
+            parts.append(f',"xid":{txn.xid}')
+        if self.include_timestamp:
+            parts.append(f',"timestamp":"{self._timestamp(txn.xact_time)}"')
+        if self.include_origin:
+            parts.append(f',"origin":{txn.origin_id}')
+        if self.include_lsn:
+            parts.append(f',"lsn":"{format_lsn(lsn)}"')
+        if self.include_schemas:
+            parts.append(',"schema":' + escape_json(rel.nspname))
+        parts.append(',"table":' + escape_json(rel.relname))
+        return parts
+
     def _change_v2(self, txn: Transaction, lsn: int, catalog: CatalogView, rel: Relation, action: str,
                    new, old) -> None:
         """pg_decode_change_v2, pg_decode_write_change."""
@@ -692,18 +676,7 @@ class Wal2Json(OutputPlugin):
             return
         self.changes_written += 1
         self._prepare()
-        parts = ['{"action":"', action[0], '"']
-        if self.include_xids:
-            parts.append(f',"xid":{txn.xid}')
-        if self.include_timestamp:
-            parts.append(f',"timestamp":"{self._timestamp(txn.xact_time)}"')
-        if self.include_origin:
-            parts.append(f',"origin":{txn.origin_id}')
-        if self.include_lsn:
-            parts.append(f',"lsn":"{format_lsn(lsn)}"')
-        if self.include_schemas:
-            parts.append(',"schema":' + escape_json(rel.nspname))
-        parts.append(',"table":' + escape_json(rel.relname))
+        parts = self._head_v2(action[0], txn, lsn, rel)
         facts = self._column_facts(catalog, rel)
         ri_keys = set(rel.replica_identity_key) or None
         if new is not None:
@@ -746,18 +719,8 @@ class Wal2Json(OutputPlugin):
                 continue
             self.changes_written += 1
             self._prepare()
-            parts = ['{"action":"T"']
-            if self.include_xids:
-                parts.append(f',"xid":{txn.xid}')
-            if self.include_timestamp:
-                parts.append(f',"timestamp":"{self._timestamp(txn.xact_time)}"')
-            if self.include_origin:
-                parts.append(f',"origin":{txn.origin_id}')
-            if self.include_lsn:
-                parts.append(f',"lsn":"{format_lsn(lsn)}"')
-            if self.include_schemas:
-                parts.append(',"schema":' + escape_json(rel.nspname))
-            parts.append(',"table":' + escape_json(rel.relname) + "}")
+            parts = self._head_v2("T", txn, lsn, rel)
+            parts.append("}")
             self._out.append("".join(parts))
             self._send()
 
