@@ -126,6 +126,12 @@ WORKLOAD = [
     "INSERT INTO made_here VALUES (1, 2.5, '{a,b}')",
     "ALTER TABLE made_here DROP COLUMN tags",
     "INSERT INTO made_here VALUES (2, 3.5)",
+    # types made and changed inside the range
+    "CREATE TYPE later_mood AS ENUM ('x', 'y'); CREATE DOMAIN later_dom AS numeric(4,1); "
+    "CREATE TABLE uses_later (id int PRIMARY KEY, m later_mood, ms later_mood[], d later_dom)",
+    "INSERT INTO uses_later VALUES (1, 'y', '{x,y}', 12.34)",
+    "ALTER TYPE mood ADD VALUE 'ecstatic'",
+    "INSERT INTO types (m) VALUES ('ecstatic')",
     "BEGIN; INSERT INTO types (i4) VALUES (1); INSERT INTO types (i4) VALUES (2); UPDATE types SET i4 = 3 "
     "WHERE i4 = 2; COMMIT",
 ]

@@ -303,7 +303,8 @@ class Wal2Json(OutputPlugin):
         self.add_msg_prefixes = add_msg_prefixes
         self.format_version = format_version
         self.major = catalog.major
-        self._session = catalog.output_context()
+        self._session = catalog.output_context()  # commit timestamps
+        self._value_ctx = self._session
         return OutputPluginOptions()
 
     def shutdown(self) -> None:
@@ -472,7 +473,7 @@ class Wal2Json(OutputPlugin):
     def _value_json(self, typid: int, v) -> str:
         """The value part of tuple_to_stringinfo / pg_decode_write_value: numbers bare (NaN and infinities
         null), booleans, bytea without its \\x, anything else a JSON string."""
-        text = self._session.output(typid, v)
+        text = self._value_ctx.output(typid, v)
         if typid in _NUMBER_OIDS:
             low = text[:9].lower()
             if low.startswith("nan") or low.startswith("infinity") or low.startswith("-infinity"):
@@ -584,6 +585,7 @@ class Wal2Json(OutputPlugin):
             o.append(f'{ht3}"schema":{sp}{escape_json(rel.nspname)},{nl}')
         o.append(f'{ht3}"table":{sp}{escape_json(rel.relname)},{nl}')
         facts = self._column_facts(catalog, rel)
+        self._value_ctx = catalog.output_context()  # the catalog of this change: types made in the range
         pk_keys = set(rel.primary_key) or None
         ri_keys = set(rel.replica_identity_key) or None
         with_pk = self.include_pk and has_identity and rel.relreplident == REPLICA_IDENTITY_DEFAULT
@@ -678,6 +680,7 @@ class Wal2Json(OutputPlugin):
         self._prepare()
         parts = self._head_v2(action[0], txn, lsn, rel)
         facts = self._column_facts(catalog, rel)
+        self._value_ctx = catalog.output_context()  # the catalog of this change: types made in the range
         ri_keys = set(rel.replica_identity_key) or None
         if new is not None:
             parts.append(',"columns":[' + self._tuple_v2(facts, new, None, "change") + "]")
