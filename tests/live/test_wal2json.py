@@ -101,6 +101,8 @@ WORKLOAD = [
     "SELECT pg_logical_emit_message(true, 'other', 'second'); COMMIT",
     "SELECT pg_logical_emit_message(false, 'pfx', 'non-transactional')",
     "SELECT pg_logical_emit_message(true, 'bin', '\\x61006263'::bytea)",
+    "SELECT pg_logical_emit_message(false, 'bin', '\\xff0a221b5cc328'::bytea)",  # not UTF-8, control bytes
+    "SELECT pg_logical_emit_message(true, '', E'empty prefix \\u00fc')",
     "BEGIN; SELECT pg_logical_emit_message(false, 'other', 'inside an open transaction'); "
     "INSERT INTO ri_default VALUES (4, 'after', NULL); INSERT INTO ri_default VALUES (5, 'x', NULL); COMMIT",
     "SELECT pg_logical_emit_message(false, 'pfx', 'after a transaction of two changes')",
