@@ -14,6 +14,7 @@ import sys
 
 from . import argtypes, progress
 from .errors import CatalogError, Error, OutputPluginError, UsageError, format_lsn
+from .output import PLUGINS, plugin_class
 from .wal.xlogreader import XLogReader, parse_lsn
 
 EXIT_OK = 0
@@ -21,22 +22,6 @@ EXIT_CORRUPT = 1  # bad input, or what it holds cannot be decoded
 EXIT_USAGE = 2  # arguments, catalog snapshot or plugin options that do not fit
 
 _USAGE_ERRORS = (UsageError, CatalogError, OutputPluginError)
-
-# --format NAME of decode and spark decode: the output plugin class, (module under waldecode.output, class),
-# made with (write) or (output=OutputWriter)
-OUTPUT_PLUGINS = {
-    "test_decoding": ("test_decoding", "TestDecoding"),
-    "wal2json": ("wal2json", "Wal2Json"),
-}
-
-
-def output_plugin(name: str):
-    """The output plugin class of ``--format name``."""
-    import importlib
-
-    module, cls = OUTPUT_PLUGINS[name]
-    return getattr(importlib.import_module(f"waldecode.output.{module}"), cls)
-
 
 def _build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="waldecode", description="Decode PostgreSQL WAL offline.")
@@ -70,7 +55,11 @@ def _build_parser() -> argparse.ArgumentParser:
     dec.add_argument("--catalog", metavar="FILE",
                      help="catalog snapshot written by 'waldecode catalog' (relations, types, settings); "
                           "not needed when --slot resumes")
-    dec.add_argument("--format", default="test_decoding", choices=tuple(OUTPUT_PLUGINS), help="output plugin")
+    dec.add_argument("--format", default="test_decoding", choices=tuple(PLUGINS),
+                     help="output plugin (sql: statements that redo the transactions, see --undo)")
+    dec.add_argument("--undo", action="store_true",
+                     help="with --format sql: the inverse statements, newest first, where the WAL holds the "
+                          "old values (REPLICA IDENTITY FULL); what cannot be undone is listed")
     dec.add_argument("-o", "--option", dest="options", action="append", default=[], metavar="NAME[=VALUE]",
                      help="output plugin option, as pg_recvlogical -o passes it (repeatable)")
     dec.add_argument("-s", "--start-lsn", type=argtypes.lsn,
@@ -131,6 +120,14 @@ def _build_parser() -> argparse.ArgumentParser:
     from .spark.cli import add_arguments as add_spark_arguments
 
     add_spark_arguments(sub)
+
+    from .output.pgoutput_dump import add_arguments as add_pgoutput_dump_arguments
+
+    add_pgoutput_dump_arguments(sub)
+
+    from .forensics.apply import add_arguments as add_apply_arguments
+
+    add_apply_arguments(sub)
     return p
 
 
@@ -220,6 +217,10 @@ def cmd_decode(args) -> int:
         raise UsageError("--restart-lsn goes with --start-lsn (the slot's confirmed_flush_lsn)")
     segments = discover(args.paths, args.timeline)
     options = plugin_options(args.options)
+    if args.undo:
+        if args.format != "sql":
+            raise UsageError("--undo goes with --format sql")
+        options["undo"] = None
     slot_state = None
     if args.slot:
         slot_state = _open_slot(args, segments, options)
@@ -253,7 +254,7 @@ def cmd_decode(args) -> int:
             spill_dir = _fresh_dir(args.slot + ".spill")
     else:
         out = _LazyOutput(args.output)
-    plugin = output_plugin(args.format)(output=out.writer)
+    plugin = plugin_class(args.format)(output=out.writer)
     _settle_gc()
 
     def track(reader):
@@ -274,6 +275,8 @@ def cmd_decode(args) -> int:
         out.close(create=False)  # an input error before any output leaves no empty file behind
         raise
     out.close()
+    for problem in getattr(plugin, "problems", ()):
+        print(f"waldecode: {problem}", file=sys.stderr)
     return report_decode_result(result, segments, start_lsn)
 
 

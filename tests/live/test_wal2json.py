@@ -41,7 +41,7 @@ CREATE TABLE types (
     tarr text[], vcarr varchar(5)[], m mood, dom posint, sdom short_text, odd "Odd Domain", ip inet,
     "Quoted Col" text, mon money, pt point, r int4range, o oid, col "My Schema"."Color", cols "My Schema"."Color"[],
     gen integer GENERATED ALWAYS AS (i4 * 2) STORED, iv4 interval year to month, n3 numeric(5,-2),
-    tz0 timestamptz(0), ttz1 time(1) with time zone, "Select" varchar
+    tz0 timestamptz(0), ttz1 time(1) with time zone, "Select" varchar, qb "bit", qbs "bit"[]
 );
 CREATE TABLE ri_default (id int PRIMARY KEY, v text, big text);
 CREATE TABLE ri_nopk (id int, v text);
@@ -72,8 +72,8 @@ WORKLOAD = [
          '{"a": [1, "x\"y"]}', '{"b": {"c": null}, "a": 1.50}', '{1,NULL,3}', '{"a b","c,d",NULL}', '{ab,cd}',
          'happy', 42, 'short', 1234.5, '192.168.0.1/24', 'Q', '12.34', '(1.5,-2)', '[1,10)', 4294967295,
          'red', '{red,green}')""",
-    "INSERT INTO types (f8, n2, f4, iv4, n3, tz0, ttz1, \"Select\") VALUES ('-Infinity', '-Infinity', 'NaN', "
-    "'1 year 2 months', 12345, '2020-01-01 00:00:00.6+00', '01:02:03.45+01', 'kw')",
+    "INSERT INTO types (f8, n2, f4, iv4, n3, tz0, ttz1, \"Select\", qb, qbs) VALUES ('-Infinity', '-Infinity', 'NaN', "
+    "'1 year 2 months', 12345, '2020-01-01 00:00:00.6+00', '01:02:03.45+01', 'kw', B'101', '{1,01}')",
     "INSERT INTO types DEFAULT VALUES",
     "UPDATE types SET t = 'updated', b = false WHERE id = 2",
     "DELETE FROM types WHERE id = 3",

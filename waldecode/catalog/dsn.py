@@ -141,7 +141,7 @@ SELECT a.attrelid::int8, a.attnum, a.attname::text, a.atttypid::int8, a.atttypmo
        a.atthasmissing,
        -- attmissingval's element as text (relcache.missing_value_text): parse_single_element_array below
        CASE WHEN a.atthasmissing AND NOT a.attisdropped THEN a.attmissingval::text END,
-       a.attgenerated::text,
+       a.attgenerated::text, a.attidentity::text,
        CASE WHEN a.attisdropped THEN '' ELSE format_type(a.atttypid, NULL) END,
        a.atthasdef
 FROM pg_attribute a
@@ -291,7 +291,8 @@ def _read_snapshot(cur, where: str, pages: "_PageReader") -> Catalog:
     cur.execute(_Q_ATTRIBUTES, (relkinds,))
     attrs: dict[int, list[Attribute]] = {}
     for (relid, attnum, attname, atttypid, atttypmod, attlen, attbyval, attalign, attstorage,
-         attisdropped, attnotnull, atthasmissing, missing_text, attgenerated, type_name, atthasdef) in cur:
+         attisdropped, attnotnull, atthasmissing, missing_text, attgenerated, attidentity, type_name,
+         atthasdef) in cur:
         attmissingval = None
         if missing_text is not None:
             try:
@@ -303,7 +304,8 @@ def _read_snapshot(cur, where: str, pages: "_PageReader") -> Catalog:
             attnum=attnum, attname=attname, atttypid=atttypid, atttypmod=atttypmod, attlen=attlen,
             attbyval=attbyval, attalign=attalign, attstorage=attstorage, attisdropped=attisdropped,
             attnotnull=attnotnull, atthasmissing=atthasmissing, attmissingval=attmissingval,
-            attgenerated=attgenerated or "", type_name=type_name or "", atthasdef=atthasdef))
+            attgenerated=attgenerated or "", type_name=type_name or "", attidentity=attidentity or "",
+            atthasdef=atthasdef))
     defaults = _read_defaults(cur, relkinds)
     if defaults:
         attrs = {relid: [replace(a, attdefault=defaults[(relid, a.attnum)]) if (relid, a.attnum) in defaults else a

@@ -75,6 +75,7 @@ class Attribute:
     attmissingval: str | None = None  # output text of the missing value (element of pg_attribute.attmissingval)
     attgenerated: str = ""
     type_name: str = ""  # format_type(atttypid, NULL), as test_decoding prints it
+    attidentity: str = ""  # 'a' GENERATED ALWAYS AS IDENTITY, 'd' BY DEFAULT, '' not an identity column
     atthasdef: bool = False
     # The column default's text, pg_get_expr(adbin, adrelid), per search_path it was printed under (the
     # text qualifies what that path does not show): ((search_path, text), ...).  Empty when not known

@@ -7,7 +7,7 @@ writes it and a newline); ``ctx->out`` between ``OutputPluginPrepareWrite`` and 
 as wal2json keeps it, so that format 1 builds a whole transaction as one message, or one per
 change with ``write-in-chunks``.  Values are the type output text of ``waldecode.types`` under the
 snapshot's settings, put in JSON by ``escape_json`` (``types.jsonb``, json.c's rule); column
-types come from ``catalog.relcache.format_type_with_typemod``, defaults from the snapshot's
+types come from ``catalog.relcache.format_type_typmod``, defaults from the snapshot's
 ``Attribute.attdefault`` under the session's search_path.
 """
 
@@ -17,7 +17,7 @@ import math
 
 from ..catalog import REPLICA_IDENTITY_DEFAULT, REPLICA_IDENTITY_FULL, Relation
 from ..catalog.pg_catalog import BYTEAOID
-from ..catalog.relcache import catalog_only_name, format_type_with_typemod, quote_all_identifiers
+from ..catalog.relcache import catalog_only_name, format_type_typmod, is_true_array, quote_all_identifiers
 from ..errors import CatalogError
 from ..heap.varlena import ToastPointer
 from ..pg.lsn import format_lsn
@@ -416,7 +416,19 @@ class Wal2Json(OutputPlugin):
                 return catalog_only_name(t, major, quote_all)
 
         def fmt(oid, typmod):
-            return format_type_with_typemod(oid, typmod, catalog.type, major, quote_all, name_of)
+            """format_type(oid, typmod): from format_type(oid, NULL), the snapshot's or under an empty
+            search_path."""
+            t = catalog.type(oid)
+            if t is None:
+                return "???"
+            elem = t.typelem if (is_true_array(major, t.typelem, None, t.typoutput, t.typtype)
+                                 and t.typstorage != "p") else 0
+            if name_of is None:
+                text = t.format_type
+            else:
+                e = catalog.type(elem) if elem else t
+                text = ("???" if e is None else name_of(e)) + ("[]" if elem else "")
+            return format_type_typmod(text, oid, elem, typmod, strict=True)
 
         type_of = catalog.type
         facts = []

@@ -439,7 +439,7 @@ class HistoricCatalog:
             attlen=row["attlen"], attbyval=bool(row["attbyval"]), attalign=row["attalign"],
             attstorage=row["attstorage"], attisdropped=dropped, attnotnull=bool(row["attnotnull"]),
             atthasmissing=bool(row["atthasmissing"]), attmissingval=missing,
-            attgenerated=row.get("attgenerated") or "",
+            attgenerated=row.get("attgenerated") or "", attidentity=row.get("attidentity") or "",
             type_name="" if dropped else self.format_type(row["atttypid"]),
             # the default's text is pg_attrdef's, which the history does not follow: a row the range
             # wrote (ALTER COLUMN SET DEFAULT rewrites it) leaves it unknown
