@@ -23,7 +23,6 @@ EXIT_USAGE = 2  # arguments, catalog snapshot or plugin options that do not fit
 
 _USAGE_ERRORS = (UsageError, CatalogError, OutputPluginError)
 
-
 def _build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="waldecode", description="Decode PostgreSQL WAL offline.")
     p.add_argument("--traceback", action="store_true", help="show the Python traceback on errors")
