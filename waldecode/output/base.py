@@ -186,6 +186,11 @@ class OutputPlugin(abc.ABC):
     PostgreSQL does when a plugin leaves the callback unset.
     """
 
+    #: Whether Spark may decode the transactions of different ranges in separate instances of the
+    #: plugin (``spark decode``): False for one whose output for a transaction depends on what it
+    #: printed for earlier ones beyond the event before it (SQL's DDL tracking, undo's reversal)
+    ranges_apart = True
+
     # -- life cycle --------------------------------------------------------------------------------
 
     def startup(self, options: dict[str, str | None], catalog: CatalogView) -> OutputPluginOptions | None:

@@ -51,6 +51,7 @@ REPLICA_IDENTITY_FULL = "f"  # src/include/catalog/pg_class.h
 class SqlOutput(OutputPlugin):
     """The plugin; ``write(text)`` receives each line, or ``output`` (an ``OutputWriter``) the lines as bytes."""
 
+    ranges_apart = False  # the DDL written so far, and undo's reversal, span the whole run
     def __init__(self, write=None, *, output: OutputWriter | None = None):
         if (write is None) == (output is None):
             raise TypeError("SqlOutput takes write (a line callback) or output (an OutputWriter)")
