@@ -1,7 +1,8 @@
 """Builds the Cython hot path (native/*.pyx) into the waldecode package.
 
 waldecode._native: WAL pages and records; waldecode._typeout: tuples, type output and
-test_decoding's column lists.  native/pgdefs.pxd holds the PostgreSQL constants both use,
+test_decoding's column lists; waldecode._waldump: ``inspect`` (pg_waldump's lines and --stats) in
+one loop over the segment bytes.  native/pgdefs.pxd holds the PostgreSQL constants both use,
 native/wd_shortest.h the exact shortest float digits.
 
 WALDECODE_NO_NATIVE=1 skips the extensions (the pure-Python fallback is then used).
@@ -18,7 +19,10 @@ if os.environ.get("WALDECODE_NO_NATIVE", "") in ("", "0"):
 
     ext_modules = cythonize(
         [
-            Extension("waldecode._native", ["native/_native.pyx"], extra_compile_args=["-O2"]),
+            Extension("waldecode._native", ["native/_native.pyx"], include_dirs=["native"],
+                      extra_compile_args=["-O2"], depends=["native/wd_crc32c.h"]),
+            Extension("waldecode._waldump", ["native/_waldump.pyx"], include_dirs=["native"],
+                      extra_compile_args=["-O2"], depends=["native/wd_crc32c.h", "native/wd_waldump.h"]),
             Extension("waldecode._typeout", ["native/_typeout.pyx"], include_dirs=["native"],
                       extra_compile_args=["-O2"], depends=["native/pgdefs.pxd", "native/_typeout.pxd",
                                                            "native/wd_shortest.h"]),

@@ -8,7 +8,7 @@ active one.  Both expose the same functions and raise the same exceptions.
 ``typeout()`` is the native tuple and type output (``waldecode._typeout``) when the
 Cython implementation is active, else None: the caller then uses the pure-Python
 reference (``heaptuple``, ``types``, ``output.test_decoding``).  It is imported only
-when asked for.
+when asked for; so is ``waldump()``, the native ``inspect`` loop (``waldecode._waldump``).
 """
 
 from __future__ import annotations
@@ -66,6 +66,20 @@ def typeout():
                               "install the package (pip install .) to build it") from None
         return None
     return _typeout
+
+
+def waldump():
+    """``waldecode._waldump`` (the native ``inspect`` loop) under the Cython implementation, else None."""
+    if IMPL != "cython":
+        return None
+    try:
+        from . import _waldump
+    except ImportError:
+        if _forced == "cython":
+            raise ImportError("WALDECODE_IMPL=cython but the extension waldecode._waldump is not built; "
+                              "install the package (pip install .) to build it") from None
+        return None
+    return _waldump
 
 
 def available() -> list[str]:

@@ -1,0 +1,778 @@
+/*
+ * pg_waldump's record line in C: the decoded record (xlogreader.c DecodeXLogRecord's
+ * checks), the block-reference summary (xlogdesc.c XLogRecGetBlockRefInfo) and the
+ * descriptions of the common records (src/backend/access/rmgrdesc/ heapdesc.c,
+ * nbtdesc.c, xactdesc.c, standbydesc.c, xlogdesc.c), written into a growable buffer.
+ *
+ * The reference is the pure-Python port (waldecode/rmgr/, waldecode/waldump.py): every
+ * function here writes the same bytes for the cases it accepts, and returns 0 for the
+ * others (rare records, other versions' layouts, data too short for its layout), which
+ * the caller then hands to the Python describer — so errors are raised in one place.
+ */
+#ifndef WD_WALDUMP_H
+#define WD_WALDUMP_H
+
+#include <stdint.h>
+#include <string.h>
+#include <stdio.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <time.h>
+
+/* -- the output buffer ------------------------------------------------------------------ */
+
+typedef struct {
+    char *data;
+    size_t len;
+    size_t cap;
+} wd_buf;
+
+static int wd_buf_reserve(wd_buf *b, size_t extra)
+{
+    size_t need = b->len + extra, cap;
+    char *p;
+    if (need <= b->cap)
+        return 0;
+    cap = b->cap ? b->cap * 2 : 1 << 16;
+    while (cap < need)
+        cap *= 2;
+    p = (char *) realloc(b->data, cap);
+    if (p == NULL)
+        return -1;
+    b->data = p;
+    b->cap = cap;
+    return 0;
+}
+
+static inline int wd_put(wd_buf *b, const char *s, size_t n)
+{
+    if (b->len + n > b->cap && wd_buf_reserve(b, n) < 0)
+        return -1;
+    memcpy(b->data + b->len, s, n);
+    b->len += n;
+    return 0;
+}
+
+#define WD_PUTS(b, lit) wd_put((b), (lit), sizeof(lit) - 1)
+
+static int wd_printf(wd_buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+static int wd_printf(wd_buf *b, const char *fmt, ...)
+{
+    va_list ap;
+    int n;
+    size_t room = b->cap - b->len;
+    if (room < 256) {
+        if (wd_buf_reserve(b, 256) < 0)
+            return -1;
+        room = b->cap - b->len;
+    }
+    va_start(ap, fmt);
+    n = vsnprintf(b->data + b->len, room, fmt, ap);
+    va_end(ap);
+    if (n < 0)
+        return -1;
+    if ((size_t) n >= room) {
+        if (wd_buf_reserve(b, (size_t) n + 1) < 0)
+            return -1;
+        va_start(ap, fmt);
+        vsnprintf(b->data + b->len, (size_t) n + 1, fmt, ap);
+        va_end(ap);
+    }
+    b->len += (size_t) n;
+    return 0;
+}
+
+/* " %u" of an unsigned, without printf: the element loops of the descriptions */
+static inline int wd_put_u(wd_buf *b, uint32_t v)
+{
+    char tmp[12];
+    int i = 12;
+    do {
+        tmp[--i] = (char) ('0' + v % 10);
+        v /= 10;
+    } while (v);
+    return wd_put(b, tmp + i, 12 - i);
+}
+
+/* -- the decoded record ----------------------------------------------------------------- */
+
+static inline uint16_t wd_rd16(const unsigned char *p) { uint16_t v; memcpy(&v, p, 2); return v; }
+static inline uint32_t wd_rd32(const unsigned char *p) { uint32_t v; memcpy(&v, p, 4); return v; }
+static inline uint64_t wd_rd64(const unsigned char *p) { uint64_t v; memcpy(&v, p, 8); return v; }
+
+/* src/include/access/xlogrecord.h */
+#define WD_BKPBLOCK_HAS_IMAGE 0x10
+#define WD_BKPBLOCK_HAS_DATA 0x20
+#define WD_BKPBLOCK_SAME_REL 0x80
+#define WD_BKPIMAGE_HAS_HOLE 0x01
+#define WD_BLCKSZ 8192
+
+typedef struct {
+    uint32_t block_id, forknum, fork_flags;
+    uint32_t spc, db, rel, blkno;
+    uint32_t has_image, bimg_info, hole_offset, hole_length, bimg_len;
+    uint32_t data_len;
+    const unsigned char *data;
+} wd_block;
+
+typedef struct {
+    uint64_t lsn, end_lsn, prev;
+    uint32_t tot_len, xid, crc;
+    uint32_t info, rmid;
+    uint32_t origin, toplevel_xid;
+    int nblocks;
+    uint32_t fpi_len;               /* XLogRecGetLen: the bimg_len of every image */
+    const unsigned char *main;
+    uint32_t main_len;
+    wd_block blocks[33];
+} wd_rec;
+
+/*
+ * DecodeXLogRecord: 0 when the record is well formed, -1 when any of its checks fails
+ * (the caller then has the reference implementation raise its error).  The checks and
+ * their order are those of native/_native.pyx decode_record.
+ */
+static int wd_decode(const unsigned char *r, uint32_t n, int major, wd_rec *out)
+{
+    uint32_t tot_len, compressed_mask = major >= 15 ? 0x1C : 0x02;
+    int64_t remaining, datatotal = 0;
+    uint32_t pos = 24, main_len = 0;
+    int block_id, max_block_id = -1, nblocks = 0, i;
+    uint32_t spc = 0, db = 0, relnum = 0;
+    int has_rel = 0;
+
+    if (n < 24)
+        return -1;
+    tot_len = wd_rd32(r);
+    if (tot_len != n)
+        return -1;
+    out->tot_len = tot_len;
+    out->xid = wd_rd32(r + 4);
+    out->prev = wd_rd64(r + 8);
+    out->info = r[16];
+    out->rmid = r[17];
+    out->crc = wd_rd32(r + 20);
+    out->origin = 0;
+    out->toplevel_xid = 0;
+    out->fpi_len = 0;
+    remaining = tot_len - 24;
+    while (remaining > datatotal) {
+        wd_block *bk;
+        uint32_t fork_flags, data_len;
+        block_id = r[pos];
+        pos++;
+        remaining--;
+        if (block_id == 255) {
+            if (remaining < 1)
+                return -1;
+            main_len = r[pos];
+            pos++;
+            remaining--;
+            datatotal += main_len;
+            break;
+        }
+        if (block_id == 254) {
+            if (remaining < 4)
+                return -1;
+            main_len = wd_rd32(r + pos);
+            pos += 4;
+            remaining -= 4;
+            datatotal += main_len;
+            break;
+        }
+        if (block_id == 253) {
+            if (remaining < 2)
+                return -1;
+            out->origin = wd_rd16(r + pos);
+            pos += 2;
+            remaining -= 2;
+            continue;
+        }
+        if (block_id == 252 && major >= 14) {
+            if (remaining < 4)
+                return -1;
+            out->toplevel_xid = wd_rd32(r + pos);
+            pos += 4;
+            remaining -= 4;
+            continue;
+        }
+        if (block_id > 32 || block_id <= max_block_id || remaining < 3)
+            return -1;
+        max_block_id = block_id;
+        fork_flags = r[pos];
+        data_len = wd_rd16(r + pos + 1);
+        pos += 3;
+        remaining -= 3;
+        if ((fork_flags & WD_BKPBLOCK_HAS_DATA && data_len == 0) || (!(fork_flags & WD_BKPBLOCK_HAS_DATA) && data_len != 0))
+            return -1;
+        datatotal += data_len;
+        bk = &out->blocks[nblocks];
+        bk->block_id = (uint32_t) block_id;
+        bk->fork_flags = fork_flags;
+        bk->forknum = fork_flags & 0x0F;
+        bk->data_len = data_len;
+        bk->has_image = (fork_flags & WD_BKPBLOCK_HAS_IMAGE) != 0;
+        bk->bimg_len = bk->hole_offset = bk->bimg_info = bk->hole_length = 0;
+        if (fork_flags & WD_BKPBLOCK_HAS_IMAGE) {
+            if (remaining < 5)
+                return -1;
+            bk->bimg_len = wd_rd16(r + pos);
+            bk->hole_offset = wd_rd16(r + pos + 2);
+            bk->bimg_info = r[pos + 4];
+            pos += 5;
+            remaining -= 5;
+            if (bk->bimg_info & compressed_mask) {
+                if (bk->bimg_info & WD_BKPIMAGE_HAS_HOLE) {
+                    if (remaining < 2)
+                        return -1;
+                    bk->hole_length = wd_rd16(r + pos);
+                    pos += 2;
+                    remaining -= 2;
+                }
+            } else
+                bk->hole_length = WD_BLCKSZ - bk->bimg_len;
+            datatotal += bk->bimg_len;
+            if (bk->bimg_info & WD_BKPIMAGE_HAS_HOLE) {
+                if (bk->hole_offset == 0 || bk->hole_length == 0 || bk->bimg_len == WD_BLCKSZ)
+                    return -1;
+            } else if (bk->hole_offset != 0 || bk->hole_length != 0)
+                return -1;
+            if (bk->bimg_info & compressed_mask && bk->bimg_len == WD_BLCKSZ)
+                return -1;
+        }
+        if (!(fork_flags & WD_BKPBLOCK_SAME_REL)) {
+            if (remaining < 16)
+                return -1;
+            spc = wd_rd32(r + pos);
+            db = wd_rd32(r + pos + 4);
+            relnum = wd_rd32(r + pos + 8);
+            bk->blkno = wd_rd32(r + pos + 12);
+            has_rel = 1;
+            pos += 16;
+            remaining -= 16;
+        } else {
+            if (!has_rel || remaining < 4)
+                return -1;
+            bk->blkno = wd_rd32(r + pos);
+            pos += 4;
+            remaining -= 4;
+        }
+        bk->spc = spc;
+        bk->db = db;
+        bk->rel = relnum;
+        nblocks++;
+    }
+    if (remaining != datatotal)
+        return -1;
+    for (i = 0; i < nblocks; i++) {
+        wd_block *bk = &out->blocks[i];
+        if (bk->has_image) {
+            pos += bk->bimg_len;
+            out->fpi_len += bk->bimg_len;
+        }
+        bk->data = r + pos;
+        pos += bk->data_len;
+    }
+    out->nblocks = nblocks;
+    out->main = r + pos;
+    out->main_len = main_len;
+    return 0;
+}
+
+/* XLogRecGetBlockData: the block's data, or NULL when it has none */
+static const unsigned char *wd_block_data(const wd_rec *rec, uint32_t block_id, uint32_t *len)
+{
+    int i;
+    for (i = 0; i < rec->nblocks; i++)
+        if (rec->blocks[i].block_id == block_id) {
+            if (rec->blocks[i].data_len == 0)
+                return NULL;
+            *len = rec->blocks[i].data_len;
+            return rec->blocks[i].data;
+        }
+    return NULL;
+}
+
+/* -- block references: xlogdesc.c XLogRecGetBlockRefInfo (waldump.block_ref_info) --------- */
+
+/* src/common/relpath.c forkNames; rmgrdesc_utils.fork_name for the others */
+static int wd_put_fork(wd_buf *b, uint32_t forknum)
+{
+    static const char *const names[] = {"main", "fsm", "vm", "init"};
+    if (forknum < 4)
+        return wd_put(b, names[forknum], strlen(names[forknum]));
+    return wd_printf(b, "(invalid fork %d)", (int) forknum);
+}
+
+static int wd_block_refs(wd_buf *b, const wd_rec *rec, int major, int detailed)
+{
+    int i;
+    uint32_t apply = major >= 15 ? 0x02 : 0x04;
+    for (i = 0; i < rec->nblocks; i++) {
+        const wd_block *bk = &rec->blocks[i];
+        if (detailed) {
+            wd_printf(b, "\n\tblkref #%d: rel %u/%u/%u fork ", (int) bk->block_id, bk->spc, bk->db, bk->rel);
+            wd_put_fork(b, bk->forknum);
+            wd_printf(b, " blk %u", bk->blkno);
+            if (bk->has_image) {
+                const char *verify = (bk->bimg_info & apply) ? "" : " for WAL verification";
+                int compressed = major >= 15 ? (bk->bimg_info & (0x04 | 0x08 | 0x10)) != 0 : (bk->bimg_info & 0x02) != 0;
+                if (compressed) {
+                    /* an unsigned subtraction, as %u prints it */
+                    uint32_t saved = (uint32_t) (WD_BLCKSZ - bk->hole_length - bk->bimg_len);
+                    if (major >= 15) {
+                        const char *method = (bk->bimg_info & 0x04) ? "pglz" : (bk->bimg_info & 0x08) ? "lz4"
+                            : (bk->bimg_info & 0x10) ? "zstd" : "unknown";
+                        wd_printf(b, " (FPW%s); hole: offset: %u, length: %u, compression saved: %u, method: %s",
+                                  verify, bk->hole_offset, bk->hole_length, saved, method);
+                    } else
+                        wd_printf(b, " (FPW%s); hole: offset: %u, length: %u, compression saved: %u",
+                                  verify, bk->hole_offset, bk->hole_length, saved);
+                } else
+                    wd_printf(b, " (FPW%s); hole: offset: %u, length: %u", verify, bk->hole_offset, bk->hole_length);
+            }
+        } else {
+            if (bk->forknum != 0) {
+                wd_printf(b, ", blkref #%d: rel %u/%u/%u fork ", (int) bk->block_id, bk->spc, bk->db, bk->rel);
+                wd_put_fork(b, bk->forknum);
+                wd_printf(b, " blk %u", bk->blkno);
+            } else
+                wd_printf(b, ", blkref #%d: rel %u/%u/%u blk %u", (int) bk->block_id, bk->spc, bk->db, bk->rel,
+                          bk->blkno);
+            if (bk->has_image) {
+                if (bk->bimg_info & apply)
+                    WD_PUTS(b, " FPW");
+                else
+                    WD_PUTS(b, " FPW for WAL verification");
+            }
+        }
+    }
+    return 0;
+}
+
+/* -- descriptions ------------------------------------------------------------------------ */
+
+/* heapdesc.c 13-15 out_infobits: each name followed by a space */
+static void wd_out_infobits(wd_buf *b, uint32_t infobits)
+{
+    if (infobits & 0x01) WD_PUTS(b, "IS_MULTI ");
+    if (infobits & 0x02) WD_PUTS(b, "LOCK_ONLY ");
+    if (infobits & 0x04) WD_PUTS(b, "EXCL_LOCK ");
+    if (infobits & 0x08) WD_PUTS(b, "KEYSHR_LOCK ");
+    if (infobits & 0x10) WD_PUTS(b, "KEYS_UPDATED ");
+}
+
+/* heapdesc.c 16+ infobits_desc: "key: [A, B]" */
+static void wd_infobits_desc(wd_buf *b, uint32_t infobits, const char *keyname)
+{
+    static const char *const names[] = {"IS_MULTI", "LOCK_ONLY", "EXCL_LOCK", "KEYSHR_LOCK", "KEYS_UPDATED"};
+    int i, first = 1;
+    wd_printf(b, "%s: [", keyname);
+    for (i = 0; i < 5; i++)
+        if (infobits & (1u << i)) {
+            if (!first)
+                WD_PUTS(b, ", ");
+            wd_put(b, names[i], strlen(names[i]));
+            first = 0;
+        }
+    WD_PUTS(b, "]");
+}
+
+/* rmgrdesc_utils.c array_desc of offset_elem_desc: " [1, 2]" or " []" */
+static void wd_offset_array(wd_buf *b, const unsigned char *p, uint32_t count)
+{
+    uint32_t i;
+    WD_PUTS(b, " [");
+    for (i = 0; i < count; i++) {
+        if (i)
+            WD_PUTS(b, ", ");
+        wd_put_u(b, wd_rd16(p + 2 * i));
+    }
+    WD_PUTS(b, "]");
+}
+
+/* heapdesc.c heap_desc (waldecode/rmgr/heap.py heap_desc) */
+static int wd_heap_desc(wd_buf *b, const wd_rec *rec, int major)
+{
+    const unsigned char *m = rec->main;
+    uint32_t n = rec->main_len, info = rec->info & 0x70;
+    int new = major >= 16;
+    switch (info) {
+    case 0x00:                  /* XLOG_HEAP_INSERT */
+        if (n < 3)
+            return 0;
+        wd_printf(b, new ? "off: %u, flags: 0x%02X" : "off %u flags 0x%02X", wd_rd16(m), m[2]);
+        return 1;
+    case 0x10:                  /* XLOG_HEAP_DELETE */
+        if (n < 8)
+            return 0;
+        if (new) {
+            wd_printf(b, "xmax: %u, off: %u, ", wd_rd32(m), wd_rd16(m + 4));
+            wd_infobits_desc(b, m[6], "infobits");
+            wd_printf(b, ", flags: 0x%02X", m[7]);
+        } else {
+            wd_printf(b, "off %u flags 0x%02X ", wd_rd16(m + 4), m[7]);
+            wd_out_infobits(b, m[6]);
+        }
+        return 1;
+    case 0x20:                  /* XLOG_HEAP_UPDATE */
+    case 0x40:                  /* XLOG_HEAP_HOT_UPDATE */
+        if (n < 14)
+            return 0;
+        if (new) {
+            wd_printf(b, "old_xmax: %u, old_off: %u, ", wd_rd32(m), wd_rd16(m + 4));
+            wd_infobits_desc(b, m[6], "old_infobits");
+            wd_printf(b, ", flags: 0x%02X, new_xmax: %u, new_off: %u", m[7], wd_rd32(m + 8), wd_rd16(m + 12));
+        } else {
+            wd_printf(b, "off %u xmax %u flags 0x%02X ", wd_rd16(m + 4), wd_rd32(m), m[7]);
+            wd_out_infobits(b, m[6]);
+            wd_printf(b, "; new off %u xmax %u", wd_rd16(m + 12), wd_rd32(m + 8));
+        }
+        return 1;
+    case 0x50:                  /* XLOG_HEAP_CONFIRM */
+        if (n < 2)
+            return 0;
+        wd_printf(b, new ? "off: %u" : "off %u", wd_rd16(m));
+        return 1;
+    case 0x60:                  /* XLOG_HEAP_LOCK */
+        if (n < 8)
+            return 0;
+        if (new) {
+            wd_printf(b, "xmax: %u, off: %u, ", wd_rd32(m), wd_rd16(m + 4));
+            wd_infobits_desc(b, m[6], "infobits");
+            wd_printf(b, ", flags: 0x%02X", m[7]);
+        } else {
+            wd_printf(b, "off %u: xid %u: flags 0x%02X ", wd_rd16(m + 4), wd_rd32(m), m[7]);
+            wd_out_infobits(b, m[6]);
+        }
+        return 1;
+    case 0x70:                  /* XLOG_HEAP_INPLACE; 18 adds invalidations */
+        if (n < 2 || major >= 18)
+            return 0;
+        wd_printf(b, new ? "off: %u" : "off %u", wd_rd16(m));
+        return 1;
+    }
+    return 0;                   /* TRUNCATE */
+}
+
+/* heapdesc.c heap2_desc, 14+ (waldecode/rmgr/heap.py heap2_desc) */
+static int wd_heap2_desc(wd_buf *b, const wd_rec *rec, int major)
+{
+    const unsigned char *m = rec->main, *data;
+    uint32_t n = rec->main_len, info = rec->info & 0x70, dlen = 0;
+    int new = major >= 16;
+    if (major <= 13)
+        return 0;
+    if (major >= 17 && (info == 0x10 || info == 0x20 || info == 0x30))
+        return 0;               /* 17's prune/freeze records */
+    switch (info) {
+    case 0x10:                  /* XLOG_HEAP2_PRUNE */
+        if (n < 8)
+            return 0;
+        if (!new) {
+            wd_printf(b, "latestRemovedXid %u nredirected %u ndead %u", wd_rd32(m), wd_rd16(m + 4), wd_rd16(m + 6));
+            return 1;
+        } else {
+            uint32_t nredirected = wd_rd16(m + 4), ndead = wd_rd16(m + 6), i;
+            wd_printf(b, "snapshotConflictHorizon: %u, nredirected: %u, ndead: %u", wd_rd32(m), nredirected, ndead);
+            data = wd_block_data(rec, 0, &dlen);
+            if (data != NULL) {
+                uint32_t nowdead = 4 * nredirected, nowunused = nowdead + 2 * ndead, nunused;
+                if (dlen < nowunused)
+                    return 0;
+                nunused = (dlen - nowunused) / 2;
+                wd_printf(b, ", nunused: %d, redirected: [", (int) nunused);
+                for (i = 0; i < nredirected; i++)
+                    wd_printf(b, i ? ", %u->%u" : "%u->%u", wd_rd16(data + 4 * i), wd_rd16(data + 4 * i + 2));
+                WD_PUTS(b, "], dead:");
+                wd_offset_array(b, data + nowdead, ndead);
+                WD_PUTS(b, ", unused:");
+                wd_offset_array(b, data + nowunused, nunused);
+            }
+            return 1;
+        }
+    case 0x20:                  /* XLOG_HEAP2_VACUUM */
+        if (n < 2)
+            return 0;
+        if (!new) {
+            wd_printf(b, "nunused %u", wd_rd16(m));
+            return 1;
+        }
+        data = wd_block_data(rec, 0, &dlen);
+        if (data != NULL && dlen < 2u * wd_rd16(m))
+            return 0;
+        wd_printf(b, "nunused: %u", wd_rd16(m));
+        if (data != NULL) {
+            WD_PUTS(b, ", unused:");
+            wd_offset_array(b, data, wd_rd16(m));
+        }
+        return 1;
+    case 0x30:                  /* XLOG_HEAP2_FREEZE_PAGE */
+        if (n < 6 || new)
+            return 0;
+        wd_printf(b, "cutoff xid %u ntuples %u", wd_rd32(m), wd_rd16(m + 4));
+        return 1;
+    case 0x40:                  /* XLOG_HEAP2_VISIBLE */
+        if (n < 5)
+            return 0;
+        wd_printf(b, new ? "snapshotConflictHorizon: %u, flags: 0x%02X" : "cutoff xid %u flags 0x%02X",
+                  wd_rd32(m), m[4]);
+        return 1;
+    case 0x50:                  /* XLOG_HEAP2_MULTI_INSERT */
+        if (n < 4)
+            return 0;
+        if (!new) {
+            wd_printf(b, "%d tuples flags 0x%02X", (int) wd_rd16(m + 2), m[0]);
+            return 1;
+        } else {
+            uint32_t ntuples = wd_rd16(m + 2);
+            int offsets = wd_block_data(rec, 0, &dlen) != NULL && !(rec->info & 0x80);
+            if (offsets && n < 4 + 2 * ntuples)
+                return 0;
+            wd_printf(b, "ntuples: %d, flags: 0x%02X", (int) ntuples, m[0]);
+            if (offsets) {
+                WD_PUTS(b, ", offsets:");
+                wd_offset_array(b, m + 4, ntuples);
+            }
+            return 1;
+        }
+    case 0x60:                  /* XLOG_HEAP2_LOCK_UPDATED */
+        if (n < 8)
+            return 0;
+        if (new) {
+            wd_printf(b, "xmax: %u, off: %u, ", wd_rd32(m), wd_rd16(m + 4));
+            wd_infobits_desc(b, m[6], "infobits");
+            wd_printf(b, ", flags: 0x%02X", m[7]);
+        } else {
+            wd_printf(b, "off %u: xmax %u: flags 0x%02X ", wd_rd16(m + 4), wd_rd32(m), m[7]);
+            wd_out_infobits(b, m[6]);
+        }
+        return 1;
+    case 0x70:                  /* XLOG_HEAP2_NEW_CID */
+        if (n < 34)
+            return 0;
+        wd_printf(b, new ? "rel: %u/%u/%u, tid: %u/%u, cmin: %u, cmax: %u, combo: %u"
+                  : "rel %u/%u/%u; tid %u/%u; cmin: %u, cmax: %u, combo: %u",
+                  wd_rd32(m + 16), wd_rd32(m + 20), wd_rd32(m + 24),
+                  ((uint32_t) wd_rd16(m + 28) << 16) | wd_rd16(m + 30), wd_rd16(m + 32),
+                  wd_rd32(m + 4), wd_rd32(m + 8), wd_rd32(m + 12));
+        return 1;
+    case 0x00:                  /* XLOG_HEAP2_REWRITE */
+        return 1;
+    }
+    return 0;
+}
+
+/* nbtdesc.c btree_desc, the common records (waldecode/rmgr/btree.py desc) */
+static int wd_btree_desc(wd_buf *b, const wd_rec *rec, int major)
+{
+    const unsigned char *m = rec->main;
+    uint32_t n = rec->main_len, info = rec->info & 0xF0;
+    int new = major >= 16;
+    switch (info) {
+    case 0x00:                  /* XLOG_BTREE_INSERT_LEAF */
+    case 0x10:                  /* XLOG_BTREE_INSERT_UPPER */
+    case 0x20:                  /* XLOG_BTREE_INSERT_META */
+    case 0x50:                  /* XLOG_BTREE_INSERT_POST */
+        if (n < 2)
+            return 0;
+        wd_printf(b, new ? "off: %u" : "off %u", wd_rd16(m));
+        return 1;
+    case 0x30:                  /* XLOG_BTREE_SPLIT_L */
+    case 0x40:                  /* XLOG_BTREE_SPLIT_R */
+        if (n < 10)
+            return 0;
+        wd_printf(b, new ? "level: %u, firstrightoff: %d, newitemoff: %d, postingoff: %d"
+                  : "level %u, firstrightoff %d, newitemoff %d, postingoff %d",
+                  wd_rd32(m), (int) wd_rd16(m + 4), (int) wd_rd16(m + 6), (int) wd_rd16(m + 8));
+        return 1;
+    case 0x60:                  /* XLOG_BTREE_DEDUP */
+        if (n < 2)
+            return 0;
+        wd_printf(b, new ? "nintervals: %u" : "nintervals %u", wd_rd16(m));
+        return 1;
+    case 0xA0:                  /* XLOG_BTREE_NEWROOT */
+        if (n < 8)
+            return 0;
+        wd_printf(b, new ? "level: %u" : "lev %u", wd_rd32(m + 4));
+        return 1;
+    case 0xC0:                  /* XLOG_BTREE_VACUUM, before 16 (later ones list the items) */
+        if (n < 4 || new)
+            return 0;
+        wd_printf(b, "ndeleted %u; nupdated %u", wd_rd16(m), wd_rd16(m + 2));
+        return 1;
+    }
+    return 0;
+}
+
+/*
+ * src/bin/pg_waldump/compat.c timestamptz_to_str (rmgrdesc_utils.timestamptz_to_str):
+ * localtime and %Z as the C code does; the text of the last second is kept, since
+ * commits come many to a second.
+ */
+static int64_t wd_ts_sec = INT64_MIN;
+static char wd_ts_text[128];
+static size_t wd_ts_len;
+
+static void wd_timestamptz(wd_buf *b, int64_t dt)
+{
+    /* C division truncates toward zero, as in compat.c */
+    int64_t sec = dt / 1000000 + 946684800;
+    int64_t usec = dt % 1000000;
+    if (sec != wd_ts_sec) {
+        time_t t = (time_t) sec;
+        struct tm ltime;
+        char ts[64], zone[64];
+        localtime_r(&t, &ltime);
+        strftime(ts, sizeof(ts), "%Y-%m-%d %H:%M:%S", &ltime);
+        strftime(zone, sizeof(zone), "%Z", &ltime);
+        wd_ts_len = (size_t) snprintf(wd_ts_text, sizeof(wd_ts_text), "%s.%%06d %s", ts, zone);
+        if (wd_ts_len >= sizeof(wd_ts_text))
+            wd_ts_len = sizeof(wd_ts_text) - 1;
+        wd_ts_sec = sec;
+    }
+    /* wd_ts_text is "date time.%06d zone" with any '%' of the zone doubled? No: zones hold none */
+    wd_printf(b, wd_ts_text, (int) usec);
+}
+
+/* xactdesc.c xact_desc for COMMIT and ABORT records without relations, stats, invalidations,
+ * two-phase or origin parts (waldecode/rmgr/xact.py xact_desc_commit, xact_desc_abort) */
+static int wd_xact_desc(wd_buf *b, const wd_rec *rec, int major)
+{
+    const unsigned char *m = rec->main;
+    uint32_t n = rec->main_len, op = rec->info & 0x70, xinfo = 0, pos = 8;
+    int32_t nsub = 0;
+    const unsigned char *subs = NULL;
+    int i;
+    if (op != 0x00 && op != 0x20)
+        return 0;
+    if (n < 8)
+        return 0;
+    if (rec->info & 0x80) {     /* XLOG_XACT_HAS_INFO */
+        if (n < 12)
+            return 0;
+        xinfo = wd_rd32(m + 8);
+        pos = 12;
+    }
+    /* DBINFO and SUBXACTS only, and the completion flags that print "; apply_feedback", "; sync" */
+    if (xinfo & ~(uint32_t) (0x01 | 0x02 | (1u << 29) | (1u << 31)))
+        return 0;
+    if (xinfo & 0x01) {
+        if (n < pos + 8)
+            return 0;
+        pos += 8;
+    }
+    if (xinfo & 0x02) {
+        if (n < pos + 4)
+            return 0;
+        nsub = (int32_t) wd_rd32(m + pos);
+        if (nsub < 0 || (uint64_t) n < pos + 4 + 4 * (uint64_t) nsub)
+            return 0;
+        subs = m + pos + 4;
+    }
+    wd_timestamptz(b, (int64_t) wd_rd64(m));
+    if (nsub > 0) {
+        WD_PUTS(b, "; subxacts:");
+        for (i = 0; i < nsub; i++) {
+            WD_PUTS(b, " ");
+            wd_put_u(b, wd_rd32(subs + 4 * i));
+        }
+    }
+    if (op == 0x00) {
+        if (major >= 15 && xinfo & (1u << 29))
+            WD_PUTS(b, "; apply_feedback");
+        if (xinfo & (1u << 31))
+            WD_PUTS(b, "; sync");
+    }
+    return 1;
+}
+
+/* standbydesc.c standby_desc: LOCK and RUNNING_XACTS (waldecode/rmgr/standby.py) */
+static int wd_standby_desc(wd_buf *b, const wd_rec *rec, int major)
+{
+    const unsigned char *m = rec->main;
+    uint32_t n = rec->main_len, info = rec->info & 0xF0;
+    if (info == 0x00) {         /* XLOG_STANDBY_LOCK */
+        int32_t nlocks, i;
+        if (n < 4)
+            return 0;
+        nlocks = (int32_t) wd_rd32(m);
+        if (nlocks > 0 && (uint64_t) n < 4 + 12 * (uint64_t) nlocks)
+            return 0;
+        for (i = 0; i < nlocks; i++)
+            wd_printf(b, "xid %u db %u rel %u ", wd_rd32(m + 4 + 12 * i), wd_rd32(m + 8 + 12 * i),
+                      wd_rd32(m + 12 + 12 * i));
+        return 1;
+    }
+    if (info == 0x10) {         /* XLOG_RUNNING_XACTS */
+        int32_t xcnt, subxcnt, i;
+        uint64_t nx;
+        const unsigned char *xids = m + 24;
+        if (n < 24)
+            return 0;
+        xcnt = (int32_t) wd_rd32(m);
+        subxcnt = (int32_t) wd_rd32(m + 4);
+        nx = (uint64_t) (xcnt > 0 ? xcnt : 0) + (uint64_t) (subxcnt > 0 ? subxcnt : 0);
+        if (n < 24 + 4 * nx)
+            return 0;
+        wd_printf(b, "nextXid %u latestCompletedXid %u oldestRunningXid %u", wd_rd32(m + 12), wd_rd32(m + 20),
+                  wd_rd32(m + 16));
+        if (xcnt > 0) {
+            wd_printf(b, "; %d xacts:", xcnt);
+            for (i = 0; i < xcnt; i++) {
+                WD_PUTS(b, " ");
+                wd_put_u(b, wd_rd32(xids + 4 * i));
+            }
+        }
+        if (major >= 16) {
+            if (m[8])
+                WD_PUTS(b, "; subxid overflowed");
+            if (subxcnt > 0) {
+                wd_printf(b, "; %d subxacts:", subxcnt);
+                for (i = 0; i < subxcnt; i++) {
+                    WD_PUTS(b, " ");
+                    wd_put_u(b, wd_rd32(xids + 4 * ((xcnt > 0 ? xcnt : 0) + i)));
+                }
+            }
+        } else if (m[8])
+            WD_PUTS(b, "; subxid ovf");
+        return 1;
+    }
+    return 0;
+}
+
+/*
+ * rm_desc for the records handled here: 1 when written, 0 when the caller must use the
+ * Python describer (nothing is left in the buffer then).
+ */
+static int wd_desc(wd_buf *b, const wd_rec *rec, int major)
+{
+    size_t mark = b->len;
+    int done = 0;
+    switch (rec->rmid) {
+    case 0:                     /* RM_XLOG_ID: FPI and FPI_FOR_HINT describe nothing */
+        done = (rec->info & 0xF0) == 0xA0 || (rec->info & 0xF0) == 0xB0;
+        break;
+    case 1:                     /* RM_XACT_ID */
+        done = wd_xact_desc(b, rec, major);
+        break;
+    case 8:                     /* RM_STANDBY_ID */
+        done = wd_standby_desc(b, rec, major);
+        break;
+    case 9:                     /* RM_HEAP2_ID */
+        done = wd_heap2_desc(b, rec, major);
+        break;
+    case 10:                    /* RM_HEAP_ID */
+        done = wd_heap_desc(b, rec, major);
+        break;
+    case 11:                    /* RM_BTREE_ID */
+        done = wd_btree_desc(b, rec, major);
+        break;
+    }
+    if (!done)
+        b->len = mark;
+    return done;
+}
+
+#endif
