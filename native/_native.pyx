@@ -33,23 +33,16 @@ cdef extern from *:
     unsigned int wd_u32(const unsigned char *p) nogil
     unsigned long long wd_u64(const unsigned char *p) nogil
 
-# CRC-32C as src/port/pg_crc32c_sb8.c computes it (native/wd_crc32c.h): a record's CRC in one C
+# CRC-32C as src/port/pg_crc32c_sse42.c / _sb8.c compute it (native/wd_crc32c.h): a record's CRC in one C
 # call, where the crc32c package costs two calls and two memoryview slices per record
 cdef extern from "wd_crc32c.h":
     const unsigned int INIT_CRC32C
     const unsigned int FIN_CRC32C
-    void pg_crc32c_sb8_init() nogil
-    unsigned int pg_comp_crc32c_sb8(unsigned int crc, const unsigned char *p, size_t length) nogil
+    void pg_crc32c_init() nogil
+    unsigned int wd_record_crc(const unsigned char *r, unsigned int tot_len) nogil
 
-pg_crc32c_sb8_init()
+pg_crc32c_init()
 
-
-cdef inline unsigned int _record_crc(const unsigned char *r, unsigned int tot_len) noexcept nogil:
-    """xlogreader.c ValidXLogRecord: the data after the header, then the header up to xl_crc."""
-    cdef unsigned int crc = INIT_CRC32C
-    crc = pg_comp_crc32c_sb8(crc, r + 24, tot_len - 24)
-    crc = pg_comp_crc32c_sb8(crc, r, 20)
-    return crc ^ FIN_CRC32C
 
 # xlog_internal.h / xlogrecord.h (named as in PostgreSQL; see waldecode/xlogpage.py, xlogrecord.py)
 DEF XLP_FIRST_IS_CONTRECORD = 0x0001
@@ -96,7 +89,7 @@ cdef object _check_record_fast(bytes rec, unsigned long long lsn, st, bint verif
         else:
             ok = prev == <unsigned long long>st.prev_lsn
     if ok and verify_crc:
-        ok = tot_len <= <unsigned int>len(rec) and _record_crc(r, tot_len) == wd_u32(r + 20)
+        ok = tot_len <= <unsigned int>len(rec) and wd_record_crc(r, tot_len) == wd_u32(r + 20)
     if ok:
         return None
     return _pyframe._check_record(rec, lsn, st, verify_crc, path)

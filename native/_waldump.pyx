@@ -24,7 +24,7 @@ from waldecode.wal import _pyframe
 from waldecode.wal.xlogreader import decode_in
 
 cdef extern from "wd_crc32c.h":
-    void pg_crc32c_sb8_init() nogil
+    void pg_crc32c_init() nogil
     unsigned int wd_record_crc(const unsigned char *r, unsigned int tot_len) nogil
 
 cdef extern from "wd_waldump.h":
@@ -51,7 +51,7 @@ cdef extern from "wd_waldump.h":
     int wd_block_refs(wd_buf *b, const wd_rec *rec, int major, int detailed) nogil
     int wd_desc(wd_buf *b, const wd_rec *rec, int major) nogil
 
-pg_crc32c_sb8_init()
+pg_crc32c_init()
 
 # xlog_internal.h (named as in PostgreSQL; see waldecode/wal/xlogpage.py)
 DEF XLP_FIRST_IS_CONTRECORD = 0x0001
@@ -184,7 +184,7 @@ cdef class Dump:
         tracker = self.tracker
         self.seg_size = reader.seg_size
         try:
-            for seg_lsn, buf, path, st in reader.segments_to_read():
+            for seg_lsn, buf, path, st in reader.segments_to_read(mapped=True):
                 self.read_from = reader.read_from
                 stop = self._segment(buf, seg_lsn, st, path)
                 if tracker is not None:

@@ -319,15 +319,15 @@ static int wd_block_refs(wd_buf *b, const wd_rec *rec, int major, int detailed)
                 const char *verify = (bk->bimg_info & apply) ? "" : " for WAL verification";
                 int compressed = major >= 15 ? (bk->bimg_info & (0x04 | 0x08 | 0x10)) != 0 : (bk->bimg_info & 0x02) != 0;
                 if (compressed) {
-                    /* an unsigned subtraction, as %u prints it */
-                    uint32_t saved = (uint32_t) (WD_BLCKSZ - bk->hole_length - bk->bimg_len);
+                    /* Python's "%u" of a negative number prints it signed */
+                    long long saved = (long long) WD_BLCKSZ - bk->hole_length - bk->bimg_len;
                     if (major >= 15) {
                         const char *method = (bk->bimg_info & 0x04) ? "pglz" : (bk->bimg_info & 0x08) ? "lz4"
                             : (bk->bimg_info & 0x10) ? "zstd" : "unknown";
-                        wd_printf(b, " (FPW%s); hole: offset: %u, length: %u, compression saved: %u, method: %s",
+                        wd_printf(b, " (FPW%s); hole: offset: %u, length: %u, compression saved: %lld, method: %s",
                                   verify, bk->hole_offset, bk->hole_length, saved, method);
                     } else
-                        wd_printf(b, " (FPW%s); hole: offset: %u, length: %u, compression saved: %u",
+                        wd_printf(b, " (FPW%s); hole: offset: %u, length: %u, compression saved: %lld",
                                   verify, bk->hole_offset, bk->hole_length, saved);
                 } else
                     wd_printf(b, " (FPW%s); hole: offset: %u, length: %u", verify, bk->hole_offset, bk->hole_length);
@@ -612,10 +612,10 @@ static int wd_btree_desc(wd_buf *b, const wd_rec *rec, int major)
  * commits come many to a second.
  */
 static int64_t wd_ts_sec = INT64_MIN;
-static char wd_ts_text[128];
-static size_t wd_ts_len;
+static char wd_ts_date[64], wd_ts_zone[64];
 
-static void wd_timestamptz(wd_buf *b, int64_t dt)
+/* 0 when localtime cannot place the instant (the Python describer then raises as its time.localtime does) */
+static int wd_timestamptz(wd_buf *b, int64_t dt)
 {
     /* C division truncates toward zero, as in compat.c */
     int64_t sec = dt / 1000000 + 946684800;
@@ -623,17 +623,15 @@ static void wd_timestamptz(wd_buf *b, int64_t dt)
     if (sec != wd_ts_sec) {
         time_t t = (time_t) sec;
         struct tm ltime;
-        char ts[64], zone[64];
-        localtime_r(&t, &ltime);
-        strftime(ts, sizeof(ts), "%Y-%m-%d %H:%M:%S", &ltime);
-        strftime(zone, sizeof(zone), "%Z", &ltime);
-        wd_ts_len = (size_t) snprintf(wd_ts_text, sizeof(wd_ts_text), "%s.%%06d %s", ts, zone);
-        if (wd_ts_len >= sizeof(wd_ts_text))
-            wd_ts_len = sizeof(wd_ts_text) - 1;
+        /* Python's time.localtime refuses years it cannot represent; keep those for it */
+        if (sec < -62135596800LL || sec > 253402300799LL || localtime_r(&t, &ltime) == NULL)
+            return 0;
+        strftime(wd_ts_date, sizeof(wd_ts_date), "%Y-%m-%d %H:%M:%S", &ltime);
+        strftime(wd_ts_zone, sizeof(wd_ts_zone), "%Z", &ltime);
         wd_ts_sec = sec;
     }
-    /* wd_ts_text is "date time.%06d zone" with any '%' of the zone doubled? No: zones hold none */
-    wd_printf(b, wd_ts_text, (int) usec);
+    wd_printf(b, "%s.%06d %s", wd_ts_date, (int) usec, wd_ts_zone);
+    return 1;
 }
 
 /* xactdesc.c xact_desc for COMMIT and ABORT records without relations, stats, invalidations,
@@ -656,7 +654,8 @@ static int wd_xact_desc(wd_buf *b, const wd_rec *rec, int major)
         pos = 12;
     }
     /* DBINFO and SUBXACTS only, and the completion flags that print "; apply_feedback", "; sync" */
-    if (xinfo & ~(uint32_t) (0x01 | 0x02 | (1u << 29) | (1u << 31)))
+    /* (AE_LOCKS carries no data; UPDATE_RELCACHE_FILE only shows with invalidations) */
+    if (xinfo & ~(uint32_t) (0x01 | 0x02 | 0x40 | (1u << 29) | (1u << 30) | (1u << 31)))
         return 0;
     if (xinfo & 0x01) {
         if (n < pos + 8)
@@ -671,7 +670,8 @@ static int wd_xact_desc(wd_buf *b, const wd_rec *rec, int major)
             return 0;
         subs = m + pos + 4;
     }
-    wd_timestamptz(b, (int64_t) wd_rd64(m));
+    if (!wd_timestamptz(b, (int64_t) wd_rd64(m)))
+        return 0;
     if (nsub > 0) {
         WD_PUTS(b, "; subxacts:");
         for (i = 0; i < nsub; i++) {

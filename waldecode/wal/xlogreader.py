@@ -72,13 +72,14 @@ class XLogReader:
                 self.stop = stop
                 return
 
-    def segments_to_read(self) -> Iterator[tuple[int, bytes, object, FrameState]]:
+    def segments_to_read(self, mapped: bool = False) -> Iterator[tuple[int, bytes, object, FrameState]]:
         """The segments of the range, in order, as ``(seg_lsn, buffer, path, frame_state)``.
 
         The caller frames each one from ``frame_state`` and skips the records before
         ``read_from`` (set before the first segment); when framing stops it sets ``stop``
         itself and leaves.  When the range or the input is used up, ``stop`` is set here.
-        The native ``inspect`` (``waldecode._waldump``) walks the same segments.
+        The native ``inspect`` (``waldecode._waldump``) walks the same segments, ``mapped``
+        (``SegmentSet.load``).
         """
         segs = self.segments
         seg_size = segs.seg_size
@@ -108,7 +109,7 @@ class XLogReader:
             if segno > segs.last_segno:
                 self.stop = self._ran_out(st, segno)
                 return
-            buf, path = segs.load(segno)
+            buf, path = segs.load(segno, mapped)
             yield segno * seg_size, buf, path, st
             segno += 1
 
