@@ -15,7 +15,9 @@ decode is decoded by the reference (which raises its error), and a record whose 
 is not written natively (rare records, short main data) is described by ``waldecode.rmgr``.
 """
 
+from cpython.buffer cimport PyBUF_READ
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize
+from cpython.memoryview cimport PyMemoryView_FromMemory
 from libc.stdlib cimport calloc, free, realloc
 from libc.string cimport memcpy
 
@@ -49,6 +51,8 @@ cdef extern from "wd_waldump.h":
     unsigned long long wd_rd64(const unsigned char *p) nogil
     int wd_decode(const unsigned char *r, unsigned int n, int major, wd_rec *out) nogil
     int wd_block_refs(wd_buf *b, const wd_rec *rec, int major, int detailed) nogil
+    int wd_head(wd_buf *b, const wd_rec *rec, const char *name, size_t name_len, const char *kind,
+                size_t kind_len) nogil
     int wd_desc(wd_buf *b, const wd_rec *rec, int major) nogil
 
 pg_crc32c_init()
@@ -97,7 +101,8 @@ cdef inline bint _page_ok(const unsigned char *p, Py_ssize_t page_off, unsigned 
 
 cdef class Dump:
     """One ``inspect`` run: ``Dump(major, mode, ...)``, then ``run(reader)``; the lines go to
-    ``write`` (bytes, in blocks of ``block_size``), the --stats counters to ``stats(...)``."""
+    ``write`` (a bytes-like view of ``block_size`` bytes or more, valid during the call), the
+    --stats counters to ``fill_stats(...)``."""
 
     cdef int major
     cdef int mode
@@ -111,6 +116,7 @@ cdef class Dump:
     cdef unsigned int xid
     cdef long long limit
     cdef readonly long long shown
+    cdef readonly long long py_descs    # lines whose description came from waldecode.rmgr (not native)
     cdef readonly bint done
     # records read (all) and shown: first LSN and EndRecPtr
     cdef bint any_read, any_shown
@@ -135,7 +141,9 @@ cdef class Dump:
     cdef object write
     cdef object tracker
     cdef const char **kinds         # "desc: TYPE " per rmid << 8 | info, filled on first use
-    cdef const char **names         # "%-11s" rmgr name per rmid
+    cdef size_t *kind_lens
+    cdef const char **names         # "rmgr: %-11s len (rec/tot): " per rmid
+    cdef size_t *name_lens
     cdef list keep                  # the bytes the pointers above point into
     cdef wd_rec rec
 
@@ -145,7 +153,9 @@ cdef class Dump:
         self.fpi_lens = <unsigned long long *>calloc(256 * 16, sizeof(unsigned long long))
         self.kinds = <const char **>calloc(65536, sizeof(char *))
         self.names = <const char **>calloc(256, sizeof(char *))
-        if (self.counts == NULL or self.rec_lens == NULL or self.fpi_lens == NULL or self.kinds == NULL
+        self.kind_lens = <size_t *>calloc(65536, sizeof(size_t))
+        self.name_lens = <size_t *>calloc(256, sizeof(size_t))
+        if (self.kind_lens == NULL or self.name_lens == NULL or self.counts == NULL or self.rec_lens == NULL or self.fpi_lens == NULL or self.kinds == NULL
                 or self.names == NULL):
             raise MemoryError()
 
@@ -155,6 +165,8 @@ cdef class Dump:
         free(self.fpi_lens)
         free(self.kinds)
         free(self.names)
+        free(self.kind_lens)
+        free(self.name_lens)
         free(self.scratch)
         free(self.out.data)
 
@@ -202,10 +214,15 @@ cdef class Dump:
             self.flush()
 
     def flush(self):
+        """``write`` the lines so far: a view of the buffer, released when ``write`` returns (a file's
+        write copies or writes it at once; a copy per block would cost more than the syscall)."""
         if self.out.len and self.write is not None:
-            data = PyBytes_FromStringAndSize(self.out.data, self.out.len)
-            self.out.len = 0
-            self.write(data)
+            view = PyMemoryView_FromMemory(self.out.data, self.out.len, PyBUF_READ)
+            try:
+                self.write(view)
+            finally:
+                view.release()
+                self.out.len = 0
 
     cdef object _segment(self, buf, unsigned long long seg_lsn, st, path):
         """frame_segment (waldecode/wal/_pyframe.py) with each record handed to ``_record``."""
@@ -454,10 +471,9 @@ cdef class Dump:
         cdef bytes text
         if self.kinds[key] == NULL:
             self._head_parts(rec.rmid, rec.info)
-        wd_printf(&self.out, "rmgr: %s len (rec/tot): %6u/%6u, tx: %10u, lsn: %X/%08X, prev %X/%08X, %s",
-                  self.names[rec.rmid], rec.tot_len - rec.fpi_len, rec.tot_len, rec.xid,
-                  <unsigned int>(rec.lsn >> 32), <unsigned int>rec.lsn, <unsigned int>(rec.prev >> 32),
-                  <unsigned int>rec.prev, self.kinds[key])
+        if wd_head(&self.out, rec, self.names[rec.rmid], self.name_lens[rec.rmid], self.kinds[key],
+                   self.kind_lens[key]) < 0:
+            raise MemoryError()
         if not wd_desc(&self.out, rec, self.major):
             try:
                 obj = decode_in(_impl.decode_record, PyBytes_FromStringAndSize(<const char *>r, n), rec.lsn,
@@ -467,6 +483,7 @@ cdef class Dump:
                 self.out.len = mark  # the reference writes no part of the line
                 raise
             wd_put(&self.out, PyBytes_AS_STRING(text), len(text))
+            self.py_descs += 1
         wd_block_refs(&self.out, rec, self.major, self.mode == MODE_TEXT_DETAILED)
         if wd_put(&self.out, b"\n", 1) < 0:
             raise MemoryError()
@@ -476,12 +493,14 @@ cdef class Dump:
 
     cdef int _head_parts(self, unsigned int rmid, unsigned int info) except -1:
         name, kind = waldump._head_parts(self.major, rmid, info)
-        name_b = name.encode()
+        name_b = ("rmgr: %s len (rec/tot): " % name).encode()
         kind_b = kind.encode("utf-8", "surrogateescape")
         self.keep.append(name_b)
         self.keep.append(kind_b)
         self.names[rmid] = PyBytes_AS_STRING(name_b)
+        self.name_lens[rmid] = len(name_b)
         self.kinds[rmid << 8 | info] = PyBytes_AS_STRING(kind_b)
+        self.kind_lens[rmid << 8 | info] = len(kind_b)
         return 0
 
     cdef int _record_obj(self, rec) except -1:
@@ -513,6 +532,7 @@ cdef class Dump:
             fmt = waldump.format_record_bkp_details if self.mode == MODE_TEXT_DETAILED else waldump.format_record
             text = (fmt(rec, self.major) + "\n").encode("utf-8", "surrogateescape")
             wd_put(&self.out, PyBytes_AS_STRING(text), len(text))
+            self.py_descs += 1
             if self.out.len >= self.block_size:
                 self.flush()
         self.shown += 1

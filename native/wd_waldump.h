@@ -83,7 +83,10 @@ static int wd_printf(wd_buf *b, const char *fmt, ...)
     return 0;
 }
 
-/* " %u" of an unsigned, without printf: the element loops of the descriptions */
+/*
+ * Numbers as printf prints them, without printf (its format parsing is most of the time of
+ * a line): %u, %<width>u, %X, %08X, %02X.
+ */
 static inline int wd_put_u(wd_buf *b, uint32_t v)
 {
     char tmp[12];
@@ -93,6 +96,48 @@ static inline int wd_put_u(wd_buf *b, uint32_t v)
         v /= 10;
     } while (v);
     return wd_put(b, tmp + i, 12 - i);
+}
+
+static inline int wd_put_u_w(wd_buf *b, uint32_t v, int width)
+{
+    char tmp[24];
+    int i = 24;
+    do {
+        tmp[--i] = (char) ('0' + v % 10);
+        v /= 10;
+    } while (v);
+    while (24 - i < width)
+        tmp[--i] = ' ';
+    return wd_put(b, tmp + i, 24 - i);
+}
+
+static inline int wd_put_hex(wd_buf *b, uint32_t v, int zero_width)
+{
+    static const char digits[] = "0123456789ABCDEF";
+    char tmp[8];
+    int i = 8;
+    do {
+        tmp[--i] = digits[v & 0xF];
+        v >>= 4;
+    } while (v);
+    while (8 - i < zero_width)
+        tmp[--i] = '0';
+    return wd_put(b, tmp + i, 8 - i);
+}
+
+/* %X/%08X of an LSN */
+static inline int wd_put_lsn(wd_buf *b, uint64_t lsn)
+{
+    wd_put_hex(b, (uint32_t) (lsn >> 32), 0);
+    wd_put(b, "/", 1);
+    return wd_put_hex(b, (uint32_t) lsn, 8);
+}
+
+/* 0x%02X */
+static inline int wd_put_flags(wd_buf *b, uint32_t v)
+{
+    wd_put(b, "0x", 2);
+    return wd_put_hex(b, v, 2);
 }
 
 /* -- the decoded record ----------------------------------------------------------------- */
@@ -333,13 +378,20 @@ static int wd_block_refs(wd_buf *b, const wd_rec *rec, int major, int detailed)
                     wd_printf(b, " (FPW%s); hole: offset: %u, length: %u", verify, bk->hole_offset, bk->hole_length);
             }
         } else {
+            WD_PUTS(b, ", blkref #");
+            wd_put_u(b, bk->block_id);
+            WD_PUTS(b, ": rel ");
+            wd_put_u(b, bk->spc);
+            WD_PUTS(b, "/");
+            wd_put_u(b, bk->db);
+            WD_PUTS(b, "/");
+            wd_put_u(b, bk->rel);
             if (bk->forknum != 0) {
-                wd_printf(b, ", blkref #%d: rel %u/%u/%u fork ", (int) bk->block_id, bk->spc, bk->db, bk->rel);
+                WD_PUTS(b, " fork ");
                 wd_put_fork(b, bk->forknum);
-                wd_printf(b, " blk %u", bk->blkno);
-            } else
-                wd_printf(b, ", blkref #%d: rel %u/%u/%u blk %u", (int) bk->block_id, bk->spc, bk->db, bk->rel,
-                          bk->blkno);
+            }
+            WD_PUTS(b, " blk ");
+            wd_put_u(b, bk->blkno);
             if (bk->has_image) {
                 if (bk->bimg_info & apply)
                     WD_PUTS(b, " FPW");
@@ -349,6 +401,30 @@ static int wd_block_refs(wd_buf *b, const wd_rec *rec, int major, int detailed)
         }
     }
     return 0;
+}
+
+/*
+ * XLogDumpDisplayRecord's head: "rmgr: <name> len (rec/tot): %6u/%6u, tx: %10u, lsn: %X/%08X,
+ * prev %X/%08X, desc: <TYPE> " (waldump._record_head); ``name`` is "rmgr: %-11s len (rec/tot): "
+ * and ``kind`` "desc: TYPE ", both made once by the Python side.
+ */
+static int wd_head(wd_buf *b, const wd_rec *rec, const char *name, size_t name_len, const char *kind,
+                   size_t kind_len)
+{
+    if (wd_buf_reserve(b, name_len + kind_len + 96) < 0)
+        return -1;
+    wd_put(b, name, name_len);
+    wd_put_u_w(b, rec->tot_len - rec->fpi_len, 6);
+    WD_PUTS(b, "/");
+    wd_put_u_w(b, rec->tot_len, 6);
+    WD_PUTS(b, ", tx: ");
+    wd_put_u_w(b, rec->xid, 10);
+    WD_PUTS(b, ", lsn: ");
+    wd_put_lsn(b, rec->lsn);
+    WD_PUTS(b, ", prev ");
+    wd_put_lsn(b, rec->prev);
+    WD_PUTS(b, ", ");
+    return wd_put(b, kind, kind_len);
 }
 
 /* -- descriptions ------------------------------------------------------------------------ */
@@ -402,7 +478,16 @@ static int wd_heap_desc(wd_buf *b, const wd_rec *rec, int major)
     case 0x00:                  /* XLOG_HEAP_INSERT */
         if (n < 3)
             return 0;
-        wd_printf(b, new ? "off: %u, flags: 0x%02X" : "off %u flags 0x%02X", wd_rd16(m), m[2]);
+        if (new)
+            WD_PUTS(b, "off: ");
+        else
+            WD_PUTS(b, "off ");
+        wd_put_u(b, wd_rd16(m));
+        if (new)
+            WD_PUTS(b, ", flags: ");
+        else
+            WD_PUTS(b, " flags ");
+        wd_put_flags(b, m[2]);
         return 1;
     case 0x10:                  /* XLOG_HEAP_DELETE */
         if (n < 8)
@@ -425,9 +510,18 @@ static int wd_heap_desc(wd_buf *b, const wd_rec *rec, int major)
             wd_infobits_desc(b, m[6], "old_infobits");
             wd_printf(b, ", flags: 0x%02X, new_xmax: %u, new_off: %u", m[7], wd_rd32(m + 8), wd_rd16(m + 12));
         } else {
-            wd_printf(b, "off %u xmax %u flags 0x%02X ", wd_rd16(m + 4), wd_rd32(m), m[7]);
+            WD_PUTS(b, "off ");
+            wd_put_u(b, wd_rd16(m + 4));
+            WD_PUTS(b, " xmax ");
+            wd_put_u(b, wd_rd32(m));
+            WD_PUTS(b, " flags ");
+            wd_put_flags(b, m[7]);
+            WD_PUTS(b, " ");
             wd_out_infobits(b, m[6]);
-            wd_printf(b, "; new off %u xmax %u", wd_rd16(m + 12), wd_rd32(m + 8));
+            WD_PUTS(b, "; new off ");
+            wd_put_u(b, wd_rd16(m + 12));
+            WD_PUTS(b, " xmax ");
+            wd_put_u(b, wd_rd32(m + 8));
         }
         return 1;
     case 0x50:                  /* XLOG_HEAP_CONFIRM */
@@ -577,7 +671,11 @@ static int wd_btree_desc(wd_buf *b, const wd_rec *rec, int major)
     case 0x50:                  /* XLOG_BTREE_INSERT_POST */
         if (n < 2)
             return 0;
-        wd_printf(b, new ? "off: %u" : "off %u", wd_rd16(m));
+        if (new)
+            WD_PUTS(b, "off: ");
+        else
+            WD_PUTS(b, "off ");
+        wd_put_u(b, wd_rd16(m));
         return 1;
     case 0x30:                  /* XLOG_BTREE_SPLIT_L */
     case 0x40:                  /* XLOG_BTREE_SPLIT_R */
@@ -613,6 +711,7 @@ static int wd_btree_desc(wd_buf *b, const wd_rec *rec, int major)
  */
 static int64_t wd_ts_sec = INT64_MIN;
 static char wd_ts_date[64], wd_ts_zone[64];
+static size_t wd_ts_date_len, wd_ts_zone_len;
 
 /* 0 when localtime cannot place the instant (the Python describer then raises as its time.localtime does) */
 static int wd_timestamptz(wd_buf *b, int64_t dt)
@@ -626,11 +725,27 @@ static int wd_timestamptz(wd_buf *b, int64_t dt)
         /* Python's time.localtime refuses years it cannot represent; keep those for it */
         if (sec < -62135596800LL || sec > 253402300799LL || localtime_r(&t, &ltime) == NULL)
             return 0;
-        strftime(wd_ts_date, sizeof(wd_ts_date), "%Y-%m-%d %H:%M:%S", &ltime);
-        strftime(wd_ts_zone, sizeof(wd_ts_zone), "%Z", &ltime);
+        wd_ts_date_len = strftime(wd_ts_date, sizeof(wd_ts_date), "%Y-%m-%d %H:%M:%S", &ltime);
+        wd_ts_zone_len = strftime(wd_ts_zone, sizeof(wd_ts_zone), "%Z", &ltime);
         wd_ts_sec = sec;
     }
-    wd_printf(b, "%s.%06d %s", wd_ts_date, (int) usec, wd_ts_zone);
+    if (usec < 0) {
+        wd_printf(b, "%s.%06d %s", wd_ts_date, (int) usec, wd_ts_zone);
+        return 1;
+    }
+    wd_put(b, wd_ts_date, wd_ts_date_len);
+    {
+        char digits[8];
+        int i;
+        digits[0] = '.';
+        for (i = 6; i >= 1; i--) {
+            digits[i] = (char) ('0' + usec % 10);
+            usec /= 10;
+        }
+        digits[7] = ' ';
+        wd_put(b, digits, 8);
+    }
+    wd_put(b, wd_ts_zone, wd_ts_zone_len);
     return 1;
 }
 

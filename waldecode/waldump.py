@@ -238,8 +238,9 @@ BLOCK_SIZE = 1 << 20  # output is written in blocks of this size (or more: whole
 
 def inspect(reader, write, *, stats: str | None = None, bkp_details: bool = False, rmids=None,
             xid: int | None = None, limit: int | None = None, tracker=None, impl: str | None = None) -> int:
-    """What ``waldecode inspect`` prints for ``reader``'s range, handed to ``write`` (bytes, in
-    blocks): pg_waldump's lines, or with ``stats`` ("record" or "rmgr") its --stats table.
+    """What ``waldecode inspect`` prints for ``reader``'s range, handed to ``write`` in blocks:
+    pg_waldump's lines, or with ``stats`` ("record" or "rmgr") its --stats table.  A block is a
+    bytes-like object valid only during the call (as a file's ``write`` takes it).
 
     ``rmids``, ``xid`` and ``limit`` are pg_waldump's --rmgr, --xid and --limit; ``tracker`` a
     ``progress.Tracker`` of ``reader``.  ``impl`` forces "python" (this module's loop, the

@@ -227,3 +227,68 @@ def test_short_main_data_error_after_the_lines_before_it(tmp_path):
     assert cy == py
     assert cy[1][0] == "CorruptRecordError" and "Heap/INSERT" in cy[1][1]
     assert cy[0].endswith(b"desc: INSERT off: 3, flags: 0x00\n")
+
+
+def _common_records(major: int) -> list[Record]:
+    """One of each record the native describer writes for ``major`` (layouts of heapam_xlog.h, nbtxlog.h,
+    xact.h, standbydefs.h), with block references of every kind."""
+    blk = (Block(0, RELS[0], 7),)
+    two = (Block(0, RELS[0], 7, data=b"\x01\x00\x02\x00"), Block(1, RELS[0], 9, fork=1))
+    fpi = (Block(0, RELS[1], 3, image=Image(_bytes(5, PAGE - 100), 40, 100)),)
+    recs = [
+        Record(10, 0x00, 700, blk, struct.pack("<HB", 5, 0x08)),  # INSERT
+        Record(10, 0x80, 700, blk, struct.pack("<HB", 1, 0x00)),  # INSERT+INIT
+        Record(10, 0x10, 701, blk, struct.pack("<IHBB", 701, 3, 0x03, 0x02)),  # DELETE
+        Record(10, 0x20, 702, two, struct.pack("<IHBBIH", 702, 4, 0x10, 0x04, 0, 9)),  # UPDATE
+        Record(10, 0x40, 703, blk, struct.pack("<IHBBIH", 703, 4, 0x00, 0x10, 0, 12)),  # HOT_UPDATE
+        Record(10, 0x50, 704, blk, struct.pack("<H", 6)),  # HEAP_CONFIRM
+        Record(10, 0x60, 705, blk, struct.pack("<IHBB", 705, 2, 0x0A, 0x01)),  # LOCK
+        Record(9, 0x40, 0, two, struct.pack("<IB", 650, 0x03)),  # VISIBLE
+        Record(9, 0x50, 706, blk, struct.pack("<BxH", 0x02, 3) + struct.pack("<3H", 1, 2, 3)),  # MULTI_INSERT
+        Record(9, 0x70, 707, (), struct.pack("<IIII", 707, 0, 4294967295, 0) + struct.pack("<III", *RELS[0])
+               + struct.pack("<HHH", 0, 7, 3)),  # NEW_CID
+        Record(11, 0x00, 708, blk, struct.pack("<H", 17)),  # INSERT_LEAF
+        Record(11, 0x30, 708, two, struct.pack("<IHHH", 0, 120, 40, 0)),  # SPLIT_L
+        Record(11, 0x60, 0, blk, struct.pack("<H", 4)),  # DEDUP
+        Record(11, 0xA0, 0, two, struct.pack("<II", 3, 1)),  # NEWROOT
+        Record(1, 0x00, 709, (), struct.pack("<q", 817300000123456)),  # COMMIT
+        Record(1, 0x80, 710, (), struct.pack("<qI", 817300000999999, 0x01 | 0x02 | 1 << 31)
+               + struct.pack("<II", 1663, 5) + struct.pack("<iII", 2, 711, 712)),  # COMMIT, dbinfo, subxacts, sync
+        Record(1, 0x20, 713, (), struct.pack("<q", 817300001000000)),  # ABORT
+        Record(8, 0x10, 0, (), struct.pack("<iiB3xIII", 2, 1, 0, 720, 714, 713) + struct.pack("<3I", 714, 716, 715)),
+        Record(8, 0x00, 0, (), struct.pack("<i", 1) + struct.pack("<III", 717, 5, 16400)),  # standby LOCK
+        Record(0, 0xB0, 0, fpi),  # FPI
+        Record(0, 0xA0, 0, fpi),  # FPI_FOR_HINT
+    ]
+    if major <= 15:
+        recs.append(Record(9, 0x10, 0, blk, struct.pack("<IHH", 690, 1, 2)))  # PRUNE
+        recs.append(Record(11, 0xC0, 0, blk, struct.pack("<HH", 2, 0)))  # VACUUM
+    if major <= 16:
+        recs.append(Record(9, 0x20, 0, (Block(0, RELS[0], 7, data=struct.pack("<2H", 4, 5)),),
+                           struct.pack("<H", 2)))  # VACUUM
+    return recs
+
+
+@pytest.mark.parametrize("major", [14, 15, 16, 17, 18])
+def test_common_records_are_described_natively(tmp_path, major, monkeypatch):
+    """The records real workloads are made of never go through the Python describer, and print what it prints."""
+    from waldecode import _waldump
+
+    monkeypatch.setenv("TZ", "Europe/Berlin")
+    import time
+    time.tzset()
+    try:
+        w = WALWriter(major=major, seg_size=MB)
+        w.extend(_common_records(major))
+        w.write(tmp_path)
+        out = io.BytesIO()
+        reader = XLogReader([tmp_path])
+        dump = _waldump.Dump(major, 1, write=out.write)
+        dump.run(reader)
+        assert dump.py_descs == w.n_filler  # the XLOG NOOPs before the first record
+        assert out.getvalue() == run(tmp_path, "python")[0]
+        assert b"desc: COMMIT 2025-" in out.getvalue() and b" CET; subxacts: 711 712; sync\n" in out.getvalue()
+        assert_same(tmp_path)
+    finally:
+        monkeypatch.undo()
+        time.tzset()
