@@ -55,26 +55,11 @@ DEF MaxAllocSize = 0x3FFFFFFF
 DEF BLCKSZ = 8192
 
 
-cdef inline bint _rmid_valid(unsigned int rmid, unsigned int magic):
-    return rmid <= 21 or (rmid >= 128 and magic >= 0xD110)
-
-
-cdef inline bint _page_ok(const unsigned char *p, Py_ssize_t page_off, unsigned long long seg_lsn, st,
-                          unsigned int magic, unsigned int page_size, unsigned long long seg_size,
-                          unsigned long long sysid, unsigned int latest_tli):
-    cdef unsigned int info = wd_u16(p + 2)
-    if wd_u16(p) != magic or info & ~XLP_ALL_FLAGS:
-        return False
-    if info & XLP_LONG_HEADER:
-        if (sysid and wd_u64(p + 24) != sysid) or wd_u32(p + 32) != seg_size or wd_u32(p + 36) != page_size:
-            return False
-    elif page_off == 0:
-        return False
-    if wd_u64(p + 8) != seg_lsn + <unsigned long long>page_off:
-        return False
-    if wd_u32(p + 4) < latest_tli:
-        return False
-    return True
+cdef extern from "wd_xlogpage.h":
+    bint wd_rmid_valid(unsigned int rmid, unsigned int magic) nogil
+    bint wd_page_ok(const unsigned char *p, long long page_off, unsigned long long seg_lsn, unsigned int magic,
+                    unsigned int page_size, unsigned long long seg_size, unsigned long long sysid,
+                    unsigned int latest_tli) nogil
 
 
 cdef object _check_record_fast(bytes rec, unsigned long long lsn, st, bint verify_crc, path):
@@ -82,7 +67,7 @@ cdef object _check_record_fast(bytes rec, unsigned long long lsn, st, bint verif
     cdef unsigned int tot_len = wd_u32(r)
     cdef unsigned long long prev = wd_u64(r + 8)
     cdef unsigned int rmid = r[17]
-    cdef bint ok = _rmid_valid(rmid, st.magic)
+    cdef bint ok = wd_rmid_valid(rmid, st.magic)
     if ok:
         if st.rand_access:
             ok = prev < lsn
@@ -126,11 +111,11 @@ def frame_segment(buf, unsigned long long seg_lsn, st, bint verify_crc=True, pat
                                              f"is incomplete: {reason}", path)
                 return records, ReadStop(seg_lsn + pos, "end", reason, path)
             if cur_page < 0 and page_off != 0:
-                if not _page_ok(b, 0, seg_lsn, st, magic, page_size, seg_size, sysid, 0):
+                if not wd_page_ok(b, 0, seg_lsn, magic, page_size, seg_size, sysid, 0):
                     checked = _pyframe._check_page(buf, 0, seg_lsn, st, path, sequential=False)
                     if isinstance(checked, ReadStop):
                         return records, checked
-            if not _page_ok(b + page_off, page_off, seg_lsn, st, magic, page_size, seg_size, sysid, st.latest_tli):
+            if not wd_page_ok(b + page_off, page_off, seg_lsn, magic, page_size, seg_size, sysid, st.latest_tli):
                 # The slow path names the failure exactly as the reference does
                 st.next_lsn = seg_lsn + pos
                 records2, stop = _pyframe.frame_segment(buf, seg_lsn, st, verify_crc, path)
@@ -222,7 +207,7 @@ def frame_segment(buf, unsigned long long seg_lsn, st, bint verify_crc=True, pat
             continue
         if avail >= 24:
             prev = wd_u64(b + pos + 8)
-            if not _rmid_valid(b[pos + 17], magic) or (
+            if not wd_rmid_valid(b[pos + 17], magic) or (
                     (prev >= lsn) if st.rand_access else (prev != <unsigned long long>st.prev_lsn)):
                 st.next_lsn = lsn
                 records2, stop = _pyframe.frame_segment(buf, seg_lsn, st, verify_crc, path)

@@ -75,28 +75,11 @@ MODE_TEXT = 1
 MODE_TEXT_DETAILED = 2
 
 
-cdef inline bint _rmid_valid(unsigned int rmid, unsigned int magic) noexcept nogil:
-    # 15 (magic 0xD110) added custom resource managers 128..255 (RmgrIdIsValid)
-    return rmid <= 21 or (rmid >= 128 and magic >= 0xD110)
-
-
-cdef inline bint _page_ok(const unsigned char *p, Py_ssize_t page_off, unsigned long long seg_lsn,
-                          unsigned int magic, unsigned int page_size, unsigned long long seg_size,
-                          unsigned long long sysid, unsigned int latest_tli) noexcept nogil:
-    """XLogReaderValidatePageHeader's checks, all passed (else the reference names the failure)."""
-    cdef unsigned int info = wd_rd16(p + 2)
-    if wd_rd16(p) != magic or info & ~XLP_ALL_FLAGS:
-        return False
-    if info & XLP_LONG_HEADER:
-        if (sysid and wd_rd64(p + 24) != sysid) or wd_rd32(p + 32) != seg_size or wd_rd32(p + 36) != page_size:
-            return False
-    elif page_off == 0:
-        return False
-    if wd_rd64(p + 8) != seg_lsn + <unsigned long long>page_off:
-        return False
-    if wd_rd32(p + 4) < latest_tli:
-        return False
-    return True
+cdef extern from "wd_xlogpage.h":
+    bint wd_rmid_valid(unsigned int rmid, unsigned int magic) nogil
+    bint wd_page_ok(const unsigned char *p, long long page_off, unsigned long long seg_lsn, unsigned int magic,
+                    unsigned int page_size, unsigned long long seg_size, unsigned long long sysid,
+                    unsigned int latest_tli) nogil
 
 
 cdef class Dump:
@@ -254,9 +237,9 @@ cdef class Dump:
                 if page_off + page_size > buflen:
                     return self._fallback(buf, seg_lsn, st, path, seg_lsn + pos)
                 if cur_page < 0 and page_off != 0:
-                    if not _page_ok(b, 0, seg_lsn, magic, page_size, seg_size, sysid, 0):
+                    if not wd_page_ok(b, 0, seg_lsn, magic, page_size, seg_size, sysid, 0):
                         return self._fallback(buf, seg_lsn, st, path, seg_lsn + pos)
-                if not _page_ok(b + page_off, page_off, seg_lsn, magic, page_size, seg_size, sysid,
+                if not wd_page_ok(b + page_off, page_off, seg_lsn, magic, page_size, seg_size, sysid,
                                 self.latest_tli):
                     return self._fallback(buf, seg_lsn, st, path, seg_lsn + pos)
                 info = wd_rd16(b + page_off + 2)
@@ -335,7 +318,7 @@ cdef class Dump:
             if avail >= 24:
                 # Header on this page: check it before trusting the length (as xlogreader.c does)
                 prev = wd_rd64(b + pos + 8)
-                if not _rmid_valid(b[pos + 17], magic) or (
+                if not wd_rmid_valid(b[pos + 17], magic) or (
                         (prev >= lsn) if self.rand_access else (prev != self.prev_lsn)):
                     return self._fallback(buf, seg_lsn, st, path, lsn)
             self.have = 0
@@ -349,7 +332,7 @@ cdef class Dump:
                                 unsigned int magic):
         """ValidXLogRecordHeader + ValidXLogRecord passed (else the reference names the failure)."""
         cdef unsigned long long prev = wd_rd64(r + 8)
-        if not _rmid_valid(r[17], magic):
+        if not wd_rmid_valid(r[17], magic):
             return False
         if self.rand_access:
             if prev >= lsn:

@@ -455,6 +455,26 @@ static void wd_infobits_desc(wd_buf *b, uint32_t infobits, const char *keyname)
     WD_PUTS(b, "]");
 }
 
+/*
+ * xl_heap_delete, xl_heap_lock and xl_heap_lock_updated share their layout {xmax, offnum,
+ * infobits_set, flags}: 16+ print them alike, 13-15 with ``old_fmt`` ("off %u flags 0x%02X ",
+ * "off %u: xid %u: flags 0x%02X ", ...; the xmax argument is skipped when the format has one %u)
+ */
+static void wd_xmax_off_desc(wd_buf *b, const unsigned char *m, int new, const char *old_fmt, int old_has_xmax)
+{
+    if (new) {
+        wd_printf(b, "xmax: %u, off: %u, ", wd_rd32(m), wd_rd16(m + 4));
+        wd_infobits_desc(b, m[6], "infobits");
+        wd_printf(b, ", flags: 0x%02X", m[7]);
+        return;
+    }
+    if (old_has_xmax)
+        wd_printf(b, old_fmt, wd_rd16(m + 4), wd_rd32(m), m[7]);
+    else
+        wd_printf(b, old_fmt, wd_rd16(m + 4), m[7]);
+    wd_out_infobits(b, m[6]);
+}
+
 /* rmgrdesc_utils.c array_desc of offset_elem_desc: " [1, 2]" or " []" */
 static void wd_offset_array(wd_buf *b, const unsigned char *p, uint32_t count)
 {
@@ -492,14 +512,7 @@ static int wd_heap_desc(wd_buf *b, const wd_rec *rec, int major)
     case 0x10:                  /* XLOG_HEAP_DELETE */
         if (n < 8)
             return 0;
-        if (new) {
-            wd_printf(b, "xmax: %u, off: %u, ", wd_rd32(m), wd_rd16(m + 4));
-            wd_infobits_desc(b, m[6], "infobits");
-            wd_printf(b, ", flags: 0x%02X", m[7]);
-        } else {
-            wd_printf(b, "off %u flags 0x%02X ", wd_rd16(m + 4), m[7]);
-            wd_out_infobits(b, m[6]);
-        }
+        wd_xmax_off_desc(b, m, new, "off %u flags 0x%02X ", 0);
         return 1;
     case 0x20:                  /* XLOG_HEAP_UPDATE */
     case 0x40:                  /* XLOG_HEAP_HOT_UPDATE */
@@ -532,14 +545,7 @@ static int wd_heap_desc(wd_buf *b, const wd_rec *rec, int major)
     case 0x60:                  /* XLOG_HEAP_LOCK */
         if (n < 8)
             return 0;
-        if (new) {
-            wd_printf(b, "xmax: %u, off: %u, ", wd_rd32(m), wd_rd16(m + 4));
-            wd_infobits_desc(b, m[6], "infobits");
-            wd_printf(b, ", flags: 0x%02X", m[7]);
-        } else {
-            wd_printf(b, "off %u: xid %u: flags 0x%02X ", wd_rd16(m + 4), wd_rd32(m), m[7]);
-            wd_out_infobits(b, m[6]);
-        }
+        wd_xmax_off_desc(b, m, new, "off %u: xid %u: flags 0x%02X ", 1);
         return 1;
     case 0x70:                  /* XLOG_HEAP_INPLACE; 18 adds invalidations */
         if (n < 2 || major >= 18)
@@ -634,14 +640,7 @@ static int wd_heap2_desc(wd_buf *b, const wd_rec *rec, int major)
     case 0x60:                  /* XLOG_HEAP2_LOCK_UPDATED */
         if (n < 8)
             return 0;
-        if (new) {
-            wd_printf(b, "xmax: %u, off: %u, ", wd_rd32(m), wd_rd16(m + 4));
-            wd_infobits_desc(b, m[6], "infobits");
-            wd_printf(b, ", flags: 0x%02X", m[7]);
-        } else {
-            wd_printf(b, "off %u: xmax %u: flags 0x%02X ", wd_rd16(m + 4), wd_rd32(m), m[7]);
-            wd_out_infobits(b, m[6]);
-        }
+        wd_xmax_off_desc(b, m, new, "off %u: xmax %u: flags 0x%02X ", 1);
         return 1;
     case 0x70:                  /* XLOG_HEAP2_NEW_CID */
         if (n < 34)
