@@ -429,6 +429,91 @@ static int wd_head(wd_buf *b, const wd_rec *rec, const char *name, size_t name_l
 
 /* -- descriptions ------------------------------------------------------------------------ */
 
+/*
+ * standbydesc.c standby_desc_invalidations over the whole messages of ``len`` bytes at ``msgs``
+ * (waldecode/rmgr/standby.py: a trailing partial message is not shown)
+ */
+static void wd_invalidations(wd_buf *b, const unsigned char *msgs, uint64_t len, uint32_t dbId, uint32_t tsId,
+                             int relcache_init, int major)
+{
+    uint64_t nmsgs = len / 16, i;
+    if (nmsgs == 0)
+        return;
+    if (relcache_init)
+        wd_printf(b, "; relcache init file inval dbid %u tsid %u", dbId, tsId);
+    WD_PUTS(b, "; inval msgs:");
+    for (i = 0; i < nmsgs; i++) {
+        const unsigned char *msg = msgs + 16 * i;
+        int id = (int8_t) msg[0];
+        uint32_t db = wd_rd32(msg + 4), obj = wd_rd32(msg + 8);
+        if (id >= 0)
+            wd_printf(b, " catcache %d", id);
+        else if (id == -1)      /* SHAREDINVALCATALOG_ID */
+            wd_printf(b, " catalog %u", obj);
+        else if (id == -2)      /* SHAREDINVALRELCACHE_ID */
+            wd_printf(b, " relcache %u", obj);
+        else if (id == -3)      /* SHAREDINVALSMGR_ID */
+            WD_PUTS(b, " smgr");
+        else if (id == -4)      /* SHAREDINVALRELMAP_ID */
+            wd_printf(b, " relmap db %u", db);
+        else if (id == -5)      /* SHAREDINVALSNAPSHOT_ID */
+            wd_printf(b, " snapshot %u", obj);
+        else if (id == -6 && major >= 18)   /* SHAREDINVALRELSYNC_ID */
+            wd_printf(b, " relsync %u", obj);
+        else
+            wd_printf(b, " unrecognized id %d", id);
+    }
+}
+
+/* the bytes of ``want`` (may be negative: none) from ``pos`` of data of ``n`` bytes, as a slice takes them */
+static inline uint64_t wd_slice_len(uint32_t n, uint64_t pos, int64_t want)
+{
+    if (want <= 0 || pos >= n)
+        return 0;
+    return (uint64_t) want < n - pos ? (uint64_t) want : n - pos;
+}
+
+/*
+ * relpath.c GetRelationPath for the global and default tablespaces (rmgrdesc_utils.relpathperm);
+ * 0 for the others, whose path names the catalog version
+ */
+static int wd_relpathperm(wd_buf *b, uint32_t spc, uint32_t db, uint32_t rel, int32_t forknum)
+{
+    if (spc == 1664)            /* GLOBALTABLESPACE_OID */
+        wd_printf(b, "global/%u", rel);
+    else if (spc == 1663)       /* DEFAULTTABLESPACE_OID */
+        wd_printf(b, "base/%u/%u", db, rel);
+    else
+        return 0;
+    if (forknum != 0) {
+        WD_PUTS(b, "_");
+        if (forknum >= 0 && forknum < 4)
+            wd_put_fork(b, (uint32_t) forknum);
+        else
+            wd_printf(b, "(invalid fork %d)", forknum);
+    }
+    return 1;
+}
+
+/* smgrdesc.c smgr_desc (waldecode/rmgr/smgr.py) */
+static int wd_smgr_desc(wd_buf *b, const wd_rec *rec)
+{
+    const unsigned char *m = rec->main;
+    uint32_t n = rec->main_len, info = rec->info & 0xF0;
+    if (info == 0x10) {         /* XLOG_SMGR_CREATE */
+        if (n < 16)
+            return 0;
+        return wd_relpathperm(b, wd_rd32(m), wd_rd32(m + 4), wd_rd32(m + 8), (int32_t) wd_rd32(m + 12));
+    }
+    if (info == 0x20) {         /* XLOG_SMGR_TRUNCATE */
+        if (n < 20 || !wd_relpathperm(b, wd_rd32(m + 4), wd_rd32(m + 8), wd_rd32(m + 12), 0))
+            return 0;
+        wd_printf(b, " to %u blocks flags %d", wd_rd32(m), (int32_t) wd_rd32(m + 16));
+        return 1;
+    }
+    return 1;
+}
+
 /* heapdesc.c 13-15 out_infobits: each name followed by a space */
 static void wd_out_infobits(wd_buf *b, uint32_t infobits)
 {
@@ -548,12 +633,148 @@ static int wd_heap_desc(wd_buf *b, const wd_rec *rec, int major)
         wd_xmax_off_desc(b, m, new, "off %u: xid %u: flags 0x%02X ", 1);
         return 1;
     case 0x70:                  /* XLOG_HEAP_INPLACE; 18 adds invalidations */
-        if (n < 2 || major >= 18)
+        if (major >= 18) {
+            if (n < 20)
+                return 0;
+            WD_PUTS(b, "off: ");
+            wd_put_u(b, wd_rd16(m));
+            wd_invalidations(b, m + 20, wd_slice_len(n, 20, 16 * (int64_t) (int32_t) wd_rd32(m + 16)), wd_rd32(m + 4),
+                             wd_rd32(m + 8), m[12] != 0, major);
+            return 1;
+        }
+        if (n < 2)
             return 0;
         wd_printf(b, new ? "off: %u" : "off %u", wd_rd16(m));
         return 1;
     }
     return 0;                   /* TRUNCATE */
+}
+
+/* a u16 at ``pos`` of data of ``len`` bytes, or -1 past its end (the reference's struct.error) */
+static inline int32_t wd_u16_at(const unsigned char *d, uint32_t len, uint64_t pos)
+{
+    return pos + 2 <= len ? (int32_t) wd_rd16(d + pos) : -1;
+}
+
+/*
+ * heapdesc.c plan_elem_desc over ``nplans`` freeze plans at ``plans`` (16: xl_heap_freeze_plan,
+ * 17+: xlhp_freeze_plan, 12 bytes), their offsets from ``offsets`` of ``data``: 0 if the data is short
+ */
+static int wd_freeze_plans(wd_buf *b, const unsigned char *data, uint32_t dlen, uint64_t plans, uint32_t nplans,
+                           uint64_t offsets)
+{
+    uint32_t i, k;
+    if (plans + 12 * (uint64_t) nplans > dlen)
+        return 0;
+    WD_PUTS(b, " [");
+    for (i = 0; i < nplans; i++) {
+        const unsigned char *pl = data + plans + 12 * i;
+        uint32_t ntuples = wd_rd16(pl + 10);
+        if (offsets + 2 * (uint64_t) ntuples > dlen)
+            return 0;
+        if (i)
+            WD_PUTS(b, ", ");
+        wd_printf(b, "{ xmax: %u, infomask: %u, infomask2: %u, ntuples: %u, offsets:", wd_rd32(pl), wd_rd16(pl + 6),
+                  wd_rd16(pl + 4), ntuples);
+        WD_PUTS(b, " [");
+        for (k = 0; k < ntuples; k++) {
+            if (k)
+                WD_PUTS(b, ", ");
+            wd_put_u(b, wd_rd16(data + offsets + 2 * k));
+        }
+        WD_PUTS(b, "] }");
+        offsets += 2 * (uint64_t) ntuples;
+    }
+    WD_PUTS(b, "]");
+    return 1;
+}
+
+/* redirect_elem_desc over ``n`` pairs: " [1->2, 3->4]" */
+static void wd_redirect_array(wd_buf *b, const unsigned char *p, uint32_t n)
+{
+    uint32_t i;
+    WD_PUTS(b, " [");
+    for (i = 0; i < n; i++) {
+        if (i)
+            WD_PUTS(b, ", ");
+        wd_put_u(b, wd_rd16(p + 4 * i));
+        WD_PUTS(b, "->");
+        wd_put_u(b, wd_rd16(p + 4 * i + 2));
+    }
+    WD_PUTS(b, "]");
+}
+
+/* heapdesc.c 17+ heap2_desc of PRUNE_ON_ACCESS, PRUNE_VACUUM_SCAN, PRUNE_VACUUM_CLEANUP
+ * (waldecode/rmgr/heap.py _heap2_prune_desc_17, heap_xlog_deserialize_prune_and_freeze) */
+static int wd_heap2_prune_17(wd_buf *b, const wd_rec *rec)
+{
+    const unsigned char *m = rec->main, *data;
+    uint32_t n = rec->main_len, flags, dlen = 0;
+    if (n < 2)
+        return 0;
+    flags = m[1];
+    if (flags & (1u << 3)) {    /* XLHP_HAS_CONFLICT_HORIZON */
+        if (n < 6)
+            return 0;
+        WD_PUTS(b, "snapshotConflictHorizon: ");
+        wd_put_u(b, wd_rd32(m + 2));
+    }
+    if (flags & (1u << 1))      /* XLHP_IS_CATALOG_REL */
+        WD_PUTS(b, ", isCatalogRel: T");
+    else
+        WD_PUTS(b, ", isCatalogRel: F");
+    data = wd_block_data(rec, 0, &dlen);
+    if (data != NULL) {
+        uint64_t pos = 0, plans = 0, redirected = 0, nowdead = 0, nowunused = 0;
+        int32_t nplans = 0, nredirected = 0, ndead = 0, nunused = 0;
+        if (flags & (1u << 4)) {    /* XLHP_HAS_FREEZE_PLANS */
+            if ((nplans = wd_u16_at(data, dlen, pos)) < 0)
+                return 0;
+            plans = pos + 4;
+            pos = plans + 12 * (uint64_t) nplans;
+        }
+        if (flags & (1u << 5)) {    /* XLHP_HAS_REDIRECTIONS */
+            if ((nredirected = wd_u16_at(data, dlen, pos)) < 0)
+                return 0;
+            redirected = pos + 2;
+            pos = redirected + 4 * (uint64_t) nredirected;
+        }
+        if (flags & (1u << 6)) {    /* XLHP_HAS_DEAD_ITEMS */
+            if ((ndead = wd_u16_at(data, dlen, pos)) < 0)
+                return 0;
+            nowdead = pos + 2;
+            pos = nowdead + 2 * (uint64_t) ndead;
+        }
+        if (flags & (1u << 7)) {    /* XLHP_HAS_NOW_UNUSED_ITEMS */
+            if ((nunused = wd_u16_at(data, dlen, pos)) < 0)
+                return 0;
+            nowunused = pos + 2;
+            pos = nowunused + 2 * (uint64_t) nunused;
+        }
+        if (redirected + 4 * (uint64_t) nredirected > dlen || nowdead + 2 * (uint64_t) ndead > dlen
+                || nowunused + 2 * (uint64_t) nunused > dlen)
+            return 0;
+        wd_printf(b, ", nplans: %u, nredirected: %u, ndead: %u, nunused: %u", (unsigned) nplans,
+                  (unsigned) nredirected, (unsigned) ndead, (unsigned) nunused);
+        if (nplans > 0) {
+            WD_PUTS(b, ", plans:");
+            if (!wd_freeze_plans(b, data, dlen, plans, (uint32_t) nplans, pos))
+                return 0;
+        }
+        if (nredirected > 0) {
+            WD_PUTS(b, ", redirected:");
+            wd_redirect_array(b, data + redirected, (uint32_t) nredirected);
+        }
+        if (ndead > 0) {
+            WD_PUTS(b, ", dead:");
+            wd_offset_array(b, data + nowdead, (uint32_t) ndead);
+        }
+        if (nunused > 0) {
+            WD_PUTS(b, ", unused:");
+            wd_offset_array(b, data + nowunused, (uint32_t) nunused);
+        }
+    }
+    return 1;
 }
 
 /* heapdesc.c heap2_desc, 14+ (waldecode/rmgr/heap.py heap2_desc) */
@@ -565,7 +786,7 @@ static int wd_heap2_desc(wd_buf *b, const wd_rec *rec, int major)
     if (major <= 13)
         return 0;
     if (major >= 17 && (info == 0x10 || info == 0x20 || info == 0x30))
-        return 0;               /* 17's prune/freeze records */
+        return wd_heap2_prune_17(b, rec);
     switch (info) {
     case 0x10:                  /* XLOG_HEAP2_PRUNE */
         if (n < 8)
@@ -574,7 +795,7 @@ static int wd_heap2_desc(wd_buf *b, const wd_rec *rec, int major)
             wd_printf(b, "latestRemovedXid %u nredirected %u ndead %u", wd_rd32(m), wd_rd16(m + 4), wd_rd16(m + 6));
             return 1;
         } else {
-            uint32_t nredirected = wd_rd16(m + 4), ndead = wd_rd16(m + 6), i;
+            uint32_t nredirected = wd_rd16(m + 4), ndead = wd_rd16(m + 6);
             wd_printf(b, "snapshotConflictHorizon: %u, nredirected: %u, ndead: %u", wd_rd32(m), nredirected, ndead);
             data = wd_block_data(rec, 0, &dlen);
             if (data != NULL) {
@@ -582,10 +803,9 @@ static int wd_heap2_desc(wd_buf *b, const wd_rec *rec, int major)
                 if (dlen < nowunused)
                     return 0;
                 nunused = (dlen - nowunused) / 2;
-                wd_printf(b, ", nunused: %d, redirected: [", (int) nunused);
-                for (i = 0; i < nredirected; i++)
-                    wd_printf(b, i ? ", %u->%u" : "%u->%u", wd_rd16(data + 4 * i), wd_rd16(data + 4 * i + 2));
-                WD_PUTS(b, "], dead:");
+                wd_printf(b, ", nunused: %d, redirected:", (int) nunused);
+                wd_redirect_array(b, data, nredirected);
+                WD_PUTS(b, ", dead:");
                 wd_offset_array(b, data + nowdead, ndead);
                 WD_PUTS(b, ", unused:");
                 wd_offset_array(b, data + nowunused, nunused);
@@ -609,9 +829,18 @@ static int wd_heap2_desc(wd_buf *b, const wd_rec *rec, int major)
         }
         return 1;
     case 0x30:                  /* XLOG_HEAP2_FREEZE_PAGE */
-        if (n < 6 || new)
+        if (n < 6)
             return 0;
-        wd_printf(b, "cutoff xid %u ntuples %u", wd_rd32(m), wd_rd16(m + 4));
+        if (!new) {
+            wd_printf(b, "cutoff xid %u ntuples %u", wd_rd32(m), wd_rd16(m + 4));
+            return 1;
+        }
+        wd_printf(b, "snapshotConflictHorizon: %u, nplans: %u", wd_rd32(m), wd_rd16(m + 4));
+        data = wd_block_data(rec, 0, &dlen);
+        if (data != NULL) {
+            WD_PUTS(b, ", plans:");
+            return wd_freeze_plans(b, data, dlen, 0, wd_rd16(m + 4), 12 * (uint64_t) wd_rd16(m + 4));
+        }
         return 1;
     case 0x40:                  /* XLOG_HEAP2_VISIBLE */
         if (n < 5)
@@ -657,11 +886,44 @@ static int wd_heap2_desc(wd_buf *b, const wd_rec *rec, int major)
     return 0;
 }
 
+/* nbtdesc.c 16+ delvacuum_desc (waldecode/rmgr/btree.py): 0 if the block data is short */
+static int wd_delvacuum_desc(wd_buf *b, const unsigned char *data, uint32_t dlen, uint32_t ndeleted,
+                             uint32_t nupdated)
+{
+    uint64_t updated = 2 * (uint64_t) ndeleted, updates = updated + 2 * (uint64_t) nupdated;
+    uint32_t i, k;
+    if (updates > dlen)
+        return 0;
+    WD_PUTS(b, ", deleted:");
+    wd_offset_array(b, data, ndeleted);
+    WD_PUTS(b, ", updated: [");
+    for (i = 0; i < nupdated; i++) {
+        uint32_t ntids;
+        if (updates + 2 > dlen)
+            return 0;
+        ntids = wd_rd16(data + updates);
+        if (updates + 2 + 2 * (uint64_t) ntids > dlen)
+            return 0;
+        if (i)
+            WD_PUTS(b, ", ");
+        wd_printf(b, "{ off: %u, nptids: %u, ptids: [", wd_rd16(data + updated + 2 * i), ntids);
+        for (k = 0; k < ntids; k++) {
+            if (k)
+                WD_PUTS(b, ", ");
+            wd_put_u(b, wd_rd16(data + updates + 2 + 2 * k));
+        }
+        WD_PUTS(b, "] }");
+        updates += 2 + 2 * (uint64_t) ntids;
+    }
+    WD_PUTS(b, "]");
+    return 1;
+}
+
 /* nbtdesc.c btree_desc, the common records (waldecode/rmgr/btree.py desc) */
 static int wd_btree_desc(wd_buf *b, const wd_rec *rec, int major)
 {
-    const unsigned char *m = rec->main;
-    uint32_t n = rec->main_len, info = rec->info & 0xF0;
+    const unsigned char *m = rec->main, *data;
+    uint32_t n = rec->main_len, info = rec->info & 0xF0, dlen = 0;
     int new = major >= 16;
     switch (info) {
     case 0x00:                  /* XLOG_BTREE_INSERT_LEAF */
@@ -694,11 +956,37 @@ static int wd_btree_desc(wd_buf *b, const wd_rec *rec, int major)
             return 0;
         wd_printf(b, new ? "level: %u" : "lev %u", wd_rd32(m + 4));
         return 1;
-    case 0xC0:                  /* XLOG_BTREE_VACUUM, before 16 (later ones list the items) */
-        if (n < 4 || new)
+    case 0xC0:                  /* XLOG_BTREE_VACUUM */
+        if (n < 4)
             return 0;
-        wd_printf(b, "ndeleted %u; nupdated %u", wd_rd16(m), wd_rd16(m + 2));
-        return 1;
+        if (!new) {
+            wd_printf(b, "ndeleted %u; nupdated %u", wd_rd16(m), wd_rd16(m + 2));
+            return 1;
+        }
+        wd_printf(b, "ndeleted: %u, nupdated: %u", wd_rd16(m), wd_rd16(m + 2));
+        data = wd_block_data(rec, 0, &dlen);
+        return data == NULL || wd_delvacuum_desc(b, data, dlen, wd_rd16(m), wd_rd16(m + 2));
+    case 0x70:                  /* XLOG_BTREE_DELETE */
+        if (major <= 13) {
+            if (n < 8)
+                return 0;
+            wd_printf(b, "latestRemovedXid %u; ndeleted %u", wd_rd32(m), wd_rd32(m + 4));
+            return 1;
+        }
+        if (!new) {
+            if (n < 8)
+                return 0;
+            wd_printf(b, "latestRemovedXid %u; ndeleted %u; nupdated %u", wd_rd32(m), wd_rd16(m + 4), wd_rd16(m + 6));
+            return 1;
+        }
+        if (n < 9)
+            return 0;
+        wd_printf(b, "snapshotConflictHorizon: %u, ndeleted: %u, nupdated: %u", wd_rd32(m), wd_rd16(m + 4),
+                  wd_rd16(m + 6));
+        if (major >= 17)
+            wd_printf(b, ", isCatalogRel: %s", m[8] ? "T" : "F");
+        data = wd_block_data(rec, 0, &dlen);
+        return data == NULL || wd_delvacuum_desc(b, data, dlen, wd_rd16(m + 4), wd_rd16(m + 6));
     }
     return 0;
 }
@@ -754,9 +1042,17 @@ static int wd_xact_desc(wd_buf *b, const wd_rec *rec, int major)
 {
     const unsigned char *m = rec->main;
     uint32_t n = rec->main_len, op = rec->info & 0x70, xinfo = 0, pos = 8;
-    int32_t nsub = 0;
+    int32_t nsub = 0, nmsgs = 0;
+    uint32_t dbId = 0, tsId = 0;
     const unsigned char *subs = NULL;
+    uint64_t msgs_pos = 0;
     int i;
+    if (op == 0x60 && major >= 14) {    /* XLOG_XACT_INVALIDATIONS */
+        if (n < 4)
+            return 0;
+        wd_invalidations(b, m + 4, wd_slice_len(n, 4, 16 * (int64_t) (int32_t) wd_rd32(m)), 0, 0, 0, major);
+        return 1;
+    }
     if (op != 0x00 && op != 0x20)
         return 0;
     if (n < 8)
@@ -768,12 +1064,14 @@ static int wd_xact_desc(wd_buf *b, const wd_rec *rec, int major)
         pos = 12;
     }
     /* DBINFO and SUBXACTS only, and the completion flags that print "; apply_feedback", "; sync" */
-    /* (AE_LOCKS carries no data; UPDATE_RELCACHE_FILE only shows with invalidations) */
-    if (xinfo & ~(uint32_t) (0x01 | 0x02 | 0x40 | (1u << 29) | (1u << 30) | (1u << 31)))
+    /* (AE_LOCKS carries no data; abort records have no invalidations) */
+    if (xinfo & ~(uint32_t) (0x01 | 0x02 | 0x08 | 0x40 | (1u << 29) | (1u << 30) | (1u << 31)))
         return 0;
     if (xinfo & 0x01) {
         if (n < pos + 8)
             return 0;
+        dbId = wd_rd32(m + pos);
+        tsId = wd_rd32(m + pos + 4);
         pos += 8;
     }
     if (xinfo & 0x02) {
@@ -783,6 +1081,15 @@ static int wd_xact_desc(wd_buf *b, const wd_rec *rec, int major)
         if (nsub < 0 || (uint64_t) n < pos + 4 + 4 * (uint64_t) nsub)
             return 0;
         subs = m + pos + 4;
+        pos += 4 + 4 * (uint32_t) nsub;
+    }
+    if (xinfo & 0x08 && op == 0x00) {   /* XACT_XINFO_HAS_INVALS */
+        if (n < pos + 4)
+            return 0;
+        nmsgs = (int32_t) wd_rd32(m + pos);
+        if (nmsgs < 0)
+            return 0;
+        msgs_pos = pos + 4;
     }
     if (!wd_timestamptz(b, (int64_t) wd_rd64(m)))
         return 0;
@@ -794,6 +1101,8 @@ static int wd_xact_desc(wd_buf *b, const wd_rec *rec, int major)
         }
     }
     if (op == 0x00) {
+        wd_invalidations(b, m + msgs_pos, wd_slice_len(n, msgs_pos, 16 * (int64_t) nmsgs), dbId, tsId,
+                         (xinfo & (1u << 30)) != 0, major);
         if (major >= 15 && xinfo & (1u << 29))
             WD_PUTS(b, "; apply_feedback");
         if (xinfo & (1u << 31))
@@ -853,7 +1162,14 @@ static int wd_standby_desc(wd_buf *b, const wd_rec *rec, int major)
             WD_PUTS(b, "; subxid ovf");
         return 1;
     }
-    return 0;
+    if (info == 0x20) {         /* XLOG_INVALIDATIONS */
+        if (n < 16)
+            return 0;
+        wd_invalidations(b, m + 16, wd_slice_len(n, 16, 16 * (int64_t) (int32_t) wd_rd32(m + 12)), wd_rd32(m),
+                         wd_rd32(m + 4), m[8] != 0, major);
+        return 1;
+    }
+    return 1;
 }
 
 /*
@@ -870,6 +1186,9 @@ static int wd_desc(wd_buf *b, const wd_rec *rec, int major)
         break;
     case 1:                     /* RM_XACT_ID */
         done = wd_xact_desc(b, rec, major);
+        break;
+    case 2:                     /* RM_SMGR_ID */
+        done = wd_smgr_desc(b, rec);
         break;
     case 8:                     /* RM_STANDBY_ID */
         done = wd_standby_desc(b, rec, major);

@@ -38,7 +38,7 @@ SETTINGS = dict(deadline=None, print_blob=True,
 MODES = [dict(), dict(bkp_details=True), dict(stats="record"), dict(stats="rmgr")]
 
 # The resource managers whose descriptions are written natively, and the others
-NATIVE_RMIDS = [0, 1, 8, 9, 10, 11]
+NATIVE_RMIDS = [0, 1, 2, 8, 9, 10, 11]
 
 
 def _bytes(seed: int, n: int) -> bytes:
@@ -88,8 +88,19 @@ def xact_main(draw):
     if xinfo & 0x02:
         n = draw(st.integers(0, 5))
         out += struct.pack("<i", n) + b"".join(struct.pack("<I", draw(st.integers(0, 2**32 - 1))) for _ in range(n))
+    if xinfo & 0x08:
+        out += draw(inval_msgs())
     return out + _bytes(ts & 0xFFFF, draw(st.sampled_from([0, 0, 3, 40])))[:draw(st.integers(0, 40))], bool(
         xinfo or len(out) > 8)
+
+
+@st.composite
+def inval_msgs(draw):
+    """int32 nmsgs, then SharedInvalidationMessages (sinval.h): every id, sometimes fewer than announced."""
+    msgs = [struct.pack("<b3xII4x", draw(st.integers(-7, 3)), draw(st.integers(0, 2**32 - 1)),
+                        draw(st.integers(0, 2**32 - 1))) for _ in range(draw(st.integers(0, 4)))]
+    n = draw(st.sampled_from([len(msgs), len(msgs), len(msgs) + 1, -1]))
+    return struct.pack("<i", n) + b"".join(msgs)
 
 
 @st.composite
@@ -114,6 +125,15 @@ def records(draw, major: int):
         info = draw(st.sampled_from([0x00, 0x20])) | (0x80 if has_info else 0)
     elif rmid == 8 and draw(st.booleans()):
         info, main = 0x10, draw(running_xacts_main())
+    elif rmid == 8 and draw(st.booleans()):  # XLOG_INVALIDATIONS: dbId, tsId, relcacheInitFileInval, nmsgs
+        info, main = 0x20, struct.pack("<IIB3x", 5, 1663, draw(st.integers(0, 1))) + draw(inval_msgs())
+    elif rmid == 1 and draw(st.booleans()):  # XLOG_XACT_INVALIDATIONS (14+)
+        info, main = 0x60, draw(inval_msgs())
+    elif rmid == 2 and draw(st.booleans()):  # XLOG_SMGR_CREATE / TRUNCATE
+        spc = draw(st.sampled_from([1663, 1664, 1700]))
+        info = draw(st.sampled_from([0x10, 0x20]))
+        main = (struct.pack("<IIIi", spc, 5, 16384, draw(st.integers(-1, 4))) if info == 0x10
+                else struct.pack("<IIIIi", 12, spc, 5, 16384, 7))
     return Record(rmid, info, xid=draw(st.integers(0, 2**32 - 1) | st.sampled_from([0, 7])),
                   blocks=draw(st.just(()) | blocks(major)), main_data=main,
                   origin=draw(st.none() | st.integers(1, 65535)),
@@ -257,9 +277,37 @@ def _common_records(major: int) -> list[Record]:
         Record(1, 0x20, 713, (), struct.pack("<q", 817300001000000)),  # ABORT
         Record(8, 0x10, 0, (), struct.pack("<iiB3xIII", 2, 1, 0, 720, 714, 713) + struct.pack("<3I", 714, 716, 715)),
         Record(8, 0x00, 0, (), struct.pack("<i", 1) + struct.pack("<III", 717, 5, 16400)),  # standby LOCK
+        Record(1, 0x80, 718, (), struct.pack("<qI", 817300002000000, 0x01 | 0x08 | 1 << 30) + struct.pack("<II", 1663, 5)
+               + struct.pack("<i", 2) + struct.pack("<b3xII4x", -2, 5, 16390) + struct.pack("<b3xII4x", 7, 5, 99)),
+        Record(2, 0x10, 0, (), struct.pack("<IIIi", 1663, 5, 16400, 0)),  # Storage CREATE
+        Record(2, 0x20, 0, (), struct.pack("<IIIIi", 3, 1664, 0, 1262, 7)),  # Storage TRUNCATE
+        Record(8, 0x20, 0, (), struct.pack("<IIB3xi", 5, 1663, 1, 1) + struct.pack("<b3xII4x", -1, 5, 1259)),
         Record(0, 0xB0, 0, fpi),  # FPI
         Record(0, 0xA0, 0, fpi),  # FPI_FOR_HINT
     ]
+    delvacuum = (Block(0, RELS[0], 7, data=struct.pack("<HHH2H", 2, 3, 2, 1, 2)),)  # deleted, updated, its ptids
+    plan = struct.pack("<IHHBxH", 600, 0x0802, 0x0900, 0x01, 2)
+    if major >= 16:
+        recs.append(Record(11, 0xC0, 0, delvacuum, struct.pack("<HH", 1, 1)))  # VACUUM
+        recs.append(Record(11, 0x70, 0, delvacuum, struct.pack("<IHHB", 640, 1, 1, 1)))  # DELETE
+    else:
+        recs.append(Record(11, 0x70, 0, blk, struct.pack("<IHH", 640, 1, 1)))  # DELETE
+    if major == 16:
+        recs.append(Record(9, 0x10, 0, (Block(0, RELS[0], 7, data=struct.pack("<2HH2H", 1, 2, 3, 4, 5)),),
+                           struct.pack("<IHH", 690, 1, 1)))  # PRUNE: redirected, dead, unused
+        recs.append(Record(9, 0x30, 0, (Block(0, RELS[0], 7, data=plan + struct.pack("<2H", 8, 9)),),
+                           struct.pack("<IH", 601, 1)))  # FREEZE_PAGE
+    if major >= 17:
+        data = (struct.pack("<H2x", 1) + plan + struct.pack("<HHH", 1, 3, 4) + struct.pack("<HH", 1, 5)
+                + struct.pack("<H2H", 2, 6, 7) + struct.pack("<2H", 8, 9))
+        for info in (0x10, 0x20, 0x30):  # PRUNE_ON_ACCESS, PRUNE_VACUUM_SCAN, PRUNE_VACUUM_CLEANUP
+            recs.append(Record(9, info, 0, (Block(0, RELS[0], 7, data=data),), struct.pack("<BBI", 1, 0xFA, 602)))
+        recs.append(Record(9, 0x10, 0, blk, struct.pack("<BB", 1, 0x00)))
+    if major >= 14:
+        recs.append(Record(1, 0x60, 719, (), struct.pack("<i", 1) + struct.pack("<b3xII4x", -4, 5, 0)))  # INVALIDATION
+    if major >= 18:
+        recs.append(Record(10, 0x70, 720, blk, struct.pack("<H2xIIB3xi", 3, 5, 1663, 0, 1)
+                           + struct.pack("<b3xII4x", -6, 5, 16384)))  # INPLACE with invalidations
     if major <= 15:
         recs.append(Record(9, 0x10, 0, blk, struct.pack("<IHH", 690, 1, 2)))  # PRUNE
         recs.append(Record(11, 0xC0, 0, blk, struct.pack("<HH", 2, 0)))  # VACUUM
