@@ -57,18 +57,10 @@ cdef extern from "wd_waldump.h":
 
 pg_crc32c_init()
 
-# xlog_internal.h (named as in PostgreSQL; see waldecode/wal/xlogpage.py)
-DEF XLP_FIRST_IS_CONTRECORD = 0x0001
-DEF XLP_LONG_HEADER = 0x0002
-DEF XLP_FIRST_IS_OVERWRITE_CONTRECORD = 0x0008
-DEF XLP_ALL_FLAGS = 0x000F
-DEF SizeOfXLogShortPHD = 24
-DEF SizeOfXLogLongPHD = 40
-DEF MaxAllocSize = 0x3FFFFFFF
-# rmgrlist.h, xact.h, xlog's XLOG_SWITCH
-DEF RM_XLOG_ID = 0
-DEF RM_XACT_ID = 1
-DEF XLOG_SWITCH = 0x40
+# PostgreSQL's constants as the pure-Python modules write them (native/pgconsts.py):
+# waldecode/wal/xlogpage.py, waldecode/rmgr/__init__.py, waldecode/rmgr/xlog.py
+from pgconsts cimport (MaxAllocSize, RM_XACT_ID, RM_XLOG_ID, SizeOfXLogLongPHD, SizeOfXLogShortPHD,
+                       XLOG_SWITCH, XLP_FIRST_IS_CONTRECORD, XLP_FIRST_IS_OVERWRITE_CONTRECORD, XLP_LONG_HEADER)
 
 MODE_STATS = 0
 MODE_TEXT = 1

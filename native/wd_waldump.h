@@ -704,6 +704,20 @@ static void wd_redirect_array(wd_buf *b, const unsigned char *p, uint32_t n)
     WD_PUTS(b, "]");
 }
 
+/*
+ * heapdesc.c heap_xlog_deserialize_prune_and_freeze, one part: a u16 count at *pos, ``header``
+ * bytes from *pos to the first of its ``elem``-byte elements; *pos moves past them (0: data short)
+ */
+static int wd_prune_items(const unsigned char *data, uint32_t dlen, uint64_t *pos, uint32_t header, uint32_t elem,
+                          int32_t *count, uint64_t *start)
+{
+    if ((*count = wd_u16_at(data, dlen, *pos)) < 0)
+        return 0;
+    *start = *pos + header;
+    *pos = *start + elem * (uint64_t) *count;
+    return 1;
+}
+
 /* heapdesc.c 17+ heap2_desc of PRUNE_ON_ACCESS, PRUNE_VACUUM_SCAN, PRUNE_VACUUM_CLEANUP
  * (waldecode/rmgr/heap.py _heap2_prune_desc_17, heap_xlog_deserialize_prune_and_freeze) */
 static int wd_heap2_prune_17(wd_buf *b, const wd_rec *rec)
@@ -727,30 +741,12 @@ static int wd_heap2_prune_17(wd_buf *b, const wd_rec *rec)
     if (data != NULL) {
         uint64_t pos = 0, plans = 0, redirected = 0, nowdead = 0, nowunused = 0;
         int32_t nplans = 0, nredirected = 0, ndead = 0, nunused = 0;
-        if (flags & (1u << 4)) {    /* XLHP_HAS_FREEZE_PLANS */
-            if ((nplans = wd_u16_at(data, dlen, pos)) < 0)
-                return 0;
-            plans = pos + 4;
-            pos = plans + 12 * (uint64_t) nplans;
-        }
-        if (flags & (1u << 5)) {    /* XLHP_HAS_REDIRECTIONS */
-            if ((nredirected = wd_u16_at(data, dlen, pos)) < 0)
-                return 0;
-            redirected = pos + 2;
-            pos = redirected + 4 * (uint64_t) nredirected;
-        }
-        if (flags & (1u << 6)) {    /* XLHP_HAS_DEAD_ITEMS */
-            if ((ndead = wd_u16_at(data, dlen, pos)) < 0)
-                return 0;
-            nowdead = pos + 2;
-            pos = nowdead + 2 * (uint64_t) ndead;
-        }
-        if (flags & (1u << 7)) {    /* XLHP_HAS_NOW_UNUSED_ITEMS */
-            if ((nunused = wd_u16_at(data, dlen, pos)) < 0)
-                return 0;
-            nowunused = pos + 2;
-            pos = nowunused + 2 * (uint64_t) nunused;
-        }
+        /* xlhp_freeze_plans {nplans, pad, plans[]}, then xlhp_prune_items {ntargets, data[]} thrice */
+        if ((flags & (1u << 4) && !wd_prune_items(data, dlen, &pos, 4, 12, &nplans, &plans))
+                || (flags & (1u << 5) && !wd_prune_items(data, dlen, &pos, 2, 4, &nredirected, &redirected))
+                || (flags & (1u << 6) && !wd_prune_items(data, dlen, &pos, 2, 2, &ndead, &nowdead))
+                || (flags & (1u << 7) && !wd_prune_items(data, dlen, &pos, 2, 2, &nunused, &nowunused)))
+            return 0;
         if (redirected + 4 * (uint64_t) nredirected > dlen || nowdead + 2 * (uint64_t) ndead > dlen
                 || nowunused + 2 * (uint64_t) nunused > dlen)
             return 0;

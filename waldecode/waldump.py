@@ -258,7 +258,7 @@ def inspect(reader, write, *, stats: str | None = None, bkp_details: bool = Fals
         raise ValueError(f"unknown implementation {impl!r}")
     table = WaldumpStats(reader.major, per_record=stats == "record") if stats else None
     if native is not None:
-        mode = 0 if stats else (2 if bkp_details else 1)
+        mode = native.MODE_STATS if stats else (native.MODE_TEXT_DETAILED if bkp_details else native.MODE_TEXT)
         dump = native.Dump(reader.major, mode, verify_crc=reader.verify_crc, rmids=rmids, xid=xid, limit=limit,
                            write=write, block_size=BLOCK_SIZE, tracker=tracker)
         if tracker is not None:
