@@ -120,8 +120,9 @@ def test_diverge_without_a_history_file_asks_for_the_switch_point(tmp_path, caps
     with pytest.raises(UsageError, match="give the switch point with --switch-lsn"):
         find_fork(timelines([tmp_path]), None, None, {1: {}, 2: {}})
     assert find_fork(timelines([tmp_path]), switch, 1, {1: {}, 2: {}}) == (1, None, switch, "--switch-lsn")
-    # --format sql is another piece of work: refused clearly, before anything is read
+    # --format sql writes the sql plugin's statements: another --plugin with it is refused, before anything is read
     catalog = tmp_path / "catalog.json"
     catalog.write_text("{}")
-    assert main(["diverge", "--old", str(tmp_path), "--catalog", str(catalog), "--format", "sql"]) == 2
-    assert "not available yet" in capsys.readouterr().err
+    assert main(["diverge", "--old", str(tmp_path), "--catalog", str(catalog), "--format", "sql",
+                 "--plugin", "wal2json"]) == 2
+    assert "leave out --plugin" in capsys.readouterr().err
