@@ -125,13 +125,10 @@ def _build_parser() -> argparse.ArgumentParser:
 
     add_pgoutput_dump_arguments(sub)
 
-    from .forensics.apply import add_arguments as add_apply_arguments
-
-    add_apply_arguments(sub)
-
-    from .forensics.cli import add_arguments as add_forensics_arguments
+    from .forensics.cli import add_apply_arguments, add_arguments as add_forensics_arguments
 
     add_forensics_arguments(sub)
+    add_apply_arguments(sub)
     return p
 
 

@@ -1,4 +1,4 @@
-"""The forensic commands: ``waldecode timelines`` and ``waldecode diverge``.
+"""The forensic commands: ``waldecode timelines``, ``waldecode diverge`` and ``waldecode apply``.
 
 Owns their arguments and printing; the work is ``timelines`` and ``diverge``'s.  ``diverge``
 exits 0 when everything after the switch point was decoded, 1 when something could not be
@@ -122,3 +122,56 @@ def cmd_diverge(args) -> int:
     for e in d.errors:
         print(f"waldecode: error: {e}", file=sys.stderr)
     return EXIT_OK if d.complete else EXIT_INCOMPLETE
+
+
+# -- the command ---------------------------------------------------------------------------------------
+
+
+def add_apply_arguments(sub) -> None:
+    ap = sub.add_parser("apply", help="apply decoded transactions to a live server, as a subscriber would",
+                        description="Decode WAL and apply each committed transaction to TARGET in commit order, "
+                                    "one target transaction each, with a logical-replication subscriber's rules; "
+                                    "progress is kept in a replication origin on the target, so a rerun resumes "
+                                    "after the last transaction applied.")
+    ap.add_argument("paths", nargs="+", metavar="PATH", help="WAL segment files or directories")
+    ap.add_argument("--dsn", required=True, help="libpq connection string of the target database (superuser: "
+                                                 "replication origins)")
+    ap.add_argument("--catalog", required=True, metavar="FILE", help="catalog snapshot of the source database")
+    ap.add_argument("--origin", default="waldecode", help="replication origin on the target (default: waldecode)")
+    ap.add_argument("-s", "--start-lsn", type=argtypes.lsn, help="as decode --start-lsn")
+    ap.add_argument("-e", "--end-lsn", type=argtypes.lsn, help="as decode --end-lsn")
+    ap.add_argument("--timeline", type=int, help="follow this timeline (as decode --timeline)")
+    ap.add_argument("--set", dest="settings", action="append", default=[], metavar="NAME=VALUE",
+                    help="as decode --set")
+    ap.add_argument("--dry-run", action="store_true", help="print what would be applied; change nothing")
+    ap.set_defaults(func=cmd_apply)
+
+
+def cmd_apply(args) -> int:
+    import psycopg
+
+    from ..catalog import Catalog
+    from ..cli import fit_catalog, report_decode_result
+    from ..logical.session import decode_wal
+    from ..wal.segments import discover
+    from .apply import ApplyError, ApplyOutput
+
+    segments = discover(args.paths, args.timeline)
+    catalog = Catalog.load(args.catalog)
+    fit_catalog(catalog, segments, args.settings, args.catalog)
+
+    def log(message: str) -> None:
+        print(f"waldecode: {message}", file=sys.stderr)
+
+    try:
+        conn = psycopg.connect(args.dsn, autocommit=False)
+    except psycopg.Error as e:
+        raise ApplyError(f"could not connect to the target: {str(e).strip()}") from None
+    with conn:
+        plugin = ApplyOutput(conn, args.origin, write=lambda line: print(line), dry_run=args.dry_run, log=log)
+        result = decode_wal(segments, catalog, plugin, start_lsn=args.start_lsn, end_lsn=args.end_lsn,
+                            on_warning=lambda m: log(f"warning: {m}"))
+    log(f"{plugin.applied} transaction(s) {'would be ' if args.dry_run else ''}applied, "
+        f"{plugin.already_applied} applied before (origin {args.origin!r}), "
+        f"{plugin.skipped_changes} change(s) skipped (row not on the target)")
+    return report_decode_result(result, segments, args.start_lsn)
