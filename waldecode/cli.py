@@ -55,7 +55,7 @@ def _build_parser() -> argparse.ArgumentParser:
     dec.add_argument("--catalog", metavar="FILE",
                      help="catalog snapshot written by 'waldecode catalog' (relations, types, settings); "
                           "not needed when --slot resumes")
-    dec.add_argument("--format", default="test_decoding", choices=("test_decoding",), help="output plugin")
+    dec.add_argument("--format", default="test_decoding", choices=tuple(PLUGINS), help="output plugin")
     dec.add_argument("-o", "--option", dest="options", action="append", default=[], metavar="NAME[=VALUE]",
                      help="output plugin option, as pg_recvlogical -o passes it (repeatable)")
     dec.add_argument("-s", "--start-lsn", type=argtypes.lsn,
@@ -131,6 +131,21 @@ def fit_catalog(catalog, segments, settings: list, source) -> None:
                          f"{source} is from PostgreSQL {catalog.major}")
 
 
+# --format NAME -> "module:class" of the output plugin (each takes write= or output=)
+PLUGINS = {
+    "test_decoding": "waldecode.output.test_decoding:TestDecoding",
+    "pgoutput": "waldecode.output.pgoutput:PgOutput",
+}
+
+
+def plugin_class(name: str):
+    """The output plugin class ``--format name`` names."""
+    import importlib
+
+    module, _, cls = PLUGINS[name].partition(":")
+    return getattr(importlib.import_module(module), cls)
+
+
 def plugin_options(items) -> dict:
     out = {}
     for item in items:
@@ -198,7 +213,6 @@ def cmd_inspect(args) -> int:
 
 def cmd_decode(args) -> int:
     from .catalog import Catalog
-    from .output.test_decoding import TestDecoding
     from .logical.session import decode_wal, missing_start_message
     from .wal.segments import discover
 
@@ -239,7 +253,7 @@ def cmd_decode(args) -> int:
             spill_dir = _fresh_dir(args.slot + ".spill")
     else:
         out = _LazyOutput(args.output)
-    plugin = TestDecoding(output=out.writer)
+    plugin = plugin_class(args.format)(output=out.writer)
     _settle_gc()
 
     def track(reader):

@@ -261,7 +261,7 @@ class LogicalDecoder:
         # CreateDecodingContext: the plugin's startup parses its options before anything is decoded
         snapshot = CatalogView(catalog)
         plugin_opts = plugin.startup(dict(plugin_options or {}), snapshot) or OutputPluginOptions()
-        self.two_phase = two_phase and plugin.supports_two_phase()
+        self.two_phase = (two_phase or plugin_opts.two_phase) and plugin.supports_two_phase()
         self.major = major or catalog.major
         self.rb = ReorderBuffer(spill_dir, spill_threshold, memory_budget, segment_size=segment_size)
         self.snapbuild = SnapBuilder(start_decoding_at, assume_consistent)
@@ -498,7 +498,7 @@ class LogicalDecoder:
     def _plugin_txn(txn, rec: DecodedRecord, parsed, xact_time: int) -> Transaction:
         """The plugin's view of ``txn``, ended by ``rec``."""
         return Transaction(txn.xid, txn.first_lsn, rec.lsn, rec.end_lsn, xact_time, rec.origin, parsed.origin_lsn,
-                           txn.gid or parsed.twophase_gid or None)
+                           txn.gid or parsed.twophase_gid or None, parsed.msgs)
 
     def _decode_commit(self, rec: DecodedRecord, parsed, xid: int, two_phase: bool) -> None:
         rb = self.rb

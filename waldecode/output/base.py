@@ -51,6 +51,9 @@ class OutputPluginOptions:
 
     # Also decode changes to the transient heaps of table rewrites (a relation with relrewrite)
     receive_rewrites: bool = False
+    # Decode prepared transactions at PREPARE even on a slot not created two_phase (ctx->twophase_opt_given:
+    # pgoutput's two_phase option)
+    two_phase: bool = False
     # Deliver row changes as the WAL carries their tuples, through ``change_tuples``, instead of
     # as column values through ``change`` (a plugin with native tuple output asks for this)
     receive_wal_tuples: bool = False
@@ -66,7 +69,10 @@ class Transaction:
     is the time that record carries (commit_time, prepare_time or the abort time, as
     PostgreSQL's ``xact_time`` union; TimestampTz: microseconds since 2000-01-01 UTC).
     ``origin_id`` is the replication origin (0: none), ``gid`` the GID of a prepared
-    transaction, else None.
+    transaction, else None.  ``invalidations`` are the catalog cache invalidation messages
+    the ending record carries (SharedInvalidationMessage, 16 bytes each; what logical
+    decoding executes when it replays the transaction, and plugins with caches of their own
+    act on, as pgoutput's relation sync cache does).
     """
 
     xid: int
@@ -77,6 +83,7 @@ class Transaction:
     origin_id: int = 0
     origin_lsn: int = 0
     gid: str | None = None
+    invalidations: bytes = b""
 
 
 class CatalogView:
@@ -143,6 +150,13 @@ class OutputWriter:
 
     def write_line(self, line: str) -> None:
         self._append(line.encode("utf-8", "surrogateescape"))
+        self._append(b"\n")
+        if len(self.buffer) >= self.block_size:
+            self.flush()
+
+    def write_bytes_line(self, data: bytes) -> None:
+        """A line that is bytes already (a binary plugin's message; pg_recvlogical -f ends each with a newline)."""
+        self._append(data)
         self._append(b"\n")
         if len(self.buffer) >= self.block_size:
             self.flush()
