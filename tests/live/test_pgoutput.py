@@ -54,6 +54,7 @@ CREATE PUBLICATION p_cols FOR TABLE cols (id, b);
 CREATE PUBLICATION p_root FOR TABLE parted WITH (publish_via_partition_root = true);
 CREATE PUBLICATION p_leaf FOR TABLE parted;
 CREATE PUBLICATION p_trunc FOR TABLE trunc_a, trunc_b;
+CREATE PUBLICATION p_grow FOR TABLE no_key;
 INSERT INTO acct SELECT g, 'owner ' || g, g * 10, NULL FROM generate_series(1, 20) g;
 INSERT INTO full_ident SELECT g, 'a' || g, g FROM generate_series(1, 10) g;
 INSERT INTO no_key SELECT g, 'b' || g FROM generate_series(1, 10) g;
@@ -183,19 +184,24 @@ def test_publication_sets_protocols_binary_messages(cluster, tmp_path):
 
 
 def test_two_phase(cluster, tmp_path):
-    for slot_two_phase, extra in ((True, {}), (False, {"two_phase": "on"}), (False, {})):
+    for k, (slot_two_phase, extra) in enumerate(((True, {}), (False, {"two_phase": "on"}), (False, {}))):
         run = PgoutputRun(cluster, two_phase=slot_two_phase)
         with cluster.connect(DB) as conn:
             conn.execute("BEGIN; INSERT INTO acct VALUES (5001, 'prep', 1.5, NULL); PREPARE TRANSACTION 'g1'")
             conn.execute("COMMIT PREPARED 'g1'")
             conn.execute("BEGIN; UPDATE acct SET note = 'rolled back' WHERE id = 5001; PREPARE TRANSACTION 'g2'")
             conn.execute("ROLLBACK PREPARED 'g2'")
-            conn.execute("BEGIN; INSERT INTO other.o1 VALUES (77, 'not published by p_acct'); "
+            conn.execute(f"BEGIN; INSERT INTO other.o1 VALUES ({77 + k}, 'not published by p_acct'); "
                          "PREPARE TRANSACTION 'g3'")
             conn.execute("COMMIT PREPARED 'g3'")
             conn.execute("DELETE FROM acct WHERE id = 5001")
-        _check(run.finish(tmp_path / str(len(extra)) / str(slot_two_phase),
-                          [_opts(3, "p_acct", **extra), _opts(3, "p_all", messages="true", **extra)]))
+        results = run.finish(tmp_path / str(k),
+                             [_opts(3, "p_acct", **extra), _opts(3, "p_all", messages="true", **extra)])
+        _check(results)
+        kinds = {m[:1] for m in results[0][2]}
+        # decoded at PREPARE on a two_phase slot or with the option: Begin Prepare, Prepare, Commit and
+        # Rollback Prepared; else at COMMIT PREPARED as an ordinary transaction
+        assert ({b"b", b"P", b"K", b"r"} <= kinds) == bool(slot_two_phase or extra), kinds
 
 
 def test_ddl_and_publication_changes_in_range(cluster, tmp_path):
@@ -204,6 +210,7 @@ def test_ddl_and_publication_changes_in_range(cluster, tmp_path):
         conn.execute("CREATE TABLE later (id int PRIMARY KEY, v text)")
         conn.execute("INSERT INTO later VALUES (1, 'before')")
         conn.execute("CREATE PUBLICATION p_later FOR TABLE later")
+        conn.execute("ALTER PUBLICATION p_grow ADD TABLE later")
         conn.execute("INSERT INTO later VALUES (2, 'published')")
         conn.execute("INSERT INTO acct VALUES (201, 'x', 1, NULL)")
         conn.execute("ALTER TABLE acct ADD COLUMN extra int DEFAULT 7")
@@ -211,20 +218,49 @@ def test_ddl_and_publication_changes_in_range(cluster, tmp_path):
         conn.execute("UPDATE acct SET note = 'z' WHERE id = 201")
         conn.execute("BEGIN; INSERT INTO later VALUES (3, 'a'); ALTER TABLE later ADD COLUMN w text; "
                      "INSERT INTO later VALUES (4, 'b', 'w'); COMMIT")
-        conn.execute("ALTER PUBLICATION p_later ADD TABLE acct")
+        conn.execute("ALTER PUBLICATION p_grow ADD TABLE acct")
         conn.execute("INSERT INTO acct VALUES (203, 'w', 3, NULL, 9)")
-        conn.execute("ALTER PUBLICATION p_later SET (publish = 'insert')")
+        conn.execute("ALTER PUBLICATION p_grow SET (publish = 'insert')")
         conn.execute("DELETE FROM later WHERE id = 1")
         conn.execute("INSERT INTO later VALUES (5, 'c', NULL)")
-        conn.execute("ALTER PUBLICATION p_later DROP TABLE later")
+        conn.execute("ALTER PUBLICATION p_grow DROP TABLE later")
         conn.execute("INSERT INTO later VALUES (6, 'gone', NULL)")
+        conn.execute("ALTER PUBLICATION p_grow ADD TABLES IN SCHEMA other")
+        conn.execute("ALTER PUBLICATION p_grow SET (publish = 'insert, update, delete')")
+        conn.execute("INSERT INTO other.o2 VALUES (500, 5); UPDATE other.o2 SET w = 6 WHERE id = 500")
+        conn.execute("ALTER PUBLICATION p_grow SET TABLE cols (id, c)")
+        conn.execute("INSERT INTO cols VALUES (50, 'a', 'b', 5); INSERT INTO acct VALUES (205, 'u', 5, NULL, 1)")
+        conn.execute("CREATE INDEX ON acct (owner)")
+        conn.execute("INSERT INTO acct VALUES (206, 'idx', 6, NULL, 1)")
         conn.execute("ALTER TABLE acct DROP COLUMN extra")
         conn.execute("INSERT INTO acct VALUES (204, 'v', 4, NULL)")
         conn.execute("DROP PUBLICATION p_later")
-    _check(run.finish(tmp_path, [_opts(1, "p_all"), _opts(2, "p_all", binary="true")]))
-    # p_later did not exist at the start: the server fails when it first needs it, so does waldecode
-    with pytest.raises(OutputPluginError, match='publication "p_later" does not exist'):
-        run.decode(_opts(1, "p_later"))
+    results = run.finish(tmp_path, [_opts(1, "p_all"), _opts(2, "p_all", binary="true"), _opts(1, "p_grow"),
+                                    _opts(1, "p_acct")])
+    _check(results)
+    # the schema of acct is sent again after each change of it (and of the publications)
+    assert sum(m.startswith(b"R") and b"acct\x00" in m for m in results[0][2]) >= 4
+
+
+def test_publication_missing_at_the_start(cluster, tmp_path):
+    """A publication created inside the range does not exist for the changes before: the server fails when
+    it first looks it up, and so does waldecode."""
+    import psycopg
+
+    run = PgoutputRun(cluster)
+    with cluster.connect(DB) as conn:
+        conn.execute("INSERT INTO acct VALUES (301, 'x', 1, NULL)")
+        conn.execute("CREATE PUBLICATION p_new FOR TABLE acct")
+        conn.execute("INSERT INTO acct VALUES (302, 'y', 1, NULL)")
+    with pytest.raises(psycopg.Error) as server:
+        run.finish(tmp_path, [_opts(1, "p_new")])
+    with cluster.connect(DB) as conn:
+        conn.execute("SELECT pg_drop_replication_slot(%s)", (run.slot,))
+        conn.execute("DROP PUBLICATION p_new")
+    run.wal = cluster.archive_wal(tmp_path / "wal")
+    with pytest.raises(OutputPluginError) as ours:
+        run.decode(_opts(1, "p_new"))
+    assert ours.value.args[0] == server.value.diag.message_primary
 
 
 @pytest.mark.parametrize("options", [
@@ -263,3 +299,37 @@ def test_option_errors_as_the_server_words_them(cluster, options):
     with pytest.raises(OutputPluginError) as ours:
         plugin.startup(options, CatalogView(catalog))
     assert ours.value.args[0] == server.value.diag.message_primary
+
+
+def test_cli_writes_what_pg_recvlogical_writes(cluster, tmp_path):
+    """``waldecode decode --format pgoutput`` prints the bytes ``pg_recvlogical -f`` writes for a pgoutput
+    slot with the same options (each message, then a newline), binary values included."""
+    import subprocess
+    import sys
+
+    run = PgoutputRun(cluster)
+    catalog_file = tmp_path / "catalog.json"
+    catalog_file.write_text(run.catalog.to_json())
+    with cluster.connect(DB) as conn:
+        conn.execute(TYPED_ROW, (10,))
+        conn.execute("UPDATE typed SET by = '\\x0a0d0a'::bytea, t = E'line\\nbreak' WHERE id = 10")
+        conn.execute("BEGIN; SELECT pg_logical_emit_message(true, 'p', E'\\n'); DELETE FROM typed WHERE id = 10; "
+                     "COMMIT")
+        conn.execute("CHECKPOINT")
+        end_lsn = conn.execute("SELECT pg_current_wal_insert_lsn()::text").fetchone()[0]
+        first = conn.execute("SELECT pg_walfile_name(%s::pg_lsn)", (run.restart_lsn,)).fetchone()[0]
+    wal = cluster.archive_wal(tmp_path / "wal", first)
+    options = ["-o", "proto_version=2", "-o", "publication_names=p_all", "-o", "binary=true", "-o", "messages"]
+    out = cluster.base / "recv.out"
+    cluster.run_bin("pg_recvlogical", "-h", str(cluster.socket_dir), "-p", str(cluster.port), "-U", "postgres",
+                    "-d", DB, "-S", run.slot, "--start", "--no-loop", "-E", end_lsn, "-f", str(out), *options)
+    expected = out.read_bytes()
+    with cluster.connect(DB) as conn:
+        conn.execute("SELECT pg_drop_replication_slot(%s)", (run.slot,))
+    mine = tmp_path / "mine.out"
+    proc = subprocess.run([sys.executable, "-m", "waldecode.cli", "decode", "--quiet", "--format", "pgoutput",
+                           "--catalog", str(catalog_file), "--start-lsn", run.confirmed_lsn, "--end-lsn", end_lsn,
+                           "--output", str(mine), str(wal), *options], capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    assert expected.count(b"\n") >= 8
+    assert mine.read_bytes() == expected
