@@ -421,9 +421,14 @@ class LogicalDecoder:
         ended = self.snapbuild.state >= SNAPBUILD_FULL_SNAPSHOT
         if info == rm_xact.XLOG_XACT_INVALIDATIONS:
             # The catalog history follows the catalog rows themselves, not invalidations; but they
-            # mark the transaction as one that changed the catalog (xact_decode)
+            # mark the transaction as one that changed the catalog (xact_decode), and those of a
+            # transaction without xid (VACUUM's in-place updates) are executed at once
+            # (ReorderBufferImmediateInvalidation), which plugins with caches hear
             if rec.xl_xid and ended:
                 rb.set_catalog_changes(rec.xl_xid, rec.lsn)
+            elif ended:
+                nmsgs = struct.unpack_from("<i", rec.main_data, 0)[0]
+                self.plugin.invalidate(bytes(rec.main_data[4:4 + nmsgs * rm_xact.SizeOfSharedInvalidationMessage]))
             return
         ev = xact_event(rec, self.major)
         if ev is None:
@@ -518,6 +523,9 @@ class LogicalDecoder:
                 self._ended_early(xid, rec, "committed", parsed.twophase_gid or "", parsed.dbId, parsed.subxacts)
             for sub in parsed.subxacts:
                 rb.forget(sub)
+            txn = rb.txn_by_xid(xid, False)
+            if parsed.msgs and txn is not None and txn.has_base_snapshot:
+                self.plugin.invalidate(parsed.msgs)  # ReorderBufferForget
             rb.forget(xid)
             return
         for sub in parsed.subxacts:
@@ -536,6 +544,8 @@ class LogicalDecoder:
         txn.final_lsn = rec.lsn
         txn.end_lsn = rec.end_lsn
         if not txn.has_base_snapshot:
+            if parsed.msgs:
+                self.plugin.invalidate(parsed.msgs)  # ReorderBufferReplay without a base snapshot
             rb.cleanup(txn)
             return
         ptxn = self._plugin_txn(txn, rec, parsed, commit_time)

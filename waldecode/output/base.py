@@ -18,6 +18,8 @@ Order of calls, as logical decoding makes them::
         commit(txn, commit_lsn)                prepare(txn, prepare_lsn) at PREPARE
     commit_prepared(txn, ...), rollback_prepared(txn, ...)   at COMMIT/ROLLBACK PREPARED
     message(txn or None, lsn, False, ...)      a non-transactional message, at its record
+    invalidate(messages)                       catalog cache invalidations executed outside any
+                                               transaction handed to the plugin, at their record
     uncommitted(txn)                           waldecode's: ends a transaction still open at
                                                the end of the WAL, when asked to print those
     shutdown()                                 once, at the end (after an error too)
@@ -285,6 +287,15 @@ class OutputPlugin(abc.ABC):
         """rollback_prepared_cb: a transaction decoded at PREPARE was rolled back (ROLLBACK
         PREPARED); ``prepare_end_lsn`` and ``prepare_time`` are those of its PREPARE."""
         raise OutputPluginError("logical replication at prepare time requires a rollback_prepared callback")
+
+    # -- catalog cache invalidations ---------------------------------------------------------------
+
+    def invalidate(self, messages: bytes) -> None:
+        """Catalog cache invalidations logical decoding executes outside the replay of a transaction
+        handed to the plugin (ReorderBufferImmediateInvalidation: those of a transaction without
+        xid, as VACUUM's in-place updates log them; of a transaction skipped or without changes):
+        SharedInvalidationMessage, 16 bytes each.  A plugin with caches of its own acts on them
+        (pgoutput's relation sync cache); the others need not."""
 
     # -- origins -----------------------------------------------------------------------------------
 

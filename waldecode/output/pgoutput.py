@@ -491,6 +491,9 @@ class PgOutput(OutputPlugin):
             self._index_view = view
         return self._index
 
+    def invalidate(self, messages: bytes) -> None:
+        self.execute_invalidations(messages)
+
     def execute_invalidations(self, msgs: bytes) -> None:
         """LocalExecuteInvalidationMessage of each message, as far as pgoutput's callbacks hear it: a
         relcache message (rel_sync_cache_relation_cb) marks its relation's entry invalid (every entry for
