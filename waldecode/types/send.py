@@ -56,9 +56,13 @@ def numeric_send(value, typ, ctx) -> bytes:
     header = _u16.unpack_from(payload, 0)[0]
     flags = header & NUMERIC_SIGN_MASK
     if flags == NUMERIC_SPECIAL:
-        # NUMERIC_HEADER_IS_SHORT holds for specials: weight and dscale read as 0, the sign is the
-        # extended flag bits (NaN, +Inf, -Inf)
-        return struct.pack(">hhHh", 0, 0, header & NUMERIC_EXT_SIGN_MASK, 0)
+        # NUMERIC_HEADER_IS_SHORT holds for specials: weight and dscale are read from the header as
+        # the short format's (0 and 0, or 32 for the infinities), the sign is the extended flag bits
+        weight = header & NUMERIC_SHORT_WEIGHT_MASK
+        if header & NUMERIC_SHORT_WEIGHT_SIGN_MASK:
+            weight -= 64
+        dscale = (header & NUMERIC_SHORT_DSCALE_MASK) >> NUMERIC_SHORT_DSCALE_SHIFT
+        return struct.pack(">hhHh", 0, weight, header & NUMERIC_EXT_SIGN_MASK, dscale)
     if flags == NUMERIC_SHORT:
         sign = NUMERIC_NEG if header & NUMERIC_SHORT_SIGN_MASK else NUMERIC_POS
         dscale = (header & NUMERIC_SHORT_DSCALE_MASK) >> NUMERIC_SHORT_DSCALE_SHIFT
@@ -106,6 +110,139 @@ def enum_send(value, typ, ctx) -> bytes:
     return enum_out(value, typ, ctx).encode("utf-8", "surrogateescape")
 
 
+def _network_send(is_cidr: bool):
+    """inet_send / cidr_send: family, bits, is_cidr, address length, address."""
+    def send(value, typ, ctx) -> bytes:
+        v = bytes(value)
+        if len(v) not in (6, 18):
+            raise CorruptRecordError(f"inet datum is {len(v)} bytes, expected 6 or 18")
+        return bytes((v[0], v[1], 1 if is_cidr else 0, len(v) - 2)) + v[2:]
+    return send
+
+
+def varbit_send(value, typ, ctx) -> bytes:
+    """bit_send / varbit_send: int32 bit length, then the bits."""
+    if len(value) < 4:
+        raise CorruptRecordError(f"bit string datum of {len(value)} bytes has no length")
+    return bytes(value[0:4])[::-1] + bytes(value[4:])
+
+
+def _float8s(n: int, what: str):
+    """point_send, box_send: ``n`` float8s, each in network byte order."""
+    def send(value, typ, ctx) -> bytes:
+        if len(value) != 8 * n:
+            raise CorruptRecordError(f"{what} datum is {len(value)} bytes, expected {8 * n}")
+        v = bytes(value)
+        return b"".join(v[i:i + 8][::-1] for i in range(0, 8 * n, 8))
+    return send
+
+
+def _counted(fn, value) -> bytes:
+    """A nested value as send functions embed one: int32 length, then its bytes."""
+    data = fn(value)
+    return struct.pack(">i", len(data)) + data
+
+
+def array_send(value, typ, ctx) -> bytes:
+    """array_send: ndim, has-nulls flag, element type, (dim, lower bound) per dimension, then each
+    element as int32 length (-1: NULL) and its send function's bytes."""
+    from .arrays import deconstruct
+
+    elemtype, dims, lbounds, items = deconstruct(value, ctx)
+    has_nulls = len(value) >= 8 and struct.unpack_from("<i", value, 4)[0] != 0  # dataoffset: a null bitmap
+    parts = [struct.pack(">iiI", len(dims), 1 if has_nulls else 0, elemtype)]
+    for d, lb in zip(dims, lbounds):
+        parts.append(struct.pack(">ii", d, lb))
+    if items:
+        send = send_function(ctx, elemtype)
+        for item in items:
+            parts.append(b"\xff\xff\xff\xff" if item is None else _counted(send, item))
+    return b"".join(parts)
+
+
+def record_send(value, typ, ctx) -> bytes:
+    """record_send: the number of columns, then per column its type OID and its value (int32 length,
+    -1 for NULL, and the send function's bytes)."""
+    from ..heap.heaptuple import datum_type_oid, deform_datum_tuple
+    from . import UnsupportedTypeError
+
+    typeoid = datum_type_oid(value)
+    rtyp = ctx.catalog.type(typeoid) or typ
+    relation = ctx.catalog.relation(rtyp.typrelid) if rtyp.typrelid else None
+    if relation is None:
+        raise UnsupportedTypeError(typeoid, rtyp.typname, "record_send (the composite type's attributes are not "
+                                   "in the catalog)")
+    atts = relation.attributes
+    values = deform_datum_tuple(value, atts)
+    live = [(a, v) for a, v in zip(atts, values) if not a.attisdropped]
+    parts = [struct.pack(">i", len(live))]
+    for a, v in live:
+        parts.append(struct.pack(">I", a.atttypid))
+        parts.append(b"\xff\xff\xff\xff" if v is None else _counted(send_function(ctx, a.atttypid), v))
+    return b"".join(parts)
+
+
+def _range_bytes(ctx, subtype: int, flags: int, lower, upper) -> bytes:
+    """range_send of one range: its flags byte, then each bound present, counted."""
+    parts = [bytes((flags,))]
+    if lower is not None or upper is not None:
+        send = send_function(ctx, subtype)
+        for bound in (lower, upper):
+            if bound is not None:
+                parts.append(_counted(send, bound))
+    return b"".join(parts)
+
+
+def range_send(value, typ, ctx) -> bytes:
+    from .ranges import range_parts
+
+    subtype, flags, lower, upper = range_parts(value, typ, ctx)
+    return _range_bytes(ctx, subtype, flags, lower, upper)
+
+
+def multirange_send(value, typ, ctx) -> bytes:
+    """multirange_send: the number of ranges, then each range_send's bytes, counted."""
+    from .ranges import multirange_ranges
+
+    subtype, ranges = multirange_ranges(value, typ, ctx)
+    parts = [struct.pack(">i", len(ranges))]
+    for flags, lower, upper in ranges:
+        data = _range_bytes(ctx, subtype, flags, lower, upper)
+        parts.append(struct.pack(">i", len(data)) + data)
+    return b"".join(parts)
+
+
+def tsvector_send(value, typ, ctx) -> bytes:
+    """tsvectorsend: the number of lexemes, then each lexeme NUL-terminated, its number of positions
+    and the positions (WordEntryPos, uint16)."""
+    v = bytes(value)
+    if len(v) < 4:
+        raise CorruptRecordError(f"tsvector datum of {len(v)} bytes has no size")
+    size = struct.unpack_from("<i", v, 0)[0]
+    strptr = 4 + 4 * size
+    if size < 0 or strptr > len(v):
+        raise CorruptRecordError(f"tsvector datum of {len(v)} bytes claims {size} lexemes")
+    parts = [struct.pack(">i", size)]
+    for e in struct.unpack_from(f"<{size}I", v, 4):
+        haspos, length, pos = e & 1, (e >> 1) & 0x7FF, e >> 12
+        start = strptr + pos
+        if start + length > len(v):
+            raise CorruptRecordError(f"tsvector lexeme at {pos} (+{length}) runs past the end of the value")
+        parts.append(v[start:start + length] + b"\x00")
+        npos = 0
+        positions = ()
+        if haspos:
+            p = strptr + ((pos + length + 1) & ~1)
+            if p + 2 > len(v):
+                raise CorruptRecordError("tsvector position vector runs past the end of the value")
+            npos = struct.unpack_from("<H", v, p)[0]
+            if p + 2 + 2 * npos > len(v):
+                raise CorruptRecordError("tsvector position vector runs past the end of the value")
+            positions = struct.unpack_from(f"<{npos}H", v, p + 2)
+        parts.append(struct.pack(f">H{npos}H", npos, *positions))
+    return b"".join(parts)
+
+
 # output function name -> the send function PostgreSQL pairs with it (src/include/catalog/pg_type.dat)
 SEND_FUNCTIONS = {
     "boolout": _as_is,  # boolsend: one byte, 0 or 1
@@ -137,6 +274,19 @@ SEND_FUNCTIONS = {
     "numeric_out": numeric_send,
     "jsonb_out": jsonb_send,
     "enum_out": enum_send,
+    "inet_out": _network_send(False),
+    "cidr_out": _network_send(True),
+    "macaddr_out": _as_is,
+    "macaddr8_out": _as_is,
+    "bit_out": varbit_send,
+    "varbit_out": varbit_send,
+    "point_out": _float8s(2, "point"),
+    "box_out": _float8s(4, "box"),
+    "array_out": array_send,
+    "record_out": record_send,
+    "range_out": range_send,
+    "multirange_out": multirange_send,
+    "tsvectorout": tsvector_send,
 }
 
 #: output functions of types without a send function (pg_type.typsend 0): pgoutput sends them as text
