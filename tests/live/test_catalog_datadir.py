@@ -203,6 +203,12 @@ CREATE MATERIALIZED VIEW mv AS SELECT 1 AS one;
 CREATE SEQUENCE seq;
 CREATE TABLE multi (id int PRIMARY KEY);
 CREATE TABLE multi_aborted (id int PRIMARY KEY);
+-- publications (pgoutput): every kind of member, column lists, row filters, options
+CREATE PUBLICATION pub_all FOR ALL TABLES WITH (publish = 'insert', publish_via_partition_root = true);
+CREATE PUBLICATION pub_some FOR TABLE pk (id, t) WHERE (id > 5), parted, TABLES IN SCHEMA other, "S p";
+CREATE PUBLICATION "Pub q" FOR TABLE rfull WITH (publish = 'update, truncate');
+CREATE PUBLICATION pub_dropped FOR TABLE multi;
+DROP PUBLICATION pub_dropped;
 
 -- catalog history: dead tuple versions on the catalog pages
 CREATE TABLE doomed (id int PRIMARY KEY, t text);

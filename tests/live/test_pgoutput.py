@@ -55,6 +55,7 @@ CREATE PUBLICATION p_root FOR TABLE parted WITH (publish_via_partition_root = tr
 CREATE PUBLICATION p_leaf FOR TABLE parted;
 CREATE PUBLICATION p_trunc FOR TABLE trunc_a, trunc_b;
 CREATE PUBLICATION p_grow FOR TABLE no_key;
+CREATE PUBLICATION p_where FOR TABLE acct WHERE (id > 100), other.o1;
 INSERT INTO acct SELECT g, 'owner ' || g, g * 10, NULL FROM generate_series(1, 20) g;
 INSERT INTO full_ident SELECT g, 'a' || g, g FROM generate_series(1, 10) g;
 INSERT INTO no_key SELECT g, 'b' || g FROM generate_series(1, 10) g;
@@ -96,8 +97,8 @@ class PgoutputRun:
                 "SELECT restart_lsn::text, confirmed_flush_lsn::text FROM pg_replication_slots "
                 "WHERE slot_name = %s", (self.slot,)).fetchone()
 
-    def finish(self, tmp_path, option_sets: list[dict]) -> list[tuple]:
-        """[(options, got, expected)] per option set: messages as bytes."""
+    def finish(self, tmp_path, option_sets: list[dict], decode: bool = True) -> list[tuple]:
+        """[(options, got, expected)] per option set: messages as bytes (got None without ``decode``)."""
         with self.c.connect(DB) as conn:
             conn.execute("CHECKPOINT")
             self.end_lsn = conn.execute("SELECT pg_current_wal_insert_lsn()::text").fetchone()[0]
@@ -112,7 +113,7 @@ class PgoutputRun:
         self.wal = self.c.archive_wal(tmp_path / "wal", first)
         out = []
         for options, exp in zip(option_sets, expected):
-            out.append((options, self.decode(options), exp))
+            out.append((options, self.decode(options) if decode else None, exp))
         return out
 
     def decode(self, options: dict) -> list[bytes]:
@@ -240,6 +241,28 @@ def test_ddl_and_publication_changes_in_range(cluster, tmp_path):
     _check(results)
     # the schema of acct is sent again after each change of it (and of the publications)
     assert sum(m.startswith(b"R") and b"acct\x00" in m for m in results[0][2]) >= 4
+
+
+def test_row_filters(cluster, tmp_path):
+    """A row filter (pg_publication_rel.prqual) decides which rows are sent: without an evaluator
+    (waldecode.output.pgoutput_rowfilter) the changes of such a table are refused, never sent
+    unfiltered; FOR ALL TABLES beside it means no filter, as on the server."""
+    run = PgoutputRun(cluster)
+    with cluster.connect(DB) as conn:
+        conn.execute("INSERT INTO other.o1 VALUES (900, 'no filter')")
+        conn.execute("INSERT INTO acct VALUES (901, 'passes', 1, NULL), (55, 'filtered out', 1, NULL)")
+    results = run.finish(tmp_path, [_opts(1, "p_where"), _opts(1, "p_where,p_all")], decode=False)
+    # the server sent the one row that passes the filter, and both with FOR ALL TABLES beside it
+    assert sum(m.startswith(b"I") for m in results[0][2]) == 2
+    assert sum(m.startswith(b"I") for m in results[1][2]) == 3
+    assert run.decode(_opts(1, "p_where,p_all")) == results[1][2]
+    try:
+        import waldecode.output.pgoutput_rowfilter  # noqa: F401
+    except ImportError:
+        with pytest.raises(OutputPluginError, match='table "public.acct" has a row filter in publication "p_where"'):
+            run.decode(_opts(1, "p_where"))
+    else:
+        assert run.decode(_opts(1, "p_where")) == results[0][2]
 
 
 def test_publication_missing_at_the_start(cluster, tmp_path):

@@ -113,6 +113,12 @@ class CatalogView:
     def __repr__(self) -> str:
         return f"<CatalogView of {self._catalog!r}>"
 
+    @property
+    def catalog(self):
+        """The catalog itself (``catalog.Catalog`` or a historic view of it), for what this view does
+        not wrap: the publication catalogs pgoutput reads, ``position`` in the catalog history."""
+        return self._catalog
+
     def relation(self, oid: int) -> Relation | None:
         return self._catalog.relation(oid)
 

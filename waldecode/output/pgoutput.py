@@ -25,7 +25,6 @@ import struct
 
 from ..catalog import Relation
 from ..catalog.pg_catalog import (
-    PG_CATALOG_NAMESPACE,
     RELKIND_PARTITIONED_TABLE,
     RELKIND_RELATION,
     RELPERSISTENCE_PERMANENT,
@@ -274,7 +273,7 @@ class _PublicationIndex:
     (PUBLICATIONNAMESPACEMAP), partition ancestors (pg_inherits)."""
 
     def __init__(self, view: CatalogView):
-        cat = view._catalog
+        cat = view.catalog
         pubs = getattr(cat, "publications", None)
         if pubs is None:
             raise OutputPluginError("the catalog snapshot carries no publications (it was written by an older "
@@ -376,13 +375,13 @@ class PgOutput(OutputPlugin):
     def startup(self, options: dict, catalog: CatalogView) -> OutputPluginOptions:
         self.major = catalog.major
         self.data = parse_output_parameters(options, catalog.major)
-        if getattr(catalog._catalog, "publications", None) is None:
+        if getattr(catalog.catalog, "publications", None) is None:
             raise OutputPluginError("the catalog snapshot carries no publications (it was written by an older "
                                     "waldecode): take a new one with 'waldecode catalog' for pgoutput")
         if catalog.major not in FLUSH_ALL_CACHE_IDS:
             raise OutputPluginError(f"pgoutput for PostgreSQL {catalog.major} WAL is not supported: which catalog "
                                     "cache invalidations reset its relation cache is known for 15, 16 and 18")
-        self.database_oid = catalog._catalog.database_oid
+        self.database_oid = catalog.catalog.database_oid
         self.flush_all_ids = FLUSH_ALL_CACHE_IDS[catalog.major]
         self.publication_ids = PUBLICATION_CACHE_IDS[catalog.major]
         return OutputPluginOptions(two_phase=self.data.two_phase)
@@ -528,7 +527,7 @@ class PgOutput(OutputPlugin):
         txn = self._txn
         if txn is None:
             return
-        pos = getattr(view._catalog, "position", (0, 0))
+        pos = getattr(view.catalog, "position", (0, 0))
         last = self._pos
         self._pos = (pos, lsn)
         if last is None:
@@ -552,6 +551,8 @@ class PgOutput(OutputPlugin):
             for name in self.data.publication_names:
                 pub = index.by_name.get(name)
                 if pub is None:
+                    if self.major >= 18:
+                        continue  # 18 skips it (WARNING "skipped loading publication") until a publication changes
                     raise OutputPluginError(f'publication "{name}" does not exist')
                 pubs.append(pub)
             self._publications = pubs
@@ -711,11 +712,7 @@ class PgOutput(OutputPlugin):
     def _send_relation_and_attrs(self, view: CatalogView, rel: Relation, entry: RelationSyncEntry) -> None:
         """send_relation_and_attrs: a Type message per column of a type not built in, then Relation."""
         for att in rel.attributes:
-            if att.attisdropped or att.attgenerated:
-                continue
-            if att.atttypid < FirstGenbkiObjectId:
-                continue
-            if entry.columns is not None and att.attnum not in entry.columns:
+            if not self._publishes(att, entry.columns, entry.gencols) or att.atttypid < FirstGenbkiObjectId:
                 continue
             self._send(self._type_message(view, att.atttypid))
         self._send(self._relation_message(rel, entry))
@@ -769,6 +766,8 @@ class PgOutput(OutputPlugin):
                 else:
                     parts.append(fn(v))
             return b"".join(parts)
+        if len(entry.writers) > 16:
+            entry.writers.clear()  # writers of catalog views gone by
         entry.writers[key] = write
         return write
 

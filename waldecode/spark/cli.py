@@ -199,6 +199,14 @@ def cmd_spark_decode(args) -> int:
         from .datasource import write_parquet
 
         return write_parquet(args, segments, catalog, options)
+    ranges = args.ranges
+    if args.format == "pgoutput":
+        # pgoutput's messages depend on everything sent before (a relation's schema goes out once
+        # until the catalog changes): one output range, decoded in order
+        if ranges not in (None, 1):
+            raise UsageError("--format pgoutput decodes as one output range (--ranges 1): what it sends "
+                             "depends on what it sent before")
+        ranges = 1
     warn = lambda m: print(f"waldecode: warning: {m}", file=sys.stderr)  # noqa: E731
     confs = _confs(args.confs)
     spark = spark_session(args.master, confs)
@@ -206,7 +214,7 @@ def cmd_spark_decode(args) -> int:
     out = _LazyBinaryOutput(args.output)
     parts_dir = args.parts_dir or (os.path.dirname(os.path.abspath(args.output)) if args.output else None)
     try:
-        executor = SparkExecutor(spark, args.ranges)
+        executor = SparkExecutor(spark, ranges)
         try:
             result = decode_spark(executor, segments, catalog, plugin_class(args.format), out, plugin_options=options,
                                   start_lsn=args.start_lsn, restart_lsn=args.restart_lsn, end_lsn=args.end_lsn,
