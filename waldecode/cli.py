@@ -14,6 +14,7 @@ import sys
 
 from . import argtypes, progress
 from .errors import CatalogError, Error, OutputPluginError, UsageError, format_lsn
+from .output import PLUGINS, plugin_class
 from .wal.xlogreader import XLogReader, parse_lsn
 
 EXIT_OK = 0
@@ -55,7 +56,11 @@ def _build_parser() -> argparse.ArgumentParser:
     dec.add_argument("--catalog", metavar="FILE",
                      help="catalog snapshot written by 'waldecode catalog' (relations, types, settings); "
                           "not needed when --slot resumes")
-    dec.add_argument("--format", default="test_decoding", choices=tuple(PLUGINS), help="output plugin")
+    dec.add_argument("--format", default="test_decoding", choices=tuple(PLUGINS),
+                     help="output plugin (sql: statements that redo the transactions, see --undo)")
+    dec.add_argument("--undo", action="store_true",
+                     help="with --format sql: the inverse statements, newest first, where the WAL holds the "
+                          "old values (REPLICA IDENTITY FULL); what cannot be undone is listed")
     dec.add_argument("-o", "--option", dest="options", action="append", default=[], metavar="NAME[=VALUE]",
                      help="output plugin option, as pg_recvlogical -o passes it (repeatable)")
     dec.add_argument("-s", "--start-lsn", type=argtypes.lsn,
@@ -116,6 +121,10 @@ def _build_parser() -> argparse.ArgumentParser:
     from .spark.cli import add_arguments as add_spark_arguments
 
     add_spark_arguments(sub)
+
+    from .output.pgoutput_dump import add_arguments as add_pgoutput_dump_arguments
+
+    add_pgoutput_dump_arguments(sub)
     return p
 
 
@@ -129,21 +138,6 @@ def fit_catalog(catalog, segments, settings: list, source) -> None:
     if segments.major != catalog.major:
         raise UsageError(f"the WAL was written by {segments.describe_version()} but the catalog snapshot "
                          f"{source} is from PostgreSQL {catalog.major}")
-
-
-# --format NAME -> "module:class" of the output plugin (each takes write= or output=)
-PLUGINS = {
-    "test_decoding": "waldecode.output.test_decoding:TestDecoding",
-    "pgoutput": "waldecode.output.pgoutput:PgOutput",
-}
-
-
-def plugin_class(name: str):
-    """The output plugin class ``--format name`` names."""
-    import importlib
-
-    module, _, cls = PLUGINS[name].partition(":")
-    return getattr(importlib.import_module(module), cls)
 
 
 def plugin_options(items) -> dict:
@@ -220,6 +214,10 @@ def cmd_decode(args) -> int:
         raise UsageError("--restart-lsn goes with --start-lsn (the slot's confirmed_flush_lsn)")
     segments = discover(args.paths, args.timeline)
     options = plugin_options(args.options)
+    if args.undo:
+        if args.format != "sql":
+            raise UsageError("--undo goes with --format sql")
+        options["undo"] = None
     slot_state = None
     if args.slot:
         slot_state = _open_slot(args, segments, options)
@@ -274,6 +272,8 @@ def cmd_decode(args) -> int:
         out.close(create=False)  # an input error before any output leaves no empty file behind
         raise
     out.close()
+    for problem in getattr(plugin, "problems", ()):
+        print(f"waldecode: {problem}", file=sys.stderr)
     return report_decode_result(result, segments, start_lsn)
 
 

@@ -205,7 +205,8 @@ CREATE TABLE multi (id int PRIMARY KEY);
 CREATE TABLE multi_aborted (id int PRIMARY KEY);
 -- publications (pgoutput): every kind of member, column lists, row filters, options
 CREATE PUBLICATION pub_all FOR ALL TABLES WITH (publish = 'insert', publish_via_partition_root = true);
-CREATE PUBLICATION pub_some FOR TABLE pk (id, t) WHERE (id > 5), parted, TABLES IN SCHEMA other, "S p";
+CREATE PUBLICATION pub_some FOR TABLE pk (id, t) WHERE (id > 5), parted;
+CREATE PUBLICATION pub_schemas FOR TABLES IN SCHEMA other, "S p" WITH (publish_via_partition_root);
 CREATE PUBLICATION "Pub q" FOR TABLE rfull WITH (publish = 'update, truncate');
 CREATE PUBLICATION pub_dropped FOR TABLE multi;
 DROP PUBLICATION pub_dropped;

@@ -131,7 +131,7 @@ SELECT a.attrelid::int8, a.attnum, a.attname::text, a.atttypid::int8, a.atttypmo
        a.atthasmissing,
        -- attmissingval's element as text (relcache.missing_value_text): parse_single_element_array below
        CASE WHEN a.atthasmissing AND NOT a.attisdropped THEN a.attmissingval::text END,
-       a.attgenerated::text,
+       a.attgenerated::text, a.attidentity::text,
        CASE WHEN a.attisdropped THEN '' ELSE format_type(a.atttypid, NULL) END
 FROM pg_attribute a
 JOIN pg_class c ON c.oid = a.attrelid
@@ -296,6 +296,10 @@ def _read_snapshot(cur, where: str, pages: "_PageReader") -> Catalog:
     cur.execute(_Q_RECORDED, (list(_RECORDED_SETTINGS),))
     for name, value in cur.fetchall():
         settings[name] = value
+    # the database's default collation and ctype (pg_database: 16 has no lc_collate/lc_ctype settings):
+    # what row filters ordering or case-mapping text need
+    cur.execute("SELECT datcollate::text, datctype::text FROM pg_database WHERE datname = current_database()")
+    settings["lc_collate"], settings["lc_ctype"] = cur.fetchone()
 
     relkinds = list(_RELKINDS) + [_RELKIND_VIEW]
     cur.execute(_Q_RELATIONS, (relkinds,))
@@ -303,7 +307,7 @@ def _read_snapshot(cur, where: str, pages: "_PageReader") -> Catalog:
     cur.execute(_Q_ATTRIBUTES, (relkinds,))
     attrs: dict[int, list[Attribute]] = {}
     for (relid, attnum, attname, atttypid, atttypmod, attlen, attbyval, attalign, attstorage,
-         attisdropped, attnotnull, atthasmissing, missing_text, attgenerated, type_name) in cur:
+         attisdropped, attnotnull, atthasmissing, missing_text, attgenerated, attidentity, type_name) in cur:
         attmissingval = None
         if missing_text is not None:
             try:
@@ -315,7 +319,7 @@ def _read_snapshot(cur, where: str, pages: "_PageReader") -> Catalog:
             attnum=attnum, attname=attname, atttypid=atttypid, atttypmod=atttypmod, attlen=attlen,
             attbyval=attbyval, attalign=attalign, attstorage=attstorage, attisdropped=attisdropped,
             attnotnull=attnotnull, atthasmissing=atthasmissing, attmissingval=attmissingval,
-            attgenerated=attgenerated or "", type_name=type_name or ""))
+            attgenerated=attgenerated or "", type_name=type_name or "", attidentity=attidentity or ""))
 
     multirange = version_num >= 140000
     cur.execute(_Q_TYPES.format(multirange_join=_MULTIRANGE_JOIN if multirange else "",

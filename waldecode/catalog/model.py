@@ -80,6 +80,7 @@ class Attribute:
     attmissingval: str | None = None  # output text of the missing value (element of pg_attribute.attmissingval)
     attgenerated: str = ""
     type_name: str = ""  # format_type(atttypid, NULL), as test_decoding prints it
+    attidentity: str = ""  # 'a' GENERATED ALWAYS AS IDENTITY, 'd' BY DEFAULT, '' not an identity column
 
 
 @dataclass(frozen=True)

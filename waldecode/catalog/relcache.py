@@ -13,6 +13,7 @@ from __future__ import annotations
 import struct
 from typing import Callable, NamedTuple
 
+from ..pg.pg_type import JSONOID
 from ..pg.quote import quote_identifier, split_identifier_string
 from .model import CatalogError
 
@@ -23,7 +24,6 @@ FORMAT_TYPE_SPECIAL = {
     1266: "time with time zone", 1114: "timestamp without time zone", 1184: "timestamp with time zone",
     1562: "bit varying", 1043: "character varying",
 }
-JSONOID = 114
 # src/include/catalog/pg_proc.dat: array_subscript_handler (IsTrueArrayType, 14+)
 F_ARRAY_SUBSCRIPT_HANDLER = 6179
 

@@ -12,10 +12,9 @@ Prepared.  Column values are the type's output text, or with ``binary`` its send
 (``types.send``).  Each message is written as ``pg_recvlogical -f`` writes it: its bytes, then
 a newline.
 
-Row filters (pg_publication_rel.prqual) are evaluated by ``output.pgoutput_rowfilter`` when
-that module is present (``compile_row_filter(prqual, relation, catalog)`` -> a predicate over
-the row's values); without it, a change of a relation with a row filter is refused, never
-sent unfiltered.  Streaming of in-progress transactions is not reproduced: ``streaming`` on
+Row filters (pg_publication_rel.prqual) are evaluated by ``output.pgoutput_rowfilter``
+(``RelationRowFilters``: pgoutput_row_filter_init and pgoutput_row_filter); a filter it cannot
+evaluate raises ``RowFilterError``, never a change sent unfiltered.  Streaming of in-progress transactions is not reproduced: ``streaming`` on
 (or parallel) is refused.
 """
 
@@ -97,9 +96,6 @@ PUBLICATION_CACHE_IDS = {15: frozenset((46, 49)), 16: frozenset((46, 49)), 18: f
 # src/include/catalog/pg_subscription.h
 LOGICALREP_ORIGIN_NONE = "none"
 LOGICALREP_ORIGIN_ANY = "any"
-
-# RowFilterPubAction, indexed by ``change``'s action
-_PUBACTIONS = {INSERT: 0, UPDATE: 1, DELETE: 2}
 
 _i16 = struct.Struct(">h")
 _i32 = struct.Struct(">i")
@@ -342,7 +338,7 @@ class RelationSyncEntry:
         self.pubinsert = self.pubupdate = self.pubdelete = self.pubtruncate = False
         self.publish_as_relid = relid
         self.columns: frozenset | None = None
-        self.row_filters: list = [None, None, None]  # per RowFilterPubAction: predicate or None
+        self.row_filters = None  # pgoutput_rowfilter.RelationRowFilters, when a row filter applies
         self.relation: Relation | None = None  # the relation as the entry was built for it
         self.gencols = PUBLISH_GENCOLS_NONE
         self.writers: dict = {}  # (relation object, view) -> tuple writer
@@ -577,7 +573,7 @@ class PgOutput(OutputPlugin):
         entry.schema_sent = False
         entry.columns = None
         entry.pubinsert = entry.pubupdate = entry.pubdelete = entry.pubtruncate = False
-        entry.row_filters = [None, None, None]
+        entry.row_filters = None
         entry.writers = {}
         entry.gencols = PUBLISH_GENCOLS_NONE
         publish_as_relid = relid
@@ -631,30 +627,26 @@ class PgOutput(OutputPlugin):
 
     def _row_filter_init(self, view, index, publications, entry, target: Relation) -> None:
         """pgoutput_row_filter_init: per action, the row filters of the publications that have one
-        (FOR ALL TABLES and FOR TABLES IN SCHEMA mean no filter, and take precedence)."""
-        rfnodes: list[list] = [[], [], []]
-        no_filter = [False, False, False]
+        (FOR ALL TABLES and FOR TABLES IN SCHEMA mean no filter, and take precedence), evaluated by
+        ``output.pgoutput_rowfilter``."""
         schema_pubids = index.schema_publications(target.nspname)
+        pubs = []
         for pub in publications:
             qual = None
             if not pub.puballtables and pub.oid not in schema_pubids:
                 pr = index.rel_pubs.get(entry.publish_as_relid, {}).get(pub.oid)
                 if pr is not None:
                     qual = pr.prqual
-            if qual is None:
-                no_filter[0] |= pub.pubinsert
-                no_filter[1] |= pub.pubupdate
-                no_filter[2] |= pub.pubdelete
-                if all(no_filter):
-                    return
-                continue
-            for idx, on in enumerate((pub.pubinsert, pub.pubupdate, pub.pubdelete)):
-                if on and not no_filter[idx]:
-                    rfnodes[idx].append((pub.pubname, qual))
-        for idx in range(3):
-            if no_filter[idx] or not rfnodes[idx]:
-                continue
-            entry.row_filters[idx] = _row_filter(view, target, rfnodes[idx])
+            pubs.append((pub.pubname, pub.pubinsert, pub.pubupdate, pub.pubdelete, qual))
+        if all(q is None for *_rest, q in pubs):
+            entry.row_filters = None
+            return
+        from . import pgoutput_rowfilter as rowfilter
+
+        settings = view.catalog.settings
+        filters = rowfilter.RelationRowFilters(target, [rowfilter.Publication(*p) for p in pubs],
+                                               settings.get("lc_collate"), settings.get("lc_ctype"))
+        entry.row_filters = filters if any(f is not None for f in filters.filters.values()) else None
 
     def _column_list_init(self, index, publications, entry, target: Relation) -> None:
         """pgoutput_column_list_init: the column list (None: every column); publications that differ
@@ -820,9 +812,8 @@ class PgOutput(OutputPlugin):
                 old = _convert(relation, target, old)
             if new is not None:
                 new = _convert(relation, target, new)
-        predicate = entry.row_filters[_PUBACTIONS[action]]
-        if predicate is not None:
-            action, new = _row_filter_change(predicate, target, action, old, new)
+        if entry.row_filters is not None:
+            action, new = entry.row_filters.filter_change(action, old, new)
             if action is None:
                 return
         self._maybe_begin(txn)
@@ -896,55 +887,3 @@ def _convert(rel: Relation, target: Relation, values: list) -> list:
         i = None if a.attisdropped else by_name.get(a.attname)
         out.append(values[i] if i is not None and i < n else None)
     return out
-
-
-def _row_filter(view: CatalogView, target: Relation, quals: list):
-    """The predicate of one action's row filters, OR-ed (make_orclause); a filter that cannot be
-    evaluated refuses the change that needs it."""
-    try:
-        from . import pgoutput_rowfilter
-    except ImportError:
-        pgoutput_rowfilter = None
-    compile_fn = getattr(pgoutput_rowfilter, "compile_row_filter", None)
-    if compile_fn is None:
-        names = ", ".join(f'"{p}"' for p, _q in quals)
-        reason = (f'table "{target.nspname}.{target.relname}" has a row filter in publication {names}, and row '
-                  "filters are not evaluated by this waldecode (waldecode.output.pgoutput_rowfilter."
-                  "compile_row_filter is missing): its changes cannot be sent as the server filters them")
-
-        def refuse(values):
-            raise OutputPluginError(reason)
-        return refuse
-    preds = [compile_fn(qual, target, view) for _p, qual in quals]
-
-    def evaluate(values) -> bool:
-        # OR: true if any is true (NULL counts as false, pgoutput_row_filter_exec_expr)
-        return any(p(values) is True for p in preds)
-    return evaluate
-
-
-def _row_filter_change(predicate, target: Relation, action: str, old, new):
-    """pgoutput_row_filter: (action to send, new tuple to send), action None to send nothing.  An
-    UPDATE whose old row matches and new row not becomes a DELETE, the other way round an INSERT."""
-    if new is None or old is None:
-        return (action, new) if predicate(new if new is not None else old) else (None, new)
-    tmp_new = None
-    for i, a in enumerate(target.attributes):
-        nv = new[i] if i < len(new) else None
-        ov = old[i] if i < len(old) else None
-        if nv is None or ov is None:
-            continue
-        # an unchanged TOASTed identity column is only in the old tuple
-        if a.attlen == -1 and nv is UNCHANGED_TOAST and ov is not UNCHANGED_TOAST:
-            if tmp_new is None:
-                tmp_new = list(new)
-            tmp_new[i] = ov
-    old_matched = predicate(old)
-    new_matched = predicate(tmp_new if tmp_new is not None else new)
-    if not old_matched and not new_matched:
-        return None, new
-    if not old_matched and new_matched:
-        return INSERT, (tmp_new if tmp_new is not None else new)
-    if old_matched and not new_matched:
-        return DELETE, new
-    return UPDATE, new

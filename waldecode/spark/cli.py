@@ -27,8 +27,6 @@ class SparkJobError(Error):
 
 
 def add_arguments(sub) -> None:
-    from ..cli import PLUGINS
-
     sp = sub.add_parser("spark", help="run waldecode on Spark",
                         description="Fan decoding out over WAL segments with Apache Spark (pip install "
                                     "'waldecode[spark]').")
@@ -41,7 +39,8 @@ def add_arguments(sub) -> None:
     dec.add_argument("--conf", dest="confs", action="append", default=[], metavar="KEY=VALUE",
                      help="a Spark setting (repeatable)")
     dec.add_argument("--catalog", required=True, metavar="FILE", help="catalog snapshot written by 'waldecode catalog'")
-    dec.add_argument("--format", default="test_decoding", choices=tuple(PLUGINS), help="output plugin")
+    dec.add_argument("--format", default="test_decoding", choices=("test_decoding", "pgoutput"),
+                     help="output plugin")
     dec.add_argument("-o", "--option", dest="options", action="append", default=[], metavar="NAME[=VALUE]",
                      help="output plugin option, as pg_recvlogical -o passes it (repeatable)")
     dec.add_argument("-s", "--start-lsn", type=argtypes.lsn, help="as for decode: the slot's confirmed position")
@@ -181,7 +180,8 @@ def _check_impl(seen: set, quiet: bool) -> None:
 
 def cmd_spark_decode(args) -> int:
     from ..catalog import Catalog
-    from ..cli import fit_catalog, plugin_class, plugin_options, report_decode_result
+    from ..cli import fit_catalog, plugin_options, report_decode_result
+    from ..output import plugin_class
     from ..wal.segments import discover
     from .job import SparkExecutor, decode_spark
 

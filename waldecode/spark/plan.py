@@ -201,13 +201,14 @@ class DriverDecoder(LogicalDecoder):
             if (sb.state, sb.next_phase_at) != self.transitions[-1][1:]:
                 self.transitions.append((lsn, sb.state, sb.next_phase_at))
         elif kind == "x":
+            self.txns.saw(item[1])
             self.rb.process_xid(item[1], lsn)
         elif kind == "c":
             xid, n = item[1], item[2]
             if self.snapbuild.state >= SNAPBUILD_FULL_SNAPSHOT and self._process_change(xid, lsn) and n:
                 self.rb.txn_by_xid(xid, True, lsn).nentries += n
         elif kind == "a":
-            self.rb.assign_child(item[1], item[2], lsn)
+            self.txns.assign(item[1], item[2], lsn)  # the reorder buffer hears of it from the tracker
         else:
             raise ValueError(f"unknown control item {kind!r}")
 

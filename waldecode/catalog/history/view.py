@@ -502,7 +502,7 @@ class HistoricCatalog:
             attlen=row["attlen"], attbyval=bool(row["attbyval"]), attalign=row["attalign"],
             attstorage=row["attstorage"], attisdropped=dropped, attnotnull=bool(row["attnotnull"]),
             atthasmissing=bool(row["atthasmissing"]), attmissingval=missing,
-            attgenerated=row.get("attgenerated") or "",
+            attgenerated=row.get("attgenerated") or "", attidentity=row.get("attidentity") or "",
             type_name="" if dropped else self.format_type(row["atttypid"]))
 
     def _missing_text(self, row: dict) -> str | None:

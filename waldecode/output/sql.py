@@ -1,0 +1,286 @@
+"""SQL output: executable statements that redo (or undo) the decoded transactions.
+
+``decode --format sql`` writes, per committed transaction and in commit order, ``BEGIN``, one
+``INSERT`` / ``UPDATE … WHERE key`` / ``DELETE … WHERE key`` / ``TRUNCATE`` per change and
+``COMMIT``: applied to a copy of the database as it was before the decoded range, it brings the
+tables to where the WAL left them.  ``-o undo`` writes the inverse instead, newest transaction
+and newest change first, where the WAL holds the old values (REPLICA IDENTITY FULL); what cannot
+be redone or undone (no key in the WAL, old values missing, TRUNCATE) is written as a comment
+at its place and listed in ``problems``, never guessed.
+
+Values are written as the server's output text, quoted and untyped, where the server resolves
+them to the column's type: its input function reads back exactly what its output function
+wrote, provided the session's settings that input depends on (DateStyle, IntervalStyle,
+TimeZone, lc_monetary) are those the output was made with: the script sets them first, from
+the catalog snapshot.
+
+Conflict handling (``-o conflict=``):
+    error    plain statements: a duplicate key stops the script (the default)
+    nothing  INSERT … ON CONFLICT DO NOTHING
+    guard    each statement checks it met the row as the WAL had it (its old values where the
+             WAL has them, else its key) and raises a WARNING naming the change instead of
+             overwriting newer data or failing
+Format version 1.
+"""
+
+from __future__ import annotations
+
+from ..catalog import Relation
+from ..pg.lsn import format_lsn
+from ..types.datetime import USE_ISO_DATES, timestamptz_text
+from . import UNCHANGED_TOAST, OutputPluginError
+from .base import DELETE, INSERT, UPDATE, CatalogView, OutputPlugin, OutputPluginOptions, OutputWriter, Transaction
+from .base import unknown_option
+from .quote import quote_identifier, quote_literal_cstr, quote_qualified_identifier
+from .test_decoding import parse_bool
+
+SQL_FORMAT_VERSION = 1
+CONFLICT_MODES = ("error", "nothing", "guard")
+# The settings whose value decides how input functions read the output text (DateStyle's order,
+# IntervalStyle's sql_standard signs, TimeZone for local times, lc_monetary for money), and
+# search_path, relative to which the snapshot names the row types it casts to (format_type)
+INPUT_SETTINGS = ("DateStyle", "IntervalStyle", "TimeZone", "lc_monetary", "search_path")
+# Types without an equality operator: compared through their text (their output function's)
+_NO_EQUALITY = frozenset(("json", "xml", "point", "line", "lseg", "box", "path", "polygon", "circle"))
+ATTRIBUTE_GENERATED_STORED = "s"  # src/include/catalog/pg_attribute.h
+ATTRIBUTE_IDENTITY_ALWAYS = "a"
+REPLICA_IDENTITY_FULL = "f"  # src/include/catalog/pg_class.h
+
+
+class SqlOutput(OutputPlugin):
+    """The plugin; ``write(text)`` receives each line, or ``output`` (an ``OutputWriter``) the lines as bytes."""
+
+    def __init__(self, write=None, *, output: OutputWriter | None = None):
+        if (write is None) == (output is None):
+            raise TypeError("SqlOutput takes write (a line callback) or output (an OutputWriter)")
+        self.output = output
+        self.write = write if output is None else output.write_line
+        self.problems: list[str] = []  # what could not be redone or undone, with where
+        self._txn: list[str] | None = None  # the statements of the transaction being decoded
+        self._undo_txns: list[list[str]] = []
+        self._tag_n = 0
+        self.changes_written = 0
+
+    # -- life cycle -----------------------------------------------------------------------------
+
+    def startup(self, options: dict, catalog: CatalogView) -> OutputPluginOptions:
+        self.conflict = "error"
+        self.undo = False
+        for name, value in options.items():
+            if name == "conflict":
+                if value not in CONFLICT_MODES:
+                    raise OutputPluginError(f'conflict must be one of {", ".join(CONFLICT_MODES)}, not "{value}"')
+                self.conflict = value
+            elif name == "undo":
+                flag = True if value is None else parse_bool(value)
+                if flag is None:
+                    raise OutputPluginError(f'could not parse value "{value}" for parameter "undo"')
+                self.undo = flag
+            else:
+                raise unknown_option(name, value)
+        self.major = catalog.major
+        self._session = catalog.output_context()
+        what = "undo, newest first" if self.undo else "redo, in commit order"
+        self.write(f"-- waldecode SQL output, format {SQL_FORMAT_VERSION}: {what}; conflict handling: {self.conflict}")
+        self.write("SET standard_conforming_strings = on;")
+        for name in INPUT_SETTINGS:
+            value = catalog.settings.get(name)
+            if value is not None:
+                self.write(f"SELECT pg_catalog.set_config({quote_literal_cstr(name)}, "
+                           f"{quote_literal_cstr(str(value))}, false);")
+        return OutputPluginOptions()
+
+    def shutdown(self) -> None:
+        if self.undo:
+            for lines in reversed(self._undo_txns):
+                for line in lines:
+                    self.write(line)
+            self._undo_txns = []
+        if self.output is not None:
+            self.output.flush()
+
+    # -- transactions ---------------------------------------------------------------------------
+
+    def _time(self, ts: int) -> str:
+        return timestamptz_text(ts, self._session.timezone, USE_ISO_DATES, 0)
+
+    def begin(self, txn: Transaction) -> None:
+        self._txn = []
+
+    def commit(self, txn: Transaction, commit_lsn: int) -> None:
+        self._end(txn, f"committed at {format_lsn(commit_lsn)} ({self._time(txn.xact_time)})")
+
+    def uncommitted(self, txn: Transaction) -> None:
+        # a transaction with no commit in the WAL read: its changes, never applied as committed
+        self._end(txn, "NOT COMMITTED in the WAL read", commit=False)
+
+    def _end(self, txn: Transaction, what: str, commit: bool = True) -> None:
+        stmts, self._txn = self._txn or [], None
+        gid = f" (prepared as {quote_literal_cstr(txn.gid)})" if txn.gid else ""
+        lines = [f"-- transaction {txn.xid}{gid} {what}", "BEGIN;"]
+        lines.extend(reversed(stmts) if self.undo else stmts)
+        lines.append("COMMIT;" if commit else "ROLLBACK;  -- not committed: review before applying")
+        if self.undo:
+            self._undo_txns.append(lines)
+        else:
+            for line in lines:
+                self.write(line)
+
+    # -- changes --------------------------------------------------------------------------------
+
+    def _add(self, stmt: str) -> None:
+        self._txn.append(stmt)
+        self.changes_written += 1
+
+    def _skip(self, what: str, lsn: int, relation: Relation | None, why: str) -> None:
+        where = f" of {self._name(relation)}" if relation is not None else ""
+        note = f"cannot {'undo' if self.undo else 'redo'} {what}{where} at {format_lsn(lsn)}: {why}"
+        self.problems.append(note)
+        self._txn.append("-- " + note)
+
+    def _name(self, rel: Relation) -> str:
+        return quote_qualified_identifier(rel.nspname, rel.relname, self.major)
+
+    def _columns(self, rel: Relation, values) -> list[tuple]:
+        """(attribute, value) of the columns a statement may write: not dropped, not generated."""
+        return [(att, v) for att, v in zip(rel.attributes, values)
+                if not att.attisdropped and att.attgenerated != ATTRIBUTE_GENERATED_STORED]
+
+    def _literal(self, catalog: CatalogView, att, value) -> str:
+        if value is None:
+            return "NULL"
+        # untyped: the server reads it with the column's own input function and typmod (INSERT
+        # VALUES, UPDATE SET and ``column = literal`` resolve an unknown literal to the column's type)
+        return quote_literal_cstr(catalog.output_context().output(att.atttypid, value))
+
+    def _match(self, catalog: CatalogView, att, value) -> str:
+        """A condition that holds for the row whose column ``att`` has ``value``."""
+        col = quote_identifier(att.attname, self.major)
+        if value is None:
+            return f"{col} IS NULL"
+        base = att.type_name[:-2] if att.type_name.endswith("[]") else att.type_name
+        if base in _NO_EQUALITY:
+            text = catalog.output_context().output(att.atttypid, value)
+            return f"{col}::text = {quote_literal_cstr(text)}"
+        lit = self._literal(catalog, att, value)
+        typ = catalog.type(att.atttypid)
+        if typ is not None and typ.typtype == "c":
+            # a row literal compared with a row: the server cannot tell which row type unless told
+            lit += "::" + att.type_name
+        return f"{col} = {lit}"
+
+    def _where(self, catalog: CatalogView, rel: Relation, values, key_only: bool) -> str | None:
+        """The condition naming one row of ``values``: its replica-identity key if the relation has one
+        (and the key columns are known), else every known column, the row picked by its ctid."""
+        key = set(rel.replica_identity_key)
+        cols = self._columns(rel, values)
+        if key and all(att.attnum not in key or v is not UNCHANGED_TOAST for att, v in cols):
+            return " AND ".join(self._match(catalog, att, v) for att, v in cols if att.attnum in key)
+        if key_only:
+            return None
+        conds = [self._match(catalog, att, v) for att, v in cols if v is not UNCHANGED_TOAST]
+        if not conds:
+            return None
+        # no key: one row with these values (duplicates are interchangeable), as the apply worker
+        # of a REPLICA IDENTITY FULL subscription finds it
+        return f"ctid = (SELECT ctid FROM {self._name(rel)} WHERE {' AND '.join(conds)} LIMIT 1)"
+
+    def _guarded(self, stmt: str, what: str, lsn: int, rel: Relation) -> str:
+        """``stmt`` in a DO block that warns instead of passing silently when it met no row."""
+        if self.conflict != "guard":
+            return stmt + ";"
+        note = f"waldecode: conflict: {what} of {self._name(rel)} at {format_lsn(lsn)} met no row as the WAL had it"
+        tag = "$waldecode$"
+        while tag in stmt:
+            self._tag_n += 1
+            tag = f"$waldecode{self._tag_n}$"
+        return (f"DO {tag}BEGIN {stmt}; IF NOT FOUND THEN RAISE WARNING {quote_literal_cstr(note.replace('%', '%%'))};"
+                f" END IF; END{tag};")
+
+    def _insert(self, catalog: CatalogView, rel: Relation, values, lsn: int) -> str:
+        cols = [(att, v) for att, v in self._columns(rel, values) if v is not UNCHANGED_TOAST]
+        names = ", ".join(quote_identifier(att.attname, self.major) for att, _ in cols)
+        lits = ", ".join(self._literal(catalog, att, v) for att, v in cols)
+        stmt = f"INSERT INTO {self._name(rel)} ({names}) OVERRIDING SYSTEM VALUE VALUES ({lits})"
+        if self.conflict != "error":
+            stmt += " ON CONFLICT DO NOTHING"
+        return self._guarded(stmt, "INSERT", lsn, rel)
+
+    def _update(self, catalog: CatalogView, rel: Relation, values, where: str, lsn: int) -> str:
+        # a GENERATED ALWAYS identity column cannot be SET (nor does an UPDATE change it but to DEFAULT)
+        sets = ", ".join(f"{quote_identifier(att.attname, self.major)} = {self._literal(catalog, att, v)}"
+                         for att, v in self._columns(rel, values)
+                         if v is not UNCHANGED_TOAST and att.attidentity != ATTRIBUTE_IDENTITY_ALWAYS)
+        return self._guarded(f"UPDATE {self._name(rel)} SET {sets} WHERE {where}", "UPDATE", lsn, rel)
+
+    def _delete(self, rel: Relation, where: str, lsn: int) -> str:
+        return self._guarded(f"DELETE FROM {self._name(rel)} WHERE {where}", "DELETE", lsn, rel)
+
+    def change(self, txn: Transaction, lsn: int, catalog: CatalogView, relation: Relation, action: str,
+               new, old) -> None:
+        full_old = old is not None and relation.relreplident == REPLICA_IDENTITY_FULL
+        if self.undo:
+            self._undo_change(catalog, relation, action, new, old, full_old, lsn)
+            return
+        if action == INSERT:
+            if new is None:
+                return self._skip("INSERT", lsn, relation, "the WAL holds no tuple")
+            return self._add(self._insert(catalog, relation, new, lsn))
+        if action == UPDATE:
+            if new is None:
+                return self._skip("UPDATE", lsn, relation, "the WAL holds no new tuple")
+            # the row is found by its old key (or old row) when the WAL has it, else by the key the
+            # new row has (a key that did not change is not logged twice)
+            where = self._where(catalog, relation, old, False) if old is not None else \
+                self._where(catalog, relation, new, True)
+            if where is None:
+                return self._skip("UPDATE", lsn, relation, "the WAL holds no key of the row "
+                                  "(REPLICA IDENTITY NOTHING, or DEFAULT without a primary key)")
+            if self.conflict == "guard" and full_old:
+                where = self._where_all(catalog, relation, old, where)
+            return self._add(self._update(catalog, relation, new, where, lsn))
+        # DELETE
+        where = self._where(catalog, relation, old, False) if old is not None else None
+        if where is None:
+            return self._skip("DELETE", lsn, relation, "the WAL holds no key of the row "
+                              "(REPLICA IDENTITY NOTHING, or DEFAULT without a primary key)")
+        if self.conflict == "guard" and full_old:
+            where = self._where_all(catalog, relation, old, where)
+        self._add(self._delete(relation, where, lsn))
+
+    def _where_all(self, catalog: CatalogView, rel: Relation, values, where: str) -> str:
+        """``where``, and every column the WAL has an old value of as it had it (a guarded change)."""
+        extra = [self._match(catalog, att, v) for att, v in self._columns(rel, values)
+                 if v is not UNCHANGED_TOAST and att.attnum not in rel.replica_identity_key]
+        return " AND ".join([where] + extra)
+
+    def _undo_change(self, catalog: CatalogView, relation: Relation, action: str, new, old, full_old: bool,
+                     lsn: int) -> None:
+        if action == INSERT:
+            where = self._where(catalog, relation, new, False) if new is not None else None
+            if where is None:
+                return self._skip("INSERT", lsn, relation, "the WAL holds no tuple")
+            return self._add(self._delete(relation, where, lsn))
+        if not full_old:
+            return self._skip(action, lsn, relation, "the WAL holds no old row (REPLICA IDENTITY FULL logs it)")
+        if action == UPDATE:
+            where = self._where(catalog, relation, new, False) if new is not None else None
+            if where is None:
+                return self._skip("UPDATE", lsn, relation, "the WAL holds no new tuple")
+            return self._add(self._update(catalog, relation, old, where, lsn))
+        self._add(self._insert(catalog, relation, old, lsn))
+
+    def truncate(self, txn: Transaction, lsn: int, catalog: CatalogView, relations: list, restart_seqs: bool,
+                 cascade: bool) -> None:
+        if self.undo:
+            names = ", ".join(self._name(r) for r in relations)
+            return self._skip(f"TRUNCATE of {names}", lsn, None, "the WAL holds no rows of a truncated table")
+        names = ", ".join(self._name(r) for r in relations)
+        self._add(f"TRUNCATE ONLY {names}{' RESTART IDENTITY' if restart_seqs else ''}"
+                  f"{' CASCADE' if cascade else ''};")
+
+    def message(self, txn: Transaction | None, message_lsn: int, transactional: bool, prefix: str,
+                content: bytes) -> None:
+        if transactional and self._txn is not None:
+            # a logical message has no SQL to redo it with (pg_logical_emit_message writes a new one)
+            self._txn.append(f"-- message at {format_lsn(message_lsn)}, prefix {prefix!r}, {len(content)} bytes")
