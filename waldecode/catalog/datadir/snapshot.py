@@ -81,7 +81,7 @@ def snapshot_from_datadir(pgdata, database: str | None = None, *, role: str | No
     _check_state(dd)
     major = dd.major
 
-    datoid, datname, dattablespace, encoding = read_pg_database(dd, database)
+    datoid, datname, dattablespace, encoding, datcollate, datctype = read_pg_database(dd, database)
     server_encoding = encoding_name(encoding)
     dd.encoding = server_encoding
     db = _Database(dd, datoid, datname, dattablespace)
@@ -90,6 +90,7 @@ def snapshot_from_datadir(pgdata, database: str | None = None, *, role: str | No
     settings = read_settings(pgdata, read_pg_db_role_setting(dd, db.atts, datoid, role_oid), warn)
     settings["wal_level"] = WAL_LEVEL_NAMES.get(dd.control.wal_level, str(dd.control.wal_level))
     settings["server_encoding"] = server_encoding
+    settings["lc_collate"], settings["lc_ctype"] = datcollate, datctype  # what catalog.dsn records
 
     namespaces = dict(dd.rows(db.unmapped("pg_namespace", NamespaceRelationId), ("oid", "nspname")))
     type_rows = db.read_pg_type()
