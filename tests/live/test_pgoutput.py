@@ -165,6 +165,9 @@ def test_publication_sets_protocols_binary_messages(cluster, tmp_path):
         conn.execute("INSERT INTO parted VALUES (1, 5, 'p1'), (2, 150, 'p2')")
         conn.execute("UPDATE parted SET v = 'u' WHERE id = 2")
         conn.execute("DELETE FROM parted WHERE id = 1")
+        conn.execute("TRUNCATE parted")
+        conn.execute("INSERT INTO parted VALUES (3, 7, 'after truncate'), (4, 170, 'p2 again')")
+        conn.execute("TRUNCATE parted_2")
         conn.execute("BEGIN; SELECT pg_logical_emit_message(true, 'pfx', 'in txn'); "
                      "INSERT INTO acct VALUES (104, 'm', 0, NULL); COMMIT")
         conn.execute("SELECT pg_logical_emit_message(false, 'nt', 'outside')")
