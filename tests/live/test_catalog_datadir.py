@@ -210,6 +210,7 @@ CREATE PUBLICATION pub_schemas FOR TABLES IN SCHEMA other, "S p" WITH (publish_v
 CREATE PUBLICATION "Pub q" FOR TABLE rfull WITH (publish = 'update, truncate');
 CREATE PUBLICATION pub_dropped FOR TABLE multi;
 DROP PUBLICATION pub_dropped;
+SELECT pg_replication_origin_create('dd origin');
 
 -- catalog history: dead tuple versions on the catalog pages
 CREATE TABLE doomed (id int PRIMARY KEY, t text);

@@ -56,6 +56,7 @@ CREATE PUBLICATION p_leaf FOR TABLE parted;
 CREATE PUBLICATION p_trunc FOR TABLE trunc_a, trunc_b;
 CREATE PUBLICATION p_grow FOR TABLE no_key;
 CREATE PUBLICATION p_where FOR TABLE acct WHERE (id > 100), other.o1;
+SELECT pg_replication_origin_create('orig_a');
 INSERT INTO acct SELECT g, 'owner ' || g, g * 10, NULL FROM generate_series(1, 20) g;
 INSERT INTO full_ident SELECT g, 'a' || g, g FROM generate_series(1, 10) g;
 INSERT INTO no_key SELECT g, 'b' || g FROM generate_series(1, 10) g;
@@ -262,6 +263,23 @@ def test_row_filters(cluster, tmp_path):
     _check(results)
     kinds = [m[:1] for m in results[0][2] if m[:1] in b"IUD"]
     assert kinds == [b"I", b"I", b"D", b"I", b"U", b"D"], kinds
+
+
+def test_replication_origin(cluster, tmp_path):
+    """A transaction replayed from a replication origin: Begin, then Origin (its LSN and name)."""
+    run = PgoutputRun(cluster)
+    with cluster.connect(DB) as conn:
+        conn.execute("SELECT pg_replication_origin_session_setup('orig_a')")
+        conn.execute("BEGIN")
+        conn.execute("SELECT pg_replication_origin_xact_setup('1/ABCDEF0', '2020-01-02 03:04:05+00')")
+        conn.execute("INSERT INTO acct VALUES (7001, 'from origin', 1, NULL)")
+        conn.execute("COMMIT")
+        conn.execute("SELECT pg_replication_origin_session_reset()")
+        conn.execute("INSERT INTO acct VALUES (7002, 'local', 1, NULL)")
+        conn.execute("DELETE FROM acct WHERE id IN (7001, 7002)")
+    results = run.finish(tmp_path, [_opts(1, "p_all"), _opts(3, "p_acct", binary="on")])
+    _check(results)
+    assert any(m.startswith(b"O") and m.endswith(b"orig_a\x00") for m in results[0][2])
 
 
 def test_publication_missing_at_the_start(cluster, tmp_path):

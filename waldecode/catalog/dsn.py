@@ -358,8 +358,11 @@ def _read_snapshot(cur, where: str, pages: "_PageReader") -> Catalog:
     cur.execute("SELECT oid::int8, nspname::text FROM pg_namespace")
     namespaces = dict(cur.fetchall())
     pubs, pubrels, pubnsps, inherits = _publications(cur, version_num)
+    cur.execute("SELECT roident::int8, roname FROM pg_replication_origin")
+    origins = dict(cur.fetchall())
     catalog_pages, note = pages.read(cur, relations, settings.get("server_encoding"))
     return Catalog(publications=pubs, publication_rels=pubrels, publication_namespaces=pubnsps, inherits=inherits,
+                   replication_origins=origins,
                    server_version=server_version, server_version_num=version_num,
                    major=version_num // 10000, lsn=parse_lsn(lsn_text), database=datname,
                    database_oid=datoid, database_tablespace=dattablespace, settings=settings,

@@ -31,7 +31,9 @@ from .pg_catalog import FirstCatalogUserObjectId, RELKIND_TOASTVALUE
 # ``publications``, ``publication_rels``, ``publication_namespaces``, ``inherits`` (optional, still
 # version 1: a snapshot without ``publications`` predates them and cannot serve pgoutput): the rows of
 # pg_publication, pg_publication_rel (``prqual`` as its pg_node_tree text, ``prattrs`` a list of
-# attnums or null), pg_publication_namespace and pg_inherits, column for column.
+# attnums or null), pg_publication_namespace and pg_inherits, column for column; and
+# ``replication_origins`` (optional): the shared pg_replication_origin's rows, ``{"roident", "roname"}``
+# (the names pgoutput's Origin message carries).
 #
 # ``catalog_pages`` (optional, still format version 1: older snapshots lack it and
 # are read as before, older readers ignore it) holds what the catalog history
@@ -289,6 +291,8 @@ class Catalog:
     publication_rels: dict = field(default_factory=dict)
     publication_namespaces: dict = field(default_factory=dict)
     inherits: dict = field(default_factory=dict)  # pg_inherits: inhrelid -> parents in inhseqno order
+    # pg_replication_origin (shared): roident -> roname; None: not recorded
+    replication_origins: dict | None = None
     _by_filenode: dict = field(default_factory=dict, repr=False)
 
     def __post_init__(self):
@@ -334,6 +338,8 @@ class Catalog:
             doc["publication_namespaces"] = [asdict(p) for _o, p in sorted(self.publication_namespaces.items())]
             doc["inherits"] = [{"inhrelid": rel, "inhparent": parent, "inhseqno": i + 1}
                                for rel, parents in sorted(self.inherits.items()) for i, parent in enumerate(parents)]
+        if self.replication_origins is not None:
+            doc["replication_origins"] = [{"roident": i, "roname": n} for i, n in sorted(self.replication_origins.items())]
         if self.catalog_pages_note:
             doc["catalog_pages_note"] = self.catalog_pages_note
         if pages and self.catalog_pages:
@@ -397,7 +403,9 @@ class Catalog:
                        publication_rels={int(p["oid"]): _pubrel_from_dict(p) for p in doc.get("publication_rels", ())},
                        publication_namespaces={int(p["oid"]): _from_fields(PublicationNamespace, p)
                                                for p in doc.get("publication_namespaces", ())},
-                       inherits=inherits)
+                       inherits=inherits,
+                       replication_origins=({int(o["roident"]): str(o["roname"]) for o in doc["replication_origins"]}
+                                            if "replication_origins" in doc else None))
         except (KeyError, TypeError, ValueError) as e:
             raise CatalogError(f"{source}: malformed catalog snapshot: {type(e).__name__}: {e}") from None
 

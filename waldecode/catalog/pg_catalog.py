@@ -26,6 +26,7 @@ ProcedureRelationId = 1255
 RelationRelationId = 1259
 AuthIdRelationId = 1260
 DatabaseRelationId = 1262
+ReplicationOriginRelationId = 6000  # shared
 IndexRelationId = 2610
 NamespaceRelationId = 2615
 DbRoleSettingRelationId = 2964

@@ -364,7 +364,6 @@ class PgOutput(OutputPlugin):
         self._pos = None  # (catalog view position, LSN) of its last change
         self._committed: list = []  # (commit LSN, invalidations) of the transactions replayed before
         self._prepared_invals: dict = {}  # xid -> invalidations of a transaction decoded at PREPARE
-        self._send_fn: dict = {}
 
     # -- life cycle ------------------------------------------------------------------------------
 
@@ -378,6 +377,8 @@ class PgOutput(OutputPlugin):
             raise OutputPluginError(f"pgoutput for PostgreSQL {catalog.major} WAL is not supported: which catalog "
                                     "cache invalidations reset its relation cache is known for 15, 16 and 18")
         self.database_oid = catalog.catalog.database_oid
+        # pg_replication_origin is shared: the snapshot's names serve the whole range
+        self._origins = getattr(catalog.catalog, "replication_origins", None)
         self.flush_all_ids = FLUSH_ALL_CACHE_IDS[catalog.major]
         self.publication_ids = PUBLICATION_CACHE_IDS[catalog.major]
         return OutputPluginOptions(two_phase=self.data.two_phase)
@@ -424,14 +425,19 @@ class PgOutput(OutputPlugin):
         self._send_origin(txn)
 
     def _send_origin(self, txn: Transaction) -> None:
-        """send_repl_origin: an Origin message when the transaction came from a replication origin."""
-        if txn.origin_id:
-            # replorigin_by_oid: pg_replication_origin is a shared catalog the snapshot does not carry;
-            # the server sends the name it finds there (and nothing when it finds none)
-            raise OutputPluginError(f"transaction {txn.xid} was replayed from replication origin {txn.origin_id}: "
-                                    "its name (pg_replication_origin) is not in the catalog snapshot, so the "
-                                    "Origin message pgoutput sends cannot be written (origin=none leaves such "
-                                    "transactions out)")
+        """send_repl_origin: an Origin message (the origin's LSN and name) when the transaction came from
+        a replication origin whose name pg_replication_origin holds (none when it holds none)."""
+        if not txn.origin_id:
+            return
+        name = (self._origins or {}).get(txn.origin_id)
+        if name is None:
+            # the snapshot does not know it (taken before it was made, or without origins): whether the
+            # server found a name, and which, cannot be told
+            raise OutputPluginError(f"transaction {txn.xid} was replayed from replication origin {txn.origin_id}, "
+                                    "which the catalog snapshot does not name (pg_replication_origin): the Origin "
+                                    "message pgoutput sends cannot be written (origin=none leaves such "
+                                    "transactions out; a snapshot taken after the origin was created names it)")
+        self._send(LOGICAL_REP_MSG_ORIGIN + _u64.pack(txn.origin_lsn) + _cstring(name))
 
     def commit(self, txn: Transaction, commit_lsn: int) -> None:
         if self._sent_begin:  # pgoutput skips empty transactions

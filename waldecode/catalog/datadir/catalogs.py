@@ -27,6 +27,7 @@ from ..pg_catalog import (
     OIDOID,
     AttributeRelationId,
     AuthIdRelationId,
+    ReplicationOriginRelationId,
     CatalogLayout,
     DatabaseRelationId,
 )
@@ -319,3 +320,9 @@ def read_pg_authid(dd: DataDir, atts: AttributeRows, role: str) -> int:
     if role not in roles:
         raise CatalogError(f"role {role!r} does not exist in {table.path} (roles: {', '.join(sorted(roles))})")
     return roles[role]
+
+
+def read_pg_replication_origin(dd: DataDir, atts: AttributeRows) -> dict[int, str]:
+    """{roident: roname} of the shared pg_replication_origin."""
+    table = shared_table(dd, atts, "pg_replication_origin", ReplicationOriginRelationId)
+    return dict(dd.rows(table, ("roident", "roname")))

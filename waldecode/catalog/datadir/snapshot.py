@@ -38,7 +38,7 @@ from ..pg_catalog import (
     RelationRelationId,
     TypeRelationId,
 )
-from .catalogs import CatalogTable, DataDir, read_pg_authid, read_pg_database, unique_rows
+from .catalogs import CatalogTable, DataDir, read_pg_authid, read_pg_database, read_pg_replication_origin, unique_rows
 from .control import DB_SHUTDOWNED, DB_SHUTDOWNED_IN_RECOVERY, WAL_LEVEL_NAMES, state_name
 from .heapscan import page_lsn
 from .relmap import RELMAPPER_FILENAME, read_relmap_file
@@ -100,10 +100,11 @@ def snapshot_from_datadir(pgdata, database: str | None = None, *, role: str | No
     relations = db.relations(namespaces, fmt, types)
 
     pubs = db.read_publications()
+    origins = read_pg_replication_origin(dd, db.atts)
 
     def make(rels: dict) -> Catalog:
         return Catalog(publications=pubs[0], publication_rels=pubs[1], publication_namespaces=pubs[2],
-                       inherits=pubs[3],
+                       inherits=pubs[3], replication_origins=origins,
                        server_version=str(major), server_version_num=major * 10000, major=major,
                        lsn=dd.control.checkPoint, database=datname, database_oid=datoid,
                        database_tablespace=dattablespace, settings=settings, relations=rels, types=types,
