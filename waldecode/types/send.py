@@ -16,12 +16,8 @@ import struct
 from ..errors import CorruptRecordError
 from ..heap.heaptuple import MissingValue
 from . import TypeOutputError
-from .numeric import (NUMERIC_DSCALE_MASK, NUMERIC_EXT_SIGN_MASK, NUMERIC_NEG, NUMERIC_POS, NUMERIC_SHORT,
-                      NUMERIC_SHORT_DSCALE_MASK, NUMERIC_SHORT_DSCALE_SHIFT, NUMERIC_SHORT_SIGN_MASK,
-                      NUMERIC_SHORT_WEIGHT_MASK, NUMERIC_SHORT_WEIGHT_SIGN_MASK, NUMERIC_SIGN_MASK, NUMERIC_SPECIAL)
+from .numeric import numeric_parts
 
-_u16 = struct.Struct("<H")
-_i16 = struct.Struct("<h")
 
 
 class UnsupportedSendError(TypeOutputError):
@@ -50,36 +46,8 @@ def namesend(value, typ, ctx) -> bytes:
 
 def numeric_send(value, typ, ctx) -> bytes:
     """numeric_send: int16 ndigits, weight, sign, dscale, then the base-10000 digits (init_var_from_num)."""
-    payload = bytes(value)
-    if len(payload) < 2:
-        raise CorruptRecordError(f"numeric datum of {len(payload)} bytes has no header")
-    header = _u16.unpack_from(payload, 0)[0]
-    flags = header & NUMERIC_SIGN_MASK
-    if flags == NUMERIC_SPECIAL:
-        # NUMERIC_HEADER_IS_SHORT holds for specials: weight and dscale are read from the header as
-        # the short format's (0 and 0, or 32 for the infinities), the sign is the extended flag bits
-        weight = header & NUMERIC_SHORT_WEIGHT_MASK
-        if header & NUMERIC_SHORT_WEIGHT_SIGN_MASK:
-            weight -= 64
-        dscale = (header & NUMERIC_SHORT_DSCALE_MASK) >> NUMERIC_SHORT_DSCALE_SHIFT
-        return struct.pack(">hhHh", 0, weight, header & NUMERIC_EXT_SIGN_MASK, dscale)
-    if flags == NUMERIC_SHORT:
-        sign = NUMERIC_NEG if header & NUMERIC_SHORT_SIGN_MASK else NUMERIC_POS
-        dscale = (header & NUMERIC_SHORT_DSCALE_MASK) >> NUMERIC_SHORT_DSCALE_SHIFT
-        weight = header & NUMERIC_SHORT_WEIGHT_MASK
-        if header & NUMERIC_SHORT_WEIGHT_SIGN_MASK:
-            weight -= 64
-        pos = 2
-    else:
-        if len(payload) < 4:
-            raise CorruptRecordError(f"numeric datum of {len(payload)} bytes is too short for its long header")
-        sign = flags
-        dscale = header & NUMERIC_DSCALE_MASK
-        weight = _i16.unpack_from(payload, 2)[0]
-        pos = 4
-    ndigits = (len(payload) - pos) >> 1
-    digits = struct.unpack_from(f"<{ndigits}H", payload, pos)
-    return struct.pack(f">hhHh{ndigits}H", ndigits, weight, sign, dscale, *digits)
+    sign, weight, dscale, digits = numeric_parts(bytes(value))
+    return struct.pack(f">hhHh{len(digits)}H", len(digits), weight, sign, dscale, *digits)
 
 
 def timetz_send(value, typ, ctx) -> bytes:
