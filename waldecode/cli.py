@@ -125,6 +125,10 @@ def _build_parser() -> argparse.ArgumentParser:
     from .output.pgoutput_dump import add_arguments as add_pgoutput_dump_arguments
 
     add_pgoutput_dump_arguments(sub)
+
+    from .forensics.apply import add_arguments as add_apply_arguments
+
+    add_apply_arguments(sub)
     return p
 
 

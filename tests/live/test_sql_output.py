@@ -59,6 +59,19 @@ ROW = ("INSERT INTO {t} VALUES (%s, -2, 9000000000, 1.5, 0.1, 123.450, true, 'it
 SPECIAL = ("INSERT INTO {t} (id, f4, f8, n, d, ts, tstz, iv, arr, t) VALUES (%s, 'NaN', '-Infinity', 'NaN', "
            "'infinity', '-infinity', 'infinity', '-1 days +02:03:00', '[0:1]={{5,6}}', E'tab\\there $waldecode$')")
 TABLES = ("typed", "typed_full", "full_nokey", '"Mixed Case"', "nothing_ident", "trunc_me")
+DDL = [  # inside the range: the redo statements must create and alter as the history says
+    "ALTER TABLE \"Mixed Case\" ADD COLUMN extra numeric(6,2)",
+    "INSERT INTO \"Mixed Case\" (\"Id\", \"Val\", extra) VALUES (11, 'with extra', 1234.5)",
+    "CREATE TABLE fresh (id int PRIMARY KEY, v varchar(20) NOT NULL, iv interval day to second(2), "
+    "ts timestamptz(3), arr numeric(5,1)[], b bit(3))",
+    "INSERT INTO fresh VALUES (1, 'new table', '1 day 02:03:04.567', '2024-01-01 10:00:00.1234+02', "
+    "'{1.25,NULL}', B'101')",
+    "ALTER TABLE nothing_ident RENAME COLUMN v TO w",
+    "INSERT INTO nothing_ident VALUES (11, 'renamed column')",
+    "ALTER TABLE trunc_me ALTER COLUMN v TYPE varchar(50)",
+    "ALTER TABLE trunc_me RENAME TO trunc_renamed",
+    "INSERT INTO trunc_renamed VALUES (101, 'renamed table')",
+]
 
 
 @pytest.fixture(scope="module")
@@ -67,11 +80,11 @@ def cluster():
         yield c
 
 
-def contents(cluster, db: str) -> dict:
+def contents(cluster, db: str, tables=TABLES) -> dict:
     """Each table's rows as the server prints them, sorted."""
     with cluster.connect(db) as conn:
         conn.execute("SET extra_float_digits = 3")
-        return {t: sorted(r[0] for r in conn.execute(f"SELECT x::text FROM {t} x").fetchall()) for t in TABLES}
+        return {t: sorted(r[0] for r in conn.execute(f"SELECT x::text FROM {t} x").fetchall()) for t in tables}
 
 
 def apply(cluster, db: str, script: str) -> list[str]:
@@ -114,14 +127,24 @@ def test_redo_and_undo_round_trip(cluster, tmp_path):
         conn.execute("INSERT INTO nothing_ident VALUES (10, 'new')")
         conn.execute("TRUNCATE trunc_me")
         conn.execute("INSERT INTO trunc_me VALUES (100, 'after truncate')")
+        for stmt in DDL:
+            conn.execute(stmt)
     got, expected = run.finish(tmp_path)
     assert got == expected  # the engine decoded what the server did
-    after = contents(cluster, DB)
+    tables_after = tuple(t.replace("trunc_me", "trunc_renamed") for t in TABLES) + ("fresh",)
+    after = contents(cluster, DB, tables_after)
 
     redo, plugin = decode_sql(run, tmp_path)
     assert plugin.problems == []
+    assert "CREATE TABLE public.fresh" in redo and "ALTER TABLE public.trunc_me RENAME TO trunc_renamed" in redo
     assert apply(cluster, "before", redo) == []
-    assert contents(cluster, "before") == after  # every table as the original after the workload
+    assert contents(cluster, "before", tables_after) == after  # every table as the original after the workload
+    with cluster.connect(DB) as conn, cluster.connect("before") as copy:  # the columns' types too
+        q = ("SELECT c.relname, a.attname, format_type(a.atttypid, a.atttypmod) FROM pg_attribute a JOIN pg_class c "
+             "ON c.oid = a.attrelid JOIN pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname = 'public' AND "
+             "c.relkind = 'r' AND a.attnum > 0 AND NOT a.attisdropped AND c.relname IN ('fresh', 'Mixed Case', "
+             "'nothing_ident', 'trunc_renamed') ORDER BY 1, 2")
+        assert copy.execute(q).fetchall() == conn.execute(q).fetchall()
 
     undo, plugin = decode_sql(run, tmp_path, undo=None)
     # the TRUNCATE, and the changes of tables whose old rows the WAL lacks, are named, never guessed
@@ -131,7 +154,7 @@ def test_redo_and_undo_round_trip(cluster, tmp_path):
     assert all(not p.startswith(("cannot undo UPDATE of public.typed_full", "cannot undo DELETE of public.typed_full"))
                for p in plugin.problems)
     apply(cluster, DB, undo)
-    now = contents(cluster, DB)
+    now = contents(cluster, DB, ("typed_full", "full_nokey"))
     for t in ("typed_full", "full_nokey"):
         assert now[t] == before[t], t
     cluster.sql("DROP DATABASE before")
@@ -162,3 +185,22 @@ def test_guard_warns_instead_of_overwriting(cluster, tmp_path):
     with pytest.raises(psycopg.errors.UniqueViolation):
         apply(cluster, "target", plain)
     cluster.sql("DROP DATABASE target")
+
+
+def test_format_type_with_typmod_is_the_servers(cluster):
+    """relcache.format_type_typmod against format_type(oid, typmod) for the built-in typmods."""
+    from waldecode.catalog.relcache import format_type_typmod
+
+    with cluster.connect(DB) as conn:
+        conn.execute("CREATE TABLE typmods (a varchar(10), b char(5), c numeric(12,2), d numeric(5), e numeric(4,-2), "
+                     "f time(3), g timetz(2), h timestamp(0), i timestamptz(6), j interval year to month, "
+                     "k interval day to second(3), l interval(2), m interval minute, n bit(4), o varbit(7), "
+                     "p varchar(3)[], q numeric(4,1)[], r timestamptz(1)[], s int, t text, u varchar, v bpchar)")
+        rows = conn.execute(
+            "SELECT a.attname, format_type(a.atttypid, NULL), a.atttypid::int8, t.typelem::int8, a.atttypmod, "
+            "format_type(a.atttypid, a.atttypmod) FROM pg_attribute a JOIN pg_type t ON t.oid = a.atttypid "
+            "WHERE a.attrelid = 'typmods'::regclass AND a.attnum > 0").fetchall()
+        conn.execute("DROP TABLE typmods")
+    assert len(rows) == 22
+    for name, plain, oid, elem, typmod, want in rows:
+        assert format_type_typmod(plain, oid, elem if plain.endswith("[]") else 0, typmod) == want, name

@@ -123,6 +123,59 @@ def format_type(oid: int, row_of: Callable[[int], TypeRow | None], visible: Call
     return text + "[]" if is_array else text
 
 
+# src/include/utils/timestamp.h, datetime.h: interval typmods (INTERVAL_TYPMOD(precision, range))
+INTERVAL_FULL_RANGE = 0x7FFF
+INTERVAL_FULL_PRECISION = 0xFFFF
+_YEAR, _MONTH, _DAY, _HOUR, _MINUTE, _SECOND = (1 << 2), (1 << 1), (1 << 3), (1 << 10), (1 << 11), (1 << 12)
+# timestamp.c intervaltypmodout: the fields' text, by INTERVAL_RANGE
+_INTERVAL_FIELDS = {
+    _YEAR: " year", _MONTH: " month", _DAY: " day", _HOUR: " hour", _MINUTE: " minute", _SECOND: " second",
+    _YEAR | _MONTH: " year to month", _DAY | _HOUR: " day to hour", _DAY | _HOUR | _MINUTE: " day to minute",
+    _DAY | _HOUR | _MINUTE | _SECOND: " day to second", _HOUR | _MINUTE: " hour to minute",
+    _HOUR | _MINUTE | _SECOND: " hour to second", _MINUTE | _SECOND: " minute to second",
+    INTERVAL_FULL_RANGE: "",
+}
+VARHDRSZ = 4
+
+
+def _typmodout(oid: int, typmod: int) -> str | None:
+    """The typmodout function's text of a built-in type (bpchartypmodout, numerictypmodout, ...)."""
+    if oid in (1042, 1043):  # bpchar, varchar
+        return "(%d)" % (typmod - VARHDRSZ)
+    if oid == 1700:  # numeric: precision, then the 11-bit signed scale (15+; 0..1000 before)
+        t = typmod - VARHDRSZ
+        return "(%d,%d)" % ((t >> 16) & 0xFFFF, ((t & 0x7FF) ^ 1024) - 1024)
+    if oid in (1083, 1266, 1114, 1184, 1560, 1562):  # time(tz), timestamp(tz): precision; bit, varbit: length
+        return "(%d)" % typmod
+    if oid == 1186:  # interval
+        fields = _INTERVAL_FIELDS.get((typmod >> 16) & 0x7FFF, " ???")
+        precision = typmod & 0xFFFF
+        return fields if precision == INTERVAL_FULL_PRECISION else "%s(%d)" % (fields, precision)
+    return None
+
+
+def format_type_typmod(text: str, oid: int, elem_oid: int, typmod: int) -> str:
+    """format_type(oid, typmod) from format_type(oid, NULL)'s ``text``: format_type.c puts a
+    built-in type's typmod text after its name, before " with(out) time zone"; an array's applies
+    to its element (``elem_oid``; the type itself otherwise).  Other types (a user type's
+    typmodout) print as without a typmod.  What a column definition needs: a typmod of -1 is
+    "given", as format_type(atttypid, atttypmod) gives it."""
+    suffix = ""
+    if text.endswith("[]"):
+        text, suffix = text[:-2], "[]"
+    base = elem_oid or oid
+    if typmod < 0:
+        # FORMAT_TYPE_TYPEMOD_GIVEN: a bpchar without a length is "bpchar" ("character" is char(1))
+        return ("bpchar" if base == 1042 else text) + suffix
+    mod = _typmodout(base, typmod)
+    if mod is None:
+        return text + suffix
+    for tail in (" without time zone", " with time zone"):
+        if text.endswith(tail):
+            return text[:-len(tail)] + mod + tail + suffix
+    return text + mod + suffix
+
+
 def quote_all_identifiers(settings: dict) -> bool:
     """Is quote_all_identifiers on in these (snapshot) settings?"""
     return str(settings.get("quote_all_identifiers", "off")).strip().lower() == "on"

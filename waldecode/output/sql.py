@@ -26,6 +26,7 @@ Format version 1.
 from __future__ import annotations
 
 from ..catalog import Relation
+from ..catalog.relcache import format_type_typmod
 from ..pg.lsn import format_lsn
 from ..types.datetime import USE_ISO_DATES, timestamptz_text
 from . import UNCHANGED_TOAST, OutputPluginError
@@ -56,9 +57,17 @@ class SqlOutput(OutputPlugin):
         self.output = output
         self.write = write if output is None else output.write_line
         self.problems: list[str] = []  # what could not be redone or undone, with where
-        self._txn: list[str] | None = None  # the statements of the transaction being decoded
-        self._undo_txns: list[list[str]] = []
+        # the statements of the transaction being decoded: (text, (action, lsn, relation) or None for a comment)
+        self._txn: list[tuple] | None = None
+        self._current: tuple | None = None  # (action, lsn, relation) of the change being written
+        self._undo_txns: list[tuple] = []  # undo: (head lines, statements newest first, tail lines)
         self._tag_n = 0
+        # DDL: each relation as the statements so far have left it (OID -> Relation), starting from
+        # the snapshot's; relations the statements created (their generated columns are plain ones)
+        self._start: CatalogView | None = None
+        self._defined: dict[int, Relation | None] = {}
+        self._created: set[int] = set()
+        self._shapes: dict[int, set] = {}  # undo: OID -> the definitions its changes saw
         self.changes_written = 0
 
     # -- life cycle -----------------------------------------------------------------------------
@@ -80,6 +89,7 @@ class SqlOutput(OutputPlugin):
                 raise unknown_option(name, value)
         self.major = catalog.major
         self._session = catalog.output_context()
+        self._start = catalog
         what = "undo, newest first" if self.undo else "redo, in commit order"
         self.write(f"-- waldecode SQL output, format {SQL_FORMAT_VERSION}: {what}; conflict handling: {self.conflict}")
         self.write("SET standard_conforming_strings = on;")
@@ -92,8 +102,21 @@ class SqlOutput(OutputPlugin):
 
     def shutdown(self) -> None:
         if self.undo:
-            for lines in reversed(self._undo_txns):
-                for line in lines:
+            # A table whose definition changed inside the range (renamed, columns added, dropped, retyped)
+            # is left alone: statements written against one of its definitions would not fit the other
+            changed = {oid for oid, shapes in self._shapes.items() if len(shapes) > 1}
+            for head, stmts, tail in reversed(self._undo_txns):
+                for line in head:
+                    self.write(line)
+                for text, change in stmts:
+                    if change is not None and change[2] is not None and change[2].oid in changed:
+                        action, lsn, rel = change
+                        note = (f"cannot undo {action} of {self._name(rel)} at {format_lsn(lsn)}: the table's "
+                                "definition changed inside the decoded range")
+                        self.problems.append(note)
+                        text = "-- " + note
+                    self.write(text)
+                for line in tail:
                     self.write(line)
             self._undo_txns = []
         if self.output is not None:
@@ -117,34 +140,114 @@ class SqlOutput(OutputPlugin):
     def _end(self, txn: Transaction, what: str, commit: bool = True) -> None:
         stmts, self._txn = self._txn or [], None
         gid = f" (prepared as {quote_literal_cstr(txn.gid)})" if txn.gid else ""
-        lines = [f"-- transaction {txn.xid}{gid} {what}", "BEGIN;"]
-        lines.extend(reversed(stmts) if self.undo else stmts)
-        lines.append("COMMIT;" if commit else "ROLLBACK;  -- not committed: review before applying")
+        head = [f"-- transaction {txn.xid}{gid} {what}", "BEGIN;"]
+        tail = ["COMMIT;" if commit else "ROLLBACK;  -- not committed: review before applying"]
         if self.undo:
-            self._undo_txns.append(lines)
-        else:
-            for line in lines:
-                self.write(line)
+            self._undo_txns.append((head, stmts[::-1], tail))
+            return
+        for line in head:
+            self.write(line)
+        for text, _ in stmts:
+            self.write(text)
+        for line in tail:
+            self.write(line)
 
     # -- changes --------------------------------------------------------------------------------
 
     def _add(self, stmt: str) -> None:
-        self._txn.append(stmt)
+        self._txn.append((stmt, self._current))
         self.changes_written += 1
 
     def _skip(self, what: str, lsn: int, relation: Relation | None, why: str) -> None:
         where = f" of {self._name(relation)}" if relation is not None else ""
         note = f"cannot {'undo' if self.undo else 'redo'} {what}{where} at {format_lsn(lsn)}: {why}"
         self.problems.append(note)
-        self._txn.append("-- " + note)
+        self._txn.append(("-- " + note, None))
 
     def _name(self, rel: Relation) -> str:
         return quote_qualified_identifier(rel.nspname, rel.relname, self.major)
 
     def _columns(self, rel: Relation, values) -> list[tuple]:
-        """(attribute, value) of the columns a statement may write: not dropped, not generated."""
+        """(attribute, value) of the columns a statement may write: not dropped, not generated (but in a
+        table these statements created, where a generated column is a plain one)."""
+        created = rel.oid in self._created
         return [(att, v) for att, v in zip(rel.attributes, values)
-                if not att.attisdropped and att.attgenerated != ATTRIBUTE_GENERATED_STORED]
+                if not att.attisdropped and (created or att.attgenerated != ATTRIBUTE_GENERATED_STORED)]
+
+    # -- DDL: the catalog history's changes, before the first change that needs them ---------------
+
+    def _column_type(self, catalog: CatalogView, att) -> str:
+        t = catalog.type(att.atttypid)
+        return format_type_typmod(att.type_name, att.atttypid, t.typelem if t is not None and t.typelem and
+                                  att.type_name.endswith("[]") else 0, att.atttypmod)
+
+    def _column_def(self, catalog: CatalogView, att) -> str:
+        return f"{quote_identifier(att.attname, self.major)} {self._column_type(catalog, att)}"
+
+    def _check_type(self, catalog: CatalogView, att, lsn: int, rel: Relation) -> None:
+        # a type the range created is not in the snapshot: these statements do not create types
+        if self._start.type(att.atttypid) is None:
+            self._skip(f"the type {att.type_name} of column {att.attname}", lsn, rel,
+                       "the type was created inside the decoded range: create it on the target first")
+
+    def _ddl(self, catalog: CatalogView, rel: Relation, lsn: int) -> None:
+        """The DDL that takes the target's ``rel`` from how earlier statements (or the snapshot) left it
+        to how this change sees it: CREATE TABLE, renames, ADD/DROP COLUMN, ALTER COLUMN TYPE."""
+        if self.undo:
+            shape = (rel.nspname, rel.relname, tuple((a.attnum, a.attname, a.atttypid, a.atttypmod, a.attisdropped)
+                                                     for a in rel.attributes))
+            self._shapes.setdefault(rel.oid, set()).add(shape)
+            return
+        if rel.oid not in self._defined:
+            self._defined[rel.oid] = self._start.relation(rel.oid)
+        was = self._defined[rel.oid]
+        if was is not None and was.attributes is rel.attributes and was.relname == rel.relname \
+                and was.nspname == rel.nspname:
+            return
+        self._defined[rel.oid] = rel
+        name = self._name(rel)
+        stmts = []
+        if was is None:
+            cols = [att for att in rel.attributes if not att.attisdropped]
+            for att in cols:
+                self._check_type(catalog, att, lsn, rel)
+            defs = [self._column_def(catalog, att) + (" NOT NULL" if att.attnotnull else "") for att in cols]
+            key = [a.attname for a in cols if a.attnum in rel.replica_identity_key]
+            if key and rel.relreplident != REPLICA_IDENTITY_FULL:
+                defs.append("PRIMARY KEY (" + ", ".join(quote_identifier(k, self.major) for k in key) + ")")
+            if rel.nspname not in ("public", "pg_catalog"):
+                stmts.append(f"CREATE SCHEMA IF NOT EXISTS {quote_identifier(rel.nspname, self.major)};")
+            stmts.append(f"CREATE TABLE {name} ({', '.join(defs)});")
+            if rel.relreplident == REPLICA_IDENTITY_FULL:
+                stmts.append(f"ALTER TABLE {name} REPLICA IDENTITY FULL;")
+            self._created.add(rel.oid)
+        else:
+            if (was.nspname, was.relname) != (rel.nspname, rel.relname):
+                old = self._name(was)
+                if was.nspname != rel.nspname:
+                    stmts.append(f"ALTER TABLE {old} SET SCHEMA {quote_identifier(rel.nspname, self.major)};")
+                    old = quote_qualified_identifier(rel.nspname, was.relname, self.major)
+                if was.relname != rel.relname:
+                    stmts.append(f"ALTER TABLE {old} RENAME TO {quote_identifier(rel.relname, self.major)};")
+            before = {a.attnum: a for a in was.attributes}
+            for att in rel.attributes:
+                prev = before.get(att.attnum)
+                if prev is None:
+                    if not att.attisdropped:
+                        self._check_type(catalog, att, lsn, rel)
+                        stmts.append(f"ALTER TABLE {name} ADD COLUMN {self._column_def(catalog, att)};")
+                elif att.attisdropped and not prev.attisdropped:
+                    stmts.append(f"ALTER TABLE {name} DROP COLUMN {quote_identifier(prev.attname, self.major)};")
+                elif not att.attisdropped:
+                    if prev.attname != att.attname:
+                        stmts.append(f"ALTER TABLE {name} RENAME COLUMN {quote_identifier(prev.attname, self.major)}"
+                                     f" TO {quote_identifier(att.attname, self.major)};")
+                    if (prev.atttypid, prev.atttypmod) != (att.atttypid, att.atttypmod):
+                        self._check_type(catalog, att, lsn, rel)
+                        stmts.append(f"ALTER TABLE {name} ALTER COLUMN {quote_identifier(att.attname, self.major)} "
+                                     f"TYPE {self._column_type(catalog, att)};")
+        for stmt in stmts:
+            self._txn.append((stmt, ("DDL", lsn, rel)))
 
     def _literal(self, catalog: CatalogView, att, value) -> str:
         if value is None:
@@ -218,6 +321,8 @@ class SqlOutput(OutputPlugin):
 
     def change(self, txn: Transaction, lsn: int, catalog: CatalogView, relation: Relation, action: str,
                new, old) -> None:
+        self._ddl(catalog, relation, lsn)
+        self._current = (action, lsn, relation)
         full_old = old is not None and relation.relreplident == REPLICA_IDENTITY_FULL
         if self.undo:
             self._undo_change(catalog, relation, action, new, old, full_old, lsn)
@@ -272,6 +377,9 @@ class SqlOutput(OutputPlugin):
 
     def truncate(self, txn: Transaction, lsn: int, catalog: CatalogView, relations: list, restart_seqs: bool,
                  cascade: bool) -> None:
+        for rel in relations:
+            self._ddl(catalog, rel, lsn)
+        self._current = ("TRUNCATE", lsn, relations[0] if relations else None)
         if self.undo:
             names = ", ".join(self._name(r) for r in relations)
             return self._skip(f"TRUNCATE of {names}", lsn, None, "the WAL holds no rows of a truncated table")
@@ -283,4 +391,5 @@ class SqlOutput(OutputPlugin):
                 content: bytes) -> None:
         if transactional and self._txn is not None:
             # a logical message has no SQL to redo it with (pg_logical_emit_message writes a new one)
-            self._txn.append(f"-- message at {format_lsn(message_lsn)}, prefix {prefix!r}, {len(content)} bytes")
+            self._txn.append((f"-- message at {format_lsn(message_lsn)}, prefix {prefix!r}, {len(content)} bytes",
+                              None))
