@@ -344,3 +344,25 @@ def test_pgoutput_tasks_in_process_equal_server(fx, out_file, meta):
     with open(fx.path / out_file, encoding="ascii") as f:
         expected = b"".join(bytes.fromhex(json.loads(line)[2]) + b"\n" for line in f)
     assert out.getvalue() == expected
+
+
+@pytest.mark.slow
+def test_cli_pgoutput_equals_server(spark, tmp_path, capfd):
+    """``spark decode --format pgoutput`` writes the server's messages as pg_recvlogical -f writes them;
+    more than one output range is refused (pgoutput's messages depend on what it sent before)."""
+    import json
+
+    fx = _fixture("pg18-off/ddl")
+    meta = fx.meta["decoding_options"]["pgoutput-binary.jsonl"]
+    slot = _slot(fx, meta)
+    opts = [x for k, v in meta["options"].items() for x in ("-o", f"{k}={v}")]
+    common = ["spark", "decode", "--master", "local[2]", "--format", "pgoutput", "--catalog",
+              str(fx.path / "snapshot.json.gz"), "--start-lsn", slot["confirmed_flush_lsn"], "--end-lsn",
+              fx.meta["end_lsn"], *opts]
+    out = tmp_path / "spark.out"
+    assert _cli([*common, "--output", str(out), str(fx.wal_dir)], capfd) == (0, [])
+    with open(fx.path / "pgoutput-binary.jsonl", encoding="ascii") as f:
+        expected = b"".join(bytes.fromhex(json.loads(line)[2]) + b"\n" for line in f)
+    assert out.read_bytes() == expected
+    status, err = _cli([*common, "--ranges", "2", "--output", str(tmp_path / "x.out"), str(fx.wal_dir)], capfd)
+    assert status != 0 and "--format pgoutput decodes as one output range" in err[0]
