@@ -23,7 +23,6 @@ EXIT_USAGE = 2  # arguments, catalog snapshot or plugin options that do not fit
 
 _USAGE_ERRORS = (UsageError, CatalogError, OutputPluginError)
 
-
 def _build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="waldecode", description="Decode PostgreSQL WAL offline.")
     p.add_argument("--traceback", action="store_true", help="show the Python traceback on errors")
@@ -129,6 +128,10 @@ def _build_parser() -> argparse.ArgumentParser:
     from .forensics.apply import add_arguments as add_apply_arguments
 
     add_apply_arguments(sub)
+
+    from .forensics.cli import add_arguments as add_forensics_arguments
+
+    add_forensics_arguments(sub)
     return p
 
 
@@ -236,6 +239,10 @@ def cmd_decode(args) -> int:
         catalog = Catalog.load(args.catalog)
         start_lsn, restart_lsn = args.start_lsn, args.restart_lsn
     fit_catalog(catalog, segments, args.settings, args.catalog)
+    from .forensics.cli import decode_start_warnings
+
+    for w in decode_start_warnings(args.paths, segments, start_lsn):
+        print(f"waldecode: warning: {w}", file=sys.stderr)
     keeper = None
     spill_dir = args.spill_dir
     if args.slot:

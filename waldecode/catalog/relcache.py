@@ -154,26 +154,47 @@ def _typmodout(oid: int, typmod: int) -> str | None:
     return None
 
 
-def format_type_typmod(text: str, oid: int, elem_oid: int, typmod: int) -> str:
+def format_type_typmod(text: str, oid: int, elem_oid: int, typmod: int, strict: bool = False) -> str:
     """format_type(oid, typmod) from format_type(oid, NULL)'s ``text``: format_type.c puts a
     built-in type's typmod text after its name, before " with(out) time zone"; an array's applies
     to its element (``elem_oid``; the type itself otherwise).  Other types (a user type's
-    typmodout) print as without a typmod.  What a column definition needs: a typmod of -1 is
-    "given", as format_type(atttypid, atttypmod) gives it."""
+    typmodout) print as without a typmod, or, ``strict``, are an error (wal2json must print it).
+    What a column definition needs: a typmod of -1 is "given", as format_type(atttypid, atttypmod)
+    gives it."""
     suffix = ""
     if text.endswith("[]"):
         text, suffix = text[:-2], "[]"
     base = elem_oid or oid
     if typmod < 0:
-        # FORMAT_TYPE_TYPEMOD_GIVEN: a bpchar without a length is "bpchar" ("character" is char(1))
-        return ("bpchar" if base == 1042 else text) + suffix
+        # FORMAT_TYPE_TYPEMOD_GIVEN: a bpchar or bit without a length is the catalog name ("character"
+        # and "bit" are char(1) and bit(1)); "bit" is a keyword, quoted
+        return ("bpchar" if base == 1042 else '"bit"' if base == 1560 else text) + suffix
     mod = _typmodout(base, typmod)
     if mod is None:
+        if strict:
+            raise CatalogError(f"format_type of type {text} (OID {base}) with typmod {typmod}: its typmodout "
+                               "function is not known")
         return text + suffix
     for tail in (" without time zone", " with time zone"):
         if text.endswith(tail):
             return text[:-len(tail)] + mod + tail + suffix
     return text + mod + suffix
+
+
+def catalog_only_name(t, major: int, quote_all: bool = False) -> str:
+    """format_type's name of a type without a name of its own under an empty search_path (what
+    replication connections run with): only pg_catalog is visible, other types are qualified."""
+    special = FORMAT_TYPE_SPECIAL.get(t.oid)
+    if special is not None:
+        return special
+    if t.oid == JSONOID and major >= 17:
+        return "json"
+    name = quote_identifier(t.typname, major, quote_all)
+    if t.nspname == "pg_catalog":
+        return name
+    return quote_identifier(t.nspname or "???", major, quote_all) + "." + name
+
+
 
 
 def quote_all_identifiers(settings: dict) -> bool:

@@ -263,7 +263,7 @@ class LogicalDecoder(TransactionListener):
         self.database = catalog.database_oid
         self.plugin = plugin
         # CreateDecodingContext: the plugin's startup parses its options before anything is decoded
-        snapshot = CatalogView(catalog)
+        snapshot = CatalogView(catalog, at=self._view_at)
         plugin_opts = plugin.startup(dict(plugin_options or {}), snapshot) or OutputPluginOptions()
         self.two_phase = (two_phase or plugin_opts.two_phase) and plugin.supports_two_phase()
         self.major = major or catalog.major
@@ -295,6 +295,14 @@ class LogicalDecoder(TransactionListener):
             RM_HEAP_ID: self._heap,
             RM_LOGICALMSG_ID: self._logicalmsg,
         }
+
+    def _view_at(self, lsn: int) -> CatalogView:
+        """CatalogView.at: the committed catalog at ``lsn``, from the history once there is one."""
+        history = getattr(self, "history", None)
+        if history is None:
+            return self.replayer.snapshot
+        view = history.view(lsn, 0)
+        return self.replayer.snapshot if view is self.catalog else CatalogView(view, view.output_context)
 
     def warn(self, message: str) -> None:
         self.warnings.append(message)

@@ -18,6 +18,7 @@ PLUGINS = {
     "test_decoding": ("waldecode.output.test_decoding", "TestDecoding"),
     "sql": ("waldecode.output.sql", "SqlOutput"),
     "pgoutput": ("waldecode.output.pgoutput", "PgOutput"),
+    "wal2json": ("waldecode.output.wal2json", "Wal2Json"),
 }
 
 

@@ -99,13 +99,15 @@ class CatalogView:
     long as that state lasts, so plugins may cache per view (by identity).
     """
 
-    __slots__ = ("_catalog", "_make_context", "_context", "major", "settings")
+    __slots__ = ("_catalog", "_make_context", "_context", "_at", "major", "settings")
 
-    def __init__(self, catalog, output_context=None):
+    def __init__(self, catalog, output_context=None, at=None):
         """``catalog``: a ``catalog.Catalog`` or a historic view of it; ``output_context``: a
-        callable giving the catalog's own output context, if it keeps one."""
+        callable giving the catalog's own output context, if it keeps one; ``at``: a callable
+        giving the ``CatalogView`` of an LSN (``at``), where the decoder follows the history."""
         self._catalog = catalog
         self._make_context = output_context
+        self._at = at
         self._context: OutputContext | None = None
         self.major: int = catalog.major
         self.settings: dict = catalog.settings
@@ -118,6 +120,11 @@ class CatalogView:
         """The catalog itself (``catalog.Catalog`` or a historic view of it), for what this view does
         not wrap: the publication catalogs pgoutput reads, ``position`` in the catalog history."""
         return self._catalog
+
+    def at(self, lsn: int) -> "CatalogView":
+        """The catalog as the transactions committed before ``lsn`` left it (a view of the snapshot
+        decoding started from when no history is followed)."""
+        return self._at(lsn) if self._at is not None else self
 
     def relation(self, oid: int) -> Relation | None:
         return self._catalog.relation(oid)
@@ -200,6 +207,14 @@ class OutputPlugin(abc.ABC):
     ``begin``, ``change`` and ``commit`` are required; the others default to what
     PostgreSQL does when a plugin leaves the callback unset.
     """
+
+    #: Whether Spark may decode the transactions of different ranges in separate instances of the
+    #: plugin (``spark decode``): False for one whose output for a transaction depends on what it
+    #: printed for earlier ones beyond the event before it (SQL's DDL tracking, undo's reversal)
+    ranges_apart = True
+    #: With ``ranges_apart`` False: whether Spark may still decode it as one output range, in order (what
+    #: pgoutput sends depends on what it sent before, which one range keeps)
+    in_one_range = False
 
     # -- life cycle --------------------------------------------------------------------------------
 

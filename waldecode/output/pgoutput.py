@@ -349,6 +349,10 @@ class PgOutput(OutputPlugin):
     encoding it back gives its bytes) or, given ``output`` (a ``base.OutputWriter``), the messages
     go there as bytes, each followed by a newline."""
 
+    # What it sends depends on what it sent before (schema_sent): Spark decodes it as one range
+    ranges_apart = False
+    in_one_range = True
+
     def __init__(self, write=None, *, output: OutputWriter | None = None):
         if (write is None) == (output is None):
             raise TypeError("PgOutput takes write (a message callback) or output (an OutputWriter)")

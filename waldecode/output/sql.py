@@ -51,6 +51,7 @@ REPLICA_IDENTITY_FULL = "f"  # src/include/catalog/pg_class.h
 class SqlOutput(OutputPlugin):
     """The plugin; ``write(text)`` receives each line, or ``output`` (an ``OutputWriter``) the lines as bytes."""
 
+    ranges_apart = False  # the DDL written so far, and undo's reversal, span the whole run
     def __init__(self, write=None, *, output: OutputWriter | None = None):
         if (write is None) == (output is None):
             raise TypeError("SqlOutput takes write (a line callback) or output (an OutputWriter)")
@@ -65,6 +66,7 @@ class SqlOutput(OutputPlugin):
         # DDL: each relation as the statements so far have left it (OID -> Relation), starting from
         # the snapshot's; relations the statements created (their generated columns are plain ones)
         self._start: CatalogView | None = None
+        self._baseline: CatalogView | None = None  # the catalog the target has: as of the first transaction
         self._defined: dict[int, Relation | None] = {}
         self._created: set[int] = set()
         self._shapes: dict[int, set] = {}  # undo: OID -> the definitions its changes saw
@@ -129,6 +131,10 @@ class SqlOutput(OutputPlugin):
 
     def begin(self, txn: Transaction) -> None:
         self._txn = []
+        if self._baseline is None:
+            # The target is the database as it was before the first transaction handed here (the
+            # requested start): DDL committed before it is there already
+            self._baseline = self._start.at(txn.final_lsn) if txn.final_lsn else self._start
 
     def commit(self, txn: Transaction, commit_lsn: int) -> None:
         self._end(txn, f"committed at {format_lsn(commit_lsn)} ({self._time(txn.xact_time)})")
@@ -186,7 +192,7 @@ class SqlOutput(OutputPlugin):
 
     def _check_type(self, catalog: CatalogView, att, lsn: int, rel: Relation) -> None:
         # a type the range created is not in the snapshot: these statements do not create types
-        if self._start.type(att.atttypid) is None:
+        if self._baseline.type(att.atttypid) is None:
             self._skip(f"the type {att.type_name} of column {att.attname}", lsn, rel,
                        "the type was created inside the decoded range: create it on the target first")
 
@@ -199,7 +205,7 @@ class SqlOutput(OutputPlugin):
             self._shapes.setdefault(rel.oid, set()).add(shape)
             return
         if rel.oid not in self._defined:
-            self._defined[rel.oid] = self._start.relation(rel.oid)
+            self._defined[rel.oid] = self._baseline.relation(rel.oid)
         was = self._defined[rel.oid]
         if was is not None and was.attributes is rel.attributes and was.relname == rel.relname \
                 and was.nspname == rel.nspname:

@@ -16,6 +16,7 @@ import sys
 import tempfile
 
 from .. import argtypes
+from ..output import PLUGINS
 from ..errors import Error, UsageError
 
 #: below this much WAL a single process is faster than Spark's fixed costs (design §1)
@@ -39,8 +40,7 @@ def add_arguments(sub) -> None:
     dec.add_argument("--conf", dest="confs", action="append", default=[], metavar="KEY=VALUE",
                      help="a Spark setting (repeatable)")
     dec.add_argument("--catalog", required=True, metavar="FILE", help="catalog snapshot written by 'waldecode catalog'")
-    dec.add_argument("--format", default="test_decoding", choices=("test_decoding", "pgoutput"),
-                     help="output plugin")
+    dec.add_argument("--format", default="test_decoding", choices=tuple(PLUGINS), help="output plugin")
     dec.add_argument("-o", "--option", dest="options", action="append", default=[], metavar="NAME[=VALUE]",
                      help="output plugin option, as pg_recvlogical -o passes it (repeatable)")
     dec.add_argument("-s", "--start-lsn", type=argtypes.lsn, help="as for decode: the slot's confirmed position")
@@ -199,13 +199,14 @@ def cmd_spark_decode(args) -> int:
         from .datasource import write_parquet
 
         return write_parquet(args, segments, catalog, options)
+    plugin = plugin_class(args.format)
     ranges = args.ranges
-    if args.format == "pgoutput":
-        # pgoutput's messages depend on everything sent before (a relation's schema goes out once
+    if not plugin.ranges_apart and plugin.in_one_range:
+        # its output depends on everything written before (pgoutput: a relation's schema goes out once
         # until the catalog changes): one output range, decoded in order
         if ranges not in (None, 1):
-            raise UsageError("--format pgoutput decodes as one output range (--ranges 1): what it sends "
-                             "depends on what it sent before")
+            raise UsageError(f"--format {args.format} decodes as one output range (--ranges 1): what it writes "
+                             "depends on what it wrote before")
         ranges = 1
     warn = lambda m: print(f"waldecode: warning: {m}", file=sys.stderr)  # noqa: E731
     confs = _confs(args.confs)
@@ -216,7 +217,7 @@ def cmd_spark_decode(args) -> int:
     try:
         executor = SparkExecutor(spark, ranges)
         try:
-            result = decode_spark(executor, segments, catalog, plugin_class(args.format), out, plugin_options=options,
+            result = decode_spark(executor, segments, catalog, plugin, out, plugin_options=options,
                                   start_lsn=args.start_lsn, restart_lsn=args.restart_lsn, end_lsn=args.end_lsn,
                                   two_phase=args.two_phase, include_uncommitted=args.include_uncommitted,
                                   segments_per_run=args.segments_per_task, parts_dir=parts_dir, on_warning=warn)

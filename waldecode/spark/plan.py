@@ -280,8 +280,14 @@ def run_driver_pass(items, catalog: Catalog, plugin: OutputPlugin, *, plugin_opt
     nranges = max(1, min(nranges, len(events) or 1))
     range_of = []
     acc = 0
-    for w in weights:
-        range_of.append(min(nranges - 1, acc * nranges // total))
+    for ev, w in zip(events, weights):
+        # A call (a non-transactional message, a COMMIT/ROLLBACK PREPARED) stays in the range of the event
+        # before it: a plugin may print it after what it kept of the last transaction (wal2json's format 1
+        # puts a comma before such a message after a transaction of two or more changes)
+        if ev[0] == "call" and range_of:
+            range_of.append(range_of[-1])
+        else:
+            range_of.append(min(nranges - 1, acc * nranges // total))
         acc += w
     members = {}
     for order, ev in enumerate(events):

@@ -13,6 +13,7 @@ from __future__ import annotations
 import gzip
 import re
 from dataclasses import dataclass, field
+from typing import NamedTuple
 from pathlib import Path
 
 from ..errors import MissingSegmentError, SegmentFileError, format_lsn
@@ -198,8 +199,21 @@ def _read_identity(path: Path):
     return hdr
 
 
-def discover(paths, timeline: int | None = None) -> SegmentSet:
-    """Find the segments among ``paths`` (directories or files) and check they belong together."""
+class Scan(NamedTuple):
+    """What the files among some paths are: every segment by timeline, and the history files."""
+
+    first: Path  # the segment file whose first page header gave the identity
+    ident: object  # that XLogLongPageHeaderData
+    by_tli: dict  # timeline -> {segno: SegmentFile} (the best file of each segment)
+    histories: dict  # timeline -> ((parent timeline, switch LSN), ...), from TTTTTTTT.history files
+
+    @property
+    def seg_size(self) -> int:
+        return self.ident.xlp_seg_size
+
+
+def scan(paths) -> Scan:
+    """Find the segments and history files among ``paths`` (directories or files), every timeline's."""
     cands = _candidates(paths)
     if not cands:
         raise SegmentFileError("no WAL segment files found", path=", ".join(str(p) for p in paths))
@@ -223,17 +237,23 @@ def discover(paths, timeline: int | None = None) -> SegmentSet:
         # A complete segment beats a .partial one; plain beats compressed (same content, cheaper)
         if old is None or (old.partial, old.compressed) > (f.partial, f.compressed):
             slot[segno] = f
+    return Scan(first, ident, by_tli, histories(paths))
+
+
+def discover(paths, timeline: int | None = None) -> SegmentSet:
+    """Find the segments among ``paths`` (directories or files) and check they belong together."""
+    first, ident, by_tli, histories_ = scan(paths)
+    seg_size = ident.xlp_seg_size
     tlis = tuple(sorted(by_tli))
-    histories = _histories(paths)
     if timeline is None:
         timeline = tlis[-1]
-        if len(tlis) > 1 and timeline not in histories:
+        if len(tlis) > 1 and timeline not in histories_:
             raise SegmentFileError(
                 "segments of several timelines (" + ", ".join(str(t) for t in tlis) + ") given and no history "
                 f"file {timeline:08X}.history to join them: choose one with --timeline", path=str(first.parent))
     if timeline not in by_tli:
         raise SegmentFileError(f"no segment of timeline {timeline} among the input", path=str(first.parent))
-    history = histories.get(timeline, ())
+    history = histories_.get(timeline, ())
     files = dict(by_tli[timeline])
     if history:
         # Follow the history: before each switch point, the parent timeline's segments
@@ -266,7 +286,7 @@ def parse_history(text: str, source: str) -> tuple:
     return tuple(out)
 
 
-def _histories(paths) -> dict:
+def histories(paths) -> dict:
     """Timeline history files (TTTTTTTT.history) found in the given directories, by timeline."""
     out = {}
     for p in paths:

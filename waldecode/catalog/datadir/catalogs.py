@@ -194,15 +194,15 @@ class AttributeRows:
         out = []
         for values, tup in self.rows.get(relid, ()):
             (attnum, attname, atttypid, atttypmod, attlen, attbyval, attalign, attstorage, attisdropped,
-             attnotnull, atthasmissing, attgenerated, attidentity) = self.values(
+             attnotnull, atthasmissing, attgenerated, attidentity, atthasdef) = self.values(
                 values, "attnum", "attname", "atttypid", "atttypmod", "attlen", "attbyval", "attalign", "attstorage",
-                "attisdropped", "attnotnull", "atthasmissing", "attgenerated", "attidentity")
+                "attisdropped", "attnotnull", "atthasmissing", "attgenerated", "attidentity", "atthasdef")
             if attnum > 0:
                 out.append((Attribute(
                     attnum=attnum, attname=attname, atttypid=atttypid, atttypmod=atttypmod, attlen=attlen,
                     attbyval=attbyval, attalign=attalign, attstorage=attstorage, attisdropped=attisdropped,
                     attnotnull=attnotnull, atthasmissing=atthasmissing, attgenerated=attgenerated,
-                    attidentity=attidentity), tup))
+                    attidentity=attidentity, atthasdef=atthasdef), tup))
         return out
 
     def layout(self, relid: int, what: str) -> tuple[Attribute, ...]:
