@@ -31,6 +31,9 @@ SOURCES = (
     "waldecode/types/jsonb.py",
     "waldecode/types/network.py",
     "waldecode/types/float.py",
+    "waldecode/wal/xlogpage.py",
+    "waldecode/rmgr/__init__.py",
+    "waldecode/rmgr/xlog.py",
 )
 
 _BINOPS = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul, ast.FloorDiv: operator.floordiv,

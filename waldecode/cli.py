@@ -181,32 +181,16 @@ def cmd_inspect(args) -> int:
 
     reader = XLogReader(args.paths, args.start_lsn, args.end_lsn, timeline=args.timeline,
                         verify_crc=args.verify_crc)
-    major = reader.major
     wanted_rmgrs = None
     if args.rmgr:
         wanted_rmgrs = {rmgr.rmid_by_name(name) for name in args.rmgr}
-    out = sys.stdout
-    stats = waldump.WaldumpStats(major, per_record=args.stats == "record") if args.stats else None
-    fmt = waldump.format_record_bkp_details if args.bkp_details else waldump.format_record
-    shown = 0
-    records = progress.track(reader, quiet=args.quiet, streams_stdout=stats is None)
-    for rec in records:
-        if wanted_rmgrs is not None and rec.xl_rmid not in wanted_rmgrs:
-            continue
-        if args.xid is not None and rec.xl_xid != args.xid:
-            continue
-        if stats is not None:
-            stats.add(rec)
-        else:
-            out.write(fmt(rec, major))
-            out.write("\n")
-        shown += 1
-        if args.limit is not None and shown >= args.limit:
-            break
-    records.close()
-    if stats is not None:
-        out.write(stats.format())
-    out.flush()
+    tracker = progress.track(reader, quiet=args.quiet, streams_stdout=not args.stats)
+    out = sys.stdout.buffer
+    try:
+        shown = waldump.inspect(reader, out.write, stats=args.stats, bkp_details=args.bkp_details,
+                                rmids=wanted_rmgrs, xid=args.xid, limit=args.limit, tracker=tracker)
+    finally:
+        out.flush()
     if args.limit is not None and shown >= args.limit:
         return EXIT_OK
     return _report_stop(reader)

@@ -41,6 +41,7 @@ class XLogReader:
         self.stop: ReadStop | None = None
         self.first_lsn: int | None = None  # LSN of the first record returned
         self.last_end_lsn: int | None = None  # EndRecPtr of the last record returned
+        self.read_from: int = 0  # records before it are skipped (set when reading starts)
 
     @property
     def major(self) -> int:
@@ -51,6 +52,35 @@ class XLogReader:
         return self.segments.seg_size
 
     def __iter__(self) -> Iterator[DecodedRecord]:
+        decode = _impl.decode_record
+        frame = _impl.frame_segment
+        major = self.segments.major
+        seg_size = self.segments.seg_size
+        verify = self.verify_crc
+        for seg_lsn, buf, path, st in self.segments_to_read():
+            records, stop = frame(buf, seg_lsn, st, verify, path)
+            for lsn, raw_end, rec in records:
+                if lsn < self.read_from:
+                    continue
+                end = _end_lsn(rec, lsn, raw_end, seg_size)
+                r = decode_in(decode, rec, lsn, end, major, path)
+                if self.first_lsn is None:
+                    self.first_lsn = lsn
+                self.last_end_lsn = end
+                yield r
+            if stop is not None:
+                self.stop = stop
+                return
+
+    def segments_to_read(self, mapped: bool = False) -> Iterator[tuple[int, bytes, object, FrameState]]:
+        """The segments of the range, in order, as ``(seg_lsn, buffer, path, frame_state)``.
+
+        The caller frames each one from ``frame_state`` and skips the records before
+        ``read_from`` (set before the first segment); when framing stops it sets ``stop``
+        itself and leaves.  When the range or the input is used up, ``stop`` is set here.
+        The native ``inspect`` (``waldecode._waldump``) walks the same segments, ``mapped``
+        (``SegmentSet.load``).
+        """
         segs = self.segments
         seg_size = segs.seg_size
         start = self.start_lsn
@@ -67,13 +97,10 @@ class XLogReader:
         if self.end_lsn is not None:
             last_segno = min(last_segno, (self.end_lsn - 1) // seg_size)
         segs.check_contiguous(first_segno, last_segno)
+        self.read_from = start
         # XLogFindNextRecord: begin at the page holding ``start`` and skip records before it
         page_start = start - start % segs.page_size
         st = FrameState(segs.page_size, seg_size, segs.magic, segs.sysid, page_start, 0, self.end_lsn or 0)
-        decode = _impl.decode_record
-        frame = _impl.frame_segment
-        major = segs.major
-        verify = self.verify_crc
         segno = first_segno
         while True:
             if self.end_lsn is not None and segno * seg_size >= self.end_lsn:
@@ -82,27 +109,8 @@ class XLogReader:
             if segno > segs.last_segno:
                 self.stop = self._ran_out(st, segno)
                 return
-            buf, path = segs.load(segno)
-            records, stop = frame(buf, segno * seg_size, st, verify, path)
-            for lsn, raw_end, rec in records:
-                if lsn < start:
-                    continue
-                end = _end_lsn(rec, lsn, raw_end, seg_size)
-                try:
-                    r = decode(rec, lsn, end, major)
-                except WALError as e:
-                    if e.path is None:
-                        named = type(e)(e.reason, path=path)
-                        named.lsn = e.lsn
-                        raise named from None
-                    raise
-                if self.first_lsn is None:
-                    self.first_lsn = lsn
-                self.last_end_lsn = end
-                yield r
-            if stop is not None:
-                self.stop = stop
-                return
+            buf, path = segs.load(segno, mapped)
+            yield segno * seg_size, buf, path, st
             segno += 1
 
     def _ran_out(self, st: FrameState, segno: int) -> ReadStop:
@@ -145,6 +153,18 @@ def read_segment(segments: SegmentSet, segno: int, verify_crc: bool = True,
     records = [_impl.decode_record(rec, lsn, _end_lsn(rec, lsn, raw_end, seg_size), major)
                for lsn, raw_end, rec in raw if rmid is None or rec[17] == rmid]  # XLogRecord.xl_rmid
     return records, stop
+
+
+def decode_in(decode, rec: bytes, lsn: int, end: int, major: int, path) -> DecodedRecord:
+    """``decode(rec, lsn, end, major)``, its error naming the segment file ``path``."""
+    try:
+        return decode(rec, lsn, end, major)
+    except WALError as e:
+        if e.path is None:
+            named = type(e)(e.reason, path=path)
+            named.lsn = e.lsn
+            raise named from None
+        raise
 
 
 def _end_lsn(rec: bytes, lsn: int, raw_end: int, seg_size: int) -> int:
