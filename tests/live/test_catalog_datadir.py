@@ -206,6 +206,14 @@ CREATE MATERIALIZED VIEW mv AS SELECT 1 AS one;
 CREATE SEQUENCE seq;
 CREATE TABLE multi (id int PRIMARY KEY);
 CREATE TABLE multi_aborted (id int PRIMARY KEY);
+-- publications (pgoutput): every kind of member, column lists, row filters, options
+CREATE PUBLICATION pub_all FOR ALL TABLES WITH (publish = 'insert', publish_via_partition_root = true);
+CREATE PUBLICATION pub_some FOR TABLE pk (id, t) WHERE (id > 5), parted;
+CREATE PUBLICATION pub_schemas FOR TABLES IN SCHEMA other, "S p" WITH (publish_via_partition_root);
+CREATE PUBLICATION "Pub q" FOR TABLE rfull WITH (publish = 'update, truncate');
+CREATE PUBLICATION pub_dropped FOR TABLE multi;
+DROP PUBLICATION pub_dropped;
+SELECT pg_replication_origin_create('dd origin');
 
 -- catalog history: dead tuple versions on the catalog pages
 CREATE TABLE doomed (id int PRIMARY KEY, t text);

@@ -314,3 +314,55 @@ def test_standalone_cluster(tmp_path):
                 proc.kill()
                 proc.wait()
     assert all(p.poll() is not None for p in procs)
+
+
+PGOUTPUT_CASES = [pytest.param(fx, out_file, meta, id=f"{fx.name}/{out_file}")
+                  for fx in all_fixtures() if fx.major in (16, 18) and fx.path.name in ("ddl", "checkpoint_fpi",
+                                                                                           "prepared", "types")
+                  for out_file, meta in fx.meta.get("decoding_options", {}).items() if meta["plugin"] == "pgoutput"]
+
+
+@pytest.mark.parametrize("fx,out_file,meta", PGOUTPUT_CASES)
+def test_pgoutput_tasks_in_process_equal_server(fx, out_file, meta):
+    """pgoutput through the Spark task functions (one output range: what it sends depends on what it
+    sent before) gives the server's messages, each followed by a newline as pg_recvlogical writes them."""
+    import json
+
+    from waldecode.output.pgoutput import PgOutput
+
+    catalog = Catalog.load(fx.path / "snapshot.json.gz")
+    if catalog.publications is None:
+        pytest.skip("snapshot without publications")
+    slot = _slot(fx, meta)
+    executor = LocalExecutor()
+    executor.ranges = 1
+    out = io.BytesIO()
+    result = decode_spark(executor, [fx.wal_dir], catalog, PgOutput, out, plugin_options=meta["options"],
+                          start_lsn=parse_lsn(slot["confirmed_flush_lsn"]), end_lsn=fx.end_lsn,
+                          two_phase=slot["two_phase"], segments_per_run=1)
+    assert result.not_decoded == [] and result.warnings == []
+    with open(fx.path / out_file, encoding="ascii") as f:
+        expected = b"".join(bytes.fromhex(json.loads(line)[2]) + b"\n" for line in f)
+    assert out.getvalue() == expected
+
+
+@pytest.mark.slow
+def test_cli_pgoutput_equals_server(spark, tmp_path, capfd):
+    """``spark decode --format pgoutput`` writes the server's messages as pg_recvlogical -f writes them;
+    more than one output range is refused (pgoutput's messages depend on what it sent before)."""
+    import json
+
+    fx = _fixture("pg18-off/ddl")
+    meta = fx.meta["decoding_options"]["pgoutput-binary.jsonl"]
+    slot = _slot(fx, meta)
+    opts = [x for k, v in meta["options"].items() for x in ("-o", f"{k}={v}")]
+    common = ["spark", "decode", "--master", "local[2]", "--format", "pgoutput", "--catalog",
+              str(fx.path / "snapshot.json.gz"), "--start-lsn", slot["confirmed_flush_lsn"], "--end-lsn",
+              fx.meta["end_lsn"], *opts]
+    out = tmp_path / "spark.out"
+    assert _cli([*common, "--output", str(out), str(fx.wal_dir)], capfd) == (0, [])
+    with open(fx.path / "pgoutput-binary.jsonl", encoding="ascii") as f:
+        expected = b"".join(bytes.fromhex(json.loads(line)[2]) + b"\n" for line in f)
+    assert out.read_bytes() == expected
+    status, err = _cli([*common, "--ranges", "2", "--output", str(tmp_path / "x.out"), str(fx.wal_dir)], capfd)
+    assert status != 0 and "--format pgoutput decodes as one output range" in err[0]

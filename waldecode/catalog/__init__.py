@@ -18,6 +18,9 @@ from .model import (
     CatalogError,
     CatalogPages,
     PackedBlock,
+    Publication,
+    PublicationNamespace,
+    PublicationRel,
     Relation,
     TypeInfo,
 )
@@ -48,6 +51,7 @@ from .pg_catalog import (
 
 __all__ = [
     "Catalog", "Relation", "Attribute", "TypeInfo", "CatalogPages", "PackedBlock", "CatalogError",
+    "Publication", "PublicationRel", "PublicationNamespace",
     "FORMAT_NAME", "FORMAT_VERSION", "SETTING_NAMES", "DEFAULT_SETTINGS", "TRACKED_CATALOGS",
     "FirstCatalogUserObjectId", "TypeRelationId", "AttributeRelationId", "ProcedureRelationId",
     "RelationRelationId", "IndexRelationId", "NamespaceRelationId", "EnumRelationId", "RangeRelationId",

@@ -19,7 +19,8 @@ from typing import Any
 from ..errors import WALError
 from ..pg.lsn import parse_lsn
 from .datadir.heapscan import heap_page_tuples
-from .model import DEFAULT_SETTINGS, SETTING_NAMES, Attribute, Catalog, CatalogError, CatalogPages, Relation, TypeInfo
+from .model import (DEFAULT_SETTINGS, SETTING_NAMES, Attribute, Catalog, CatalogError, CatalogPages, Publication,
+                    PublicationNamespace, PublicationRel, Relation, TypeInfo)
 from .pg_catalog import DECODED_COLUMNS, TRACKED_CATALOGS, CatalogLayout
 from .relcache import views_needed
 
@@ -183,6 +184,39 @@ _MULTIRANGE_SUBTYPE = "mr.rngsubtype"
 _Q_ENUMS = "SELECT enumtypid::int8, oid::int8, enumlabel::text FROM pg_enum ORDER BY enumtypid, enumsortorder"
 
 
+# Publications (pgoutput): pg_publication, pg_publication_rel (prqual, prattrs: 15+),
+# pg_publication_namespace (15+), pg_publication.pubgencols (18+), and pg_inherits (partition ancestors)
+_Q_PUBLICATIONS = """
+SELECT oid::int8, pubname::text, puballtables, pubinsert, pubupdate, pubdelete, pubtruncate, pubviaroot,
+       {pubgencols} FROM pg_publication
+"""
+_Q_PUBLICATION_RELS = """
+SELECT oid::int8, prpubid::int8, prrelid::int8, {prqual}, {prattrs} FROM pg_publication_rel
+"""
+_Q_PUBLICATION_NAMESPACES = "SELECT oid::int8, pnpubid::int8, pnnspid::int8 FROM pg_publication_namespace"
+_Q_INHERITS = "SELECT inhrelid::int8, inhparent::int8 FROM pg_inherits ORDER BY inhrelid, inhseqno"
+
+
+def _publications(cur, version_num: int) -> tuple:
+    """(publications, publication_rels, publication_namespaces, inherits) as ``Catalog`` holds them."""
+    cur.execute(_Q_PUBLICATIONS.format(pubgencols="pubgencols::text" if version_num >= 180000 else "''"))
+    pubs = {r[0]: Publication(*r) for r in cur.fetchall()}
+    v15 = version_num >= 150000
+    cur.execute(_Q_PUBLICATION_RELS.format(prqual="prqual::text" if v15 else "NULL::text",
+                                           prattrs="prattrs::int2[]" if v15 else "NULL::int2[]"))
+    rels = {oid: PublicationRel(oid, pubid, relid, qual, None if attrs is None else tuple(attrs))
+            for oid, pubid, relid, qual, attrs in cur.fetchall()}
+    nsps = {}
+    if v15:
+        cur.execute(_Q_PUBLICATION_NAMESPACES)
+        nsps = {r[0]: PublicationNamespace(*r) for r in cur.fetchall()}
+    cur.execute(_Q_INHERITS)
+    inherits: dict = {}
+    for rel, parent in cur.fetchall():
+        inherits[rel] = inherits.get(rel, ()) + (parent,)
+    return pubs, rels, nsps, inherits
+
+
 # -- public API ---------------------------------------------------------------------------------
 
 def snapshot_from_dsn(dsn: str, pages: str = "auto") -> Catalog:
@@ -284,6 +318,10 @@ def _read_snapshot(cur, where: str, pages: "_PageReader") -> Catalog:
     cur.execute(_Q_RECORDED, (list(_RECORDED_SETTINGS),))
     for name, value in cur.fetchall():
         settings[name] = value
+    # the database's default collation and ctype (pg_database: 16 has no lc_collate/lc_ctype settings):
+    # what row filters ordering or case-mapping text need
+    cur.execute("SELECT datcollate::text, datctype::text FROM pg_database WHERE datname = current_database()")
+    settings["lc_collate"], settings["lc_ctype"] = cur.fetchone()
 
     relkinds = list(_RELKINDS) + [_RELKIND_VIEW]
     cur.execute(_Q_RELATIONS, (relkinds,))
@@ -350,8 +388,13 @@ def _read_snapshot(cur, where: str, pages: "_PageReader") -> Catalog:
 
     cur.execute("SELECT oid::int8, nspname::text FROM pg_namespace")
     namespaces = dict(cur.fetchall())
+    pubs, pubrels, pubnsps, inherits = _publications(cur, version_num)
+    cur.execute("SELECT roident::int8, roname FROM pg_replication_origin")
+    origins = dict(cur.fetchall())
     catalog_pages, note = pages.read(cur, relations, settings.get("server_encoding"))
-    return Catalog(server_version=server_version, server_version_num=version_num,
+    return Catalog(publications=pubs, publication_rels=pubrels, publication_namespaces=pubnsps, inherits=inherits,
+                   replication_origins=origins,
+                   server_version=server_version, server_version_num=version_num,
                    major=version_num // 10000, lsn=parse_lsn(lsn_text), database=datname,
                    database_oid=datoid, database_tablespace=dattablespace, settings=settings,
                    relations=relations, types=types, namespaces=namespaces, catalog_pages=catalog_pages,

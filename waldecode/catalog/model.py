@@ -28,6 +28,13 @@ from .pg_catalog import FirstCatalogUserObjectId, RELKIND_TOASTVALUE
 # ``types`` (list of TypeInfo dicts), mirroring the dataclasses below field for
 # field; field names are PostgreSQL's column names.
 #
+# ``publications``, ``publication_rels``, ``publication_namespaces``, ``inherits`` (optional, still
+# version 1: a snapshot without ``publications`` predates them and cannot serve pgoutput): the rows of
+# pg_publication, pg_publication_rel (``prqual`` as its pg_node_tree text, ``prattrs`` a list of
+# attnums or null), pg_publication_namespace and pg_inherits, column for column; and
+# ``replication_origins`` (optional): the shared pg_replication_origin's rows, ``{"roident", "roname"}``
+# (the names pgoutput's Origin message carries).
+#
 # ``catalog_pages`` (optional, still format version 1: older snapshots lack it and
 # are read as before, older readers ignore it) holds what the catalog history
 # (``catalog.history``) needs to redo catalog records on pages the WAL read shows no
@@ -132,6 +139,42 @@ class TypeInfo:
     format_type: str  # format_type(oid, NULL)
     rngsubtype: int = 0
     enum_labels: dict = field(default_factory=dict)  # enum label OID -> label
+
+
+@dataclass(frozen=True)
+class Publication:
+    """pg_publication row (``pubgencols``: 18+, '' before)."""
+
+    oid: int
+    pubname: str
+    puballtables: bool
+    pubinsert: bool
+    pubupdate: bool
+    pubdelete: bool
+    pubtruncate: bool
+    pubviaroot: bool = False
+    pubgencols: str = ""
+
+
+@dataclass(frozen=True)
+class PublicationRel:
+    """pg_publication_rel row: ``prqual`` the row filter as its pg_node_tree text, ``prattrs`` the
+    column list's attnums (None: no list); both 15+."""
+
+    oid: int
+    prpubid: int
+    prrelid: int
+    prqual: str | None = None
+    prattrs: tuple | None = None
+
+
+@dataclass(frozen=True)
+class PublicationNamespace:
+    """pg_publication_namespace row (15+: FOR TABLES IN SCHEMA)."""
+
+    oid: int
+    pnpubid: int
+    pnnspid: int
 
 
 class CatalogPages:
@@ -248,6 +291,14 @@ class Catalog:
     namespaces: dict = field(default_factory=dict)  # pg_namespace oid -> nspname (empty in older snapshots)
     catalog_pages: dict = field(default_factory=dict)  # catalog OID -> CatalogPages (empty in older snapshots)
     catalog_pages_note: str = ""  # why catalog pages are missing, if some are
+    # pg_publication, pg_publication_rel, pg_publication_namespace rows by OID; None: a snapshot that
+    # predates them (cannot serve pgoutput)
+    publications: dict | None = None
+    publication_rels: dict = field(default_factory=dict)
+    publication_namespaces: dict = field(default_factory=dict)
+    inherits: dict = field(default_factory=dict)  # pg_inherits: inhrelid -> parents in inhseqno order
+    # pg_replication_origin (shared): roident -> roname; None: not recorded
+    replication_origins: dict | None = None
     _by_filenode: dict = field(default_factory=dict, repr=False)
 
     def __post_init__(self):
@@ -267,6 +318,12 @@ class Catalog:
     def type(self, oid: int) -> TypeInfo | None:
         return self.types.get(oid)
 
+    def namespace_name(self, nspoid: int) -> str | None:
+        return self.namespaces.get(nspoid)
+
+    #: (catalog-changing commits, own catalog changes) this catalog stands after: the snapshot, (0, 0)
+    position = (0, 0)
+
     # -- JSON ---------------------------------------------------------------------------------
 
     def to_dict(self, pages: bool = True) -> dict:
@@ -281,6 +338,14 @@ class Catalog:
             "types": [_type_to_dict(t) for t in sorted(self.types.values(), key=lambda t: t.oid)],
             "namespaces": [{"oid": oid, "nspname": name} for oid, name in sorted(self.namespaces.items())],
         }
+        if self.publications is not None:
+            doc["publications"] = [asdict(p) for _o, p in sorted(self.publications.items())]
+            doc["publication_rels"] = [_pubrel_to_dict(p) for _o, p in sorted(self.publication_rels.items())]
+            doc["publication_namespaces"] = [asdict(p) for _o, p in sorted(self.publication_namespaces.items())]
+            doc["inherits"] = [{"inhrelid": rel, "inhparent": parent, "inhseqno": i + 1}
+                               for rel, parents in sorted(self.inherits.items()) for i, parent in enumerate(parents)]
+        if self.replication_origins is not None:
+            doc["replication_origins"] = [{"roident": i, "roname": n} for i, n in sorted(self.replication_origins.items())]
         if self.catalog_pages_note:
             doc["catalog_pages_note"] = self.catalog_pages_note
         if pages and self.catalog_pages:
@@ -326,13 +391,27 @@ class Catalog:
                 types[typ.oid] = typ
             settings = dict(DEFAULT_SETTINGS)
             settings.update(doc.get("settings", {}))
+            pubs = None
+            if "publications" in doc:
+                pubs = {int(p["oid"]): _from_fields(Publication, p) for p in doc["publications"]}
+            inherits: dict = {}
+            for i in sorted(doc.get("inherits", ()), key=lambda i: (int(i["inhrelid"]), int(i["inhseqno"]))):
+                inherits.setdefault(int(i["inhrelid"]), ())
+                inherits[int(i["inhrelid"])] += (int(i["inhparent"]),)
             return cls(server_version=doc["server_version"], server_version_num=int(doc["server_version_num"]),
                        major=int(doc["major"]), lsn=parse_lsn(doc["lsn"]), database=doc["database"],
                        database_oid=int(doc["database_oid"]), database_tablespace=int(doc["database_tablespace"]),
                        settings=settings, relations=relations, types=types,
                        namespaces={int(n["oid"]): n["nspname"] for n in doc.get("namespaces", ())},
                        catalog_pages={int(p["oid"]): CatalogPages.from_dict(p) for p in doc.get("catalog_pages", ())},
-                       catalog_pages_note=str(doc.get("catalog_pages_note", "")))
+                       catalog_pages_note=str(doc.get("catalog_pages_note", "")),
+                       publications=pubs,
+                       publication_rels={int(p["oid"]): _pubrel_from_dict(p) for p in doc.get("publication_rels", ())},
+                       publication_namespaces={int(p["oid"]): _from_fields(PublicationNamespace, p)
+                                               for p in doc.get("publication_namespaces", ())},
+                       inherits=inherits,
+                       replication_origins=({int(o["roident"]): str(o["roname"]) for o in doc["replication_origins"]}
+                                            if "replication_origins" in doc else None))
         except (KeyError, TypeError, ValueError) as e:
             raise CatalogError(f"{source}: malformed catalog snapshot: {type(e).__name__}: {e}") from None
 
@@ -352,6 +431,24 @@ class Catalog:
         return cls.from_json(text, str(path))
 
 
+
+
+def _from_fields(cls, d: dict):
+    names = {f.name for f in fields(cls)}
+    return cls(**{k: v for k, v in d.items() if k in names})
+
+
+def _pubrel_to_dict(p: PublicationRel) -> dict:
+    d = asdict(p)
+    d["prattrs"] = None if p.prattrs is None else list(p.prattrs)
+    return d
+
+
+def _pubrel_from_dict(d: dict) -> PublicationRel:
+    p = _from_fields(PublicationRel, d)
+    if p.prattrs is not None:
+        p = PublicationRel(p.oid, p.prpubid, p.prrelid, p.prqual, tuple(int(a) for a in p.prattrs))
+    return p
 
 
 def _rel_to_dict(r: Relation) -> dict:

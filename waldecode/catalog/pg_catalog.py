@@ -26,20 +26,31 @@ ProcedureRelationId = 1255
 RelationRelationId = 1259
 AuthIdRelationId = 1260
 DatabaseRelationId = 1262
+ReplicationOriginRelationId = 6000  # shared
 IndexRelationId = 2610
 NamespaceRelationId = 2615
 DbRoleSettingRelationId = 2964
 EnumRelationId = 3501
 RangeRelationId = 3541
+InheritsRelationId = 2611
+PublicationRelationId = 6104
+PublicationRelRelationId = 6106
+PublicationNamespaceRelationId = 6237  # 15+
 
 #: the catalogs the catalog history follows through the WAL, and whose pages a snapshot carries
 TRACKED_CATALOGS = {
     RelationRelationId: "pg_class", AttributeRelationId: "pg_attribute", TypeRelationId: "pg_type",
     NamespaceRelationId: "pg_namespace", EnumRelationId: "pg_enum", IndexRelationId: "pg_index",
-    RangeRelationId: "pg_range", ProcedureRelationId: "pg_proc",
+    RangeRelationId: "pg_range", ProcedureRelationId: "pg_proc", InheritsRelationId: "pg_inherits",
+    PublicationRelationId: "pg_publication", PublicationRelRelationId: "pg_publication_rel",
+    PublicationNamespaceRelationId: "pg_publication_namespace",
 }
-#: tracked catalogs without which the history still works (pg_proc: output functions of new base types)
-OPTIONAL_CATALOGS = frozenset((ProcedureRelationId,))
+#: the catalogs pgoutput decides by (publications, and pg_inherits for partitions' ancestors)
+PUBLICATION_CATALOGS = frozenset((InheritsRelationId, PublicationRelationId, PublicationRelRelationId,
+                                  PublicationNamespaceRelationId))
+#: tracked catalogs without which the history still works (pg_proc: output functions of new base types;
+#: the publication catalogs: only pgoutput needs them, and pg_publication_namespace is 15+)
+OPTIONAL_CATALOGS = frozenset((ProcedureRelationId,)) | PUBLICATION_CATALOGS
 
 #: the columns the history reads of each tracked catalog (a column a major version lacks is skipped:
 #: typsubscript and rngmultitypid are 14+)
@@ -59,6 +70,11 @@ DECODED_COLUMNS = {
                       "indisvalid", "indislive", "indisreplident", "indkey", "indpred"),
     RangeRelationId: ("rngtypid", "rngsubtype", "rngmultitypid"),
     ProcedureRelationId: ("oid", "proname", "pronamespace"),
+    InheritsRelationId: ("inhrelid", "inhparent", "inhseqno"),
+    PublicationRelationId: ("oid", "pubname", "puballtables", "pubinsert", "pubupdate", "pubdelete", "pubtruncate",
+                            "pubviaroot", "pubgencols"),
+    PublicationRelRelationId: ("oid", "prpubid", "prrelid", "prqual", "prattrs"),
+    PublicationNamespaceRelationId: ("oid", "pnpubid", "pnnspid"),
 }
 
 # src/include/access/transam.h: FirstNormalObjectId; catalogs are below FirstUnpinnedObjectId (15+)
@@ -202,3 +218,38 @@ class CatalogLayout:
     def row(self, values: list) -> tuple:
         """The columns read, in ``columns`` order, from what ``deform`` returned."""
         return tuple(conv(values[i]) for _name, i, conv in self.cols)
+
+
+#: the columns of the publication catalogs a major version has (prqual, prattrs and
+#: pg_publication_namespace: 15+; pubgencols: 18+)
+def publication_columns(cat: int, major: int) -> tuple:
+    cols = DECODED_COLUMNS[cat]
+    if major < 18:
+        cols = tuple(c for c in cols if c != "pubgencols")
+    if major < 15:
+        cols = tuple(c for c in cols if c not in ("prqual", "prattrs"))
+    return cols
+
+
+#: what a row filter too long to be stored inline (TOASTed pg_node_tree) reads as: never "no filter"
+TOASTED_ROW_FILTER = "(TOASTed row filter)"
+
+
+def publication_object(cat: int, row: dict):
+    """The ``model`` object of a decoded pg_publication, pg_publication_rel or pg_publication_namespace
+    row (a dict of ``DECODED_COLUMNS``, as ``CatalogLayout.decode`` gives it)."""
+    from .model import Publication, PublicationNamespace, PublicationRel
+
+    if cat == PublicationRelationId:
+        return Publication(row["oid"], row["pubname"], bool(row["puballtables"]), bool(row["pubinsert"]),
+                           bool(row["pubupdate"]), bool(row["pubdelete"]), bool(row["pubtruncate"]),
+                           bool(row.get("pubviaroot")), row.get("pubgencols") or "")
+    if cat == PublicationRelRelationId:
+        qual = row.get("prqual")
+        if qual is not None:
+            qual = (TOASTED_ROW_FILTER if qual.__class__ is ToastPointer
+                    else bytes(qual).decode("utf-8", "surrogateescape"))
+        attrs = row.get("prattrs")
+        return PublicationRel(row["oid"], row["prpubid"], row["prrelid"], qual,
+                              None if attrs is None or attrs.__class__ is ToastPointer else tuple(attrs))
+    return PublicationNamespace(row["oid"], row["pnpubid"], row["pnnspid"])

@@ -265,7 +265,7 @@ class LogicalDecoder(TransactionListener):
         # CreateDecodingContext: the plugin's startup parses its options before anything is decoded
         snapshot = CatalogView(catalog, at=self._view_at)
         plugin_opts = plugin.startup(dict(plugin_options or {}), snapshot) or OutputPluginOptions()
-        self.two_phase = two_phase and plugin.supports_two_phase()
+        self.two_phase = (two_phase or plugin_opts.two_phase) and plugin.supports_two_phase()
         self.major = major or catalog.major
         self.rb = ReorderBuffer(spill_dir, spill_threshold, memory_budget, segment_size=segment_size)
         self.snapbuild = SnapBuilder(start_decoding_at, assume_consistent)
@@ -435,9 +435,14 @@ class LogicalDecoder(TransactionListener):
         ended = self.snapbuild.state >= SNAPBUILD_FULL_SNAPSHOT
         if info == rm_xact.XLOG_XACT_INVALIDATIONS:
             # The catalog history follows the catalog rows themselves, not invalidations; but they
-            # mark the transaction as one that changed the catalog (xact_decode)
+            # mark the transaction as one that changed the catalog (xact_decode), and those of a
+            # transaction without xid (VACUUM's in-place updates) are executed at once
+            # (ReorderBufferImmediateInvalidation), which plugins with caches hear
             if rec.xl_xid and ended:
                 rb.set_catalog_changes(rec.xl_xid, rec.lsn)
+            elif ended:
+                nmsgs = struct.unpack_from("<i", rec.main_data, 0)[0]
+                self.plugin.invalidate(bytes(rec.main_data[4:4 + nmsgs * rm_xact.SizeOfSharedInvalidationMessage]))
             return
         ev = xact_event(rec, self.major)
         if ev is None:
@@ -512,7 +517,7 @@ class LogicalDecoder(TransactionListener):
     def _plugin_txn(txn, rec: DecodedRecord, parsed, xact_time: int) -> Transaction:
         """The plugin's view of ``txn``, ended by ``rec``."""
         return Transaction(txn.xid, txn.first_lsn, rec.lsn, rec.end_lsn, xact_time, rec.origin, parsed.origin_lsn,
-                           txn.gid or parsed.twophase_gid or None)
+                           txn.gid or parsed.twophase_gid or None, parsed.msgs)
 
     def _decode_commit(self, rec: DecodedRecord, parsed, xid: int, two_phase: bool) -> None:
         rb = self.rb
@@ -532,6 +537,9 @@ class LogicalDecoder(TransactionListener):
                 self._ended_early(xid, rec, "committed", parsed.twophase_gid or "", parsed.dbId, parsed.subxacts)
             for sub in parsed.subxacts:
                 rb.forget(sub)
+            txn = rb.txn_by_xid(xid, False)
+            if parsed.msgs and txn is not None and txn.has_base_snapshot:
+                self.plugin.invalidate(parsed.msgs)  # ReorderBufferForget
             rb.forget(xid)
             return
         for sub in parsed.subxacts:
@@ -550,6 +558,8 @@ class LogicalDecoder(TransactionListener):
         txn.final_lsn = rec.lsn
         txn.end_lsn = rec.end_lsn
         if not txn.has_base_snapshot:
+            if parsed.msgs:
+                self.plugin.invalidate(parsed.msgs)  # ReorderBufferReplay without a base snapshot
             rb.cleanup(txn)
             return
         ptxn = self._plugin_txn(txn, rec, parsed, commit_time)

@@ -18,6 +18,8 @@ Order of calls, as logical decoding makes them::
         commit(txn, commit_lsn)                prepare(txn, prepare_lsn) at PREPARE
     commit_prepared(txn, ...), rollback_prepared(txn, ...)   at COMMIT/ROLLBACK PREPARED
     message(txn or None, lsn, False, ...)      a non-transactional message, at its record
+    invalidate(messages)                       catalog cache invalidations executed outside any
+                                               transaction handed to the plugin, at their record
     uncommitted(txn)                           waldecode's: ends a transaction still open at
                                                the end of the WAL, when asked to print those
     shutdown()                                 once, at the end (after an error too)
@@ -51,6 +53,9 @@ class OutputPluginOptions:
 
     # Also decode changes to the transient heaps of table rewrites (a relation with relrewrite)
     receive_rewrites: bool = False
+    # Decode prepared transactions at PREPARE even on a slot not created two_phase (ctx->twophase_opt_given:
+    # pgoutput's two_phase option)
+    two_phase: bool = False
     # Deliver row changes as the WAL carries their tuples, through ``change_tuples``, instead of
     # as column values through ``change`` (a plugin with native tuple output asks for this)
     receive_wal_tuples: bool = False
@@ -66,7 +71,10 @@ class Transaction:
     is the time that record carries (commit_time, prepare_time or the abort time, as
     PostgreSQL's ``xact_time`` union; TimestampTz: microseconds since 2000-01-01 UTC).
     ``origin_id`` is the replication origin (0: none), ``gid`` the GID of a prepared
-    transaction, else None.
+    transaction, else None.  ``invalidations`` are the catalog cache invalidation messages
+    the ending record carries (SharedInvalidationMessage, 16 bytes each; what logical
+    decoding executes when it replays the transaction, and plugins with caches of their own
+    act on, as pgoutput's relation sync cache does).
     """
 
     xid: int
@@ -77,6 +85,7 @@ class Transaction:
     origin_id: int = 0
     origin_lsn: int = 0
     gid: str | None = None
+    invalidations: bytes = b""
 
 
 class CatalogView:
@@ -105,6 +114,12 @@ class CatalogView:
 
     def __repr__(self) -> str:
         return f"<CatalogView of {self._catalog!r}>"
+
+    @property
+    def catalog(self):
+        """The catalog itself (``catalog.Catalog`` or a historic view of it), for what this view does
+        not wrap: the publication catalogs pgoutput reads, ``position`` in the catalog history."""
+        return self._catalog
 
     def at(self, lsn: int) -> "CatalogView":
         """The catalog as the transactions committed before ``lsn`` left it (a view of the snapshot
@@ -154,6 +169,13 @@ class OutputWriter:
         if len(self.buffer) >= self.block_size:
             self.flush()
 
+    def write_bytes_line(self, data: bytes) -> None:
+        """A line that is bytes already (a binary plugin's message; pg_recvlogical -f ends each with a newline)."""
+        self._append(data)
+        self._append(b"\n")
+        if len(self.buffer) >= self.block_size:
+            self.flush()
+
     def wrote(self) -> None:
         """Lines were appended to ``buffer`` directly: write a block out once there is one."""
         if len(self.buffer) >= self.block_size:
@@ -190,6 +212,9 @@ class OutputPlugin(abc.ABC):
     #: plugin (``spark decode``): False for one whose output for a transaction depends on what it
     #: printed for earlier ones beyond the event before it (SQL's DDL tracking, undo's reversal)
     ranges_apart = True
+    #: With ``ranges_apart`` False: whether Spark may still decode it as one output range, in order (what
+    #: pgoutput sends depends on what it sent before, which one range keeps)
+    in_one_range = False
 
     # -- life cycle --------------------------------------------------------------------------------
 
@@ -283,6 +308,15 @@ class OutputPlugin(abc.ABC):
         """rollback_prepared_cb: a transaction decoded at PREPARE was rolled back (ROLLBACK
         PREPARED); ``prepare_end_lsn`` and ``prepare_time`` are those of its PREPARE."""
         raise OutputPluginError("logical replication at prepare time requires a rollback_prepared callback")
+
+    # -- catalog cache invalidations ---------------------------------------------------------------
+
+    def invalidate(self, messages: bytes) -> None:
+        """Catalog cache invalidations logical decoding executes outside the replay of a transaction
+        handed to the plugin (ReorderBufferImmediateInvalidation: those of a transaction without
+        xid, as VACUUM's in-place updates log them; of a transaction skipped or without changes):
+        SharedInvalidationMessage, 16 bytes each.  A plugin with caches of its own acts on them
+        (pgoutput's relation sync cache); the others need not."""
 
     # -- origins -----------------------------------------------------------------------------------
 

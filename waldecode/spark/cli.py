@@ -199,6 +199,15 @@ def cmd_spark_decode(args) -> int:
         from .datasource import write_parquet
 
         return write_parquet(args, segments, catalog, options)
+    plugin = plugin_class(args.format)
+    ranges = args.ranges
+    if not plugin.ranges_apart and plugin.in_one_range:
+        # its output depends on everything written before (pgoutput: a relation's schema goes out once
+        # until the catalog changes): one output range, decoded in order
+        if ranges not in (None, 1):
+            raise UsageError(f"--format {args.format} decodes as one output range (--ranges 1): what it writes "
+                             "depends on what it wrote before")
+        ranges = 1
     warn = lambda m: print(f"waldecode: warning: {m}", file=sys.stderr)  # noqa: E731
     confs = _confs(args.confs)
     spark = spark_session(args.master, confs)
@@ -206,9 +215,9 @@ def cmd_spark_decode(args) -> int:
     out = _LazyBinaryOutput(args.output)
     parts_dir = args.parts_dir or (os.path.dirname(os.path.abspath(args.output)) if args.output else None)
     try:
-        executor = SparkExecutor(spark, args.ranges)
+        executor = SparkExecutor(spark, ranges)
         try:
-            result = decode_spark(executor, segments, catalog, plugin_class(args.format), out, plugin_options=options,
+            result = decode_spark(executor, segments, catalog, plugin, out, plugin_options=options,
                                   start_lsn=args.start_lsn, restart_lsn=args.restart_lsn, end_lsn=args.end_lsn,
                                   two_phase=args.two_phase, include_uncommitted=args.include_uncommitted,
                                   segments_per_run=args.segments_per_task, parts_dir=parts_dir, on_warning=warn)

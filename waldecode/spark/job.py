@@ -299,8 +299,12 @@ def decode_spark(executor, paths, catalog: Catalog, make_plugin, out, *, plugin_
         raise VersionMismatchError(f"the WAL was written by {segments.describe_version()} but the catalog snapshot "
                                    f"is from PostgreSQL {catalog.major}")
     if not getattr(make_plugin, "ranges_apart", True):
-        raise UsageError(f"the {getattr(make_plugin, '__name__', 'output')} plugin's output spans the whole run "
-                         "(DDL written once, undo reversed): use 'waldecode decode' for it")
+        if not getattr(make_plugin, "in_one_range", False):
+            raise UsageError(f"the {getattr(make_plugin, '__name__', 'output')} plugin's output spans the whole run "
+                             "(DDL written once, undo reversed): use 'waldecode decode' for it")
+        if executor.ranges != 1:
+            raise UsageError(f"the {getattr(make_plugin, '__name__', 'output')} plugin decodes as one output range "
+                             "(--ranges 1): what it writes depends on what it wrote before")
     probe = make_plugin(lambda line: None)
     probe.startup(dict(plugin_options or {}), CatalogView(catalog))  # bad options fail here, before reading
     filtered_origins = frozenset(o for o in range(1 << 16) if probe.filter_by_origin(o))

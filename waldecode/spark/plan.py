@@ -139,6 +139,9 @@ class RecordingPlugin(OutputPlugin):
     def message(self, txn, message_lsn, transactional, prefix, content):
         self._record("message", txn, message_lsn, transactional, prefix, content)
 
+    def invalidate(self, messages):
+        self._record("invalidate", messages)
+
     def shutdown(self):
         pass
 

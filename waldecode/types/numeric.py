@@ -60,35 +60,34 @@ def int8out(value, typ, ctx) -> str:
     return str(_i64.unpack(value)[0])
 
 
-def numeric_text(payload) -> str:
-    """numeric_out of a numeric varlena payload (without its varlena header)."""
+def numeric_parts(payload) -> tuple:
+    """init_var_from_num over a numeric varlena payload: (sign, weight, dscale, digits).  ``sign`` is
+    NUMERIC_POS or NUMERIC_NEG, or for the specials NUMERIC_NAN, NUMERIC_PINF, NUMERIC_NINF (their
+    weight and dscale read from the header as the short format's, as NUMERIC_HEADER_IS_SHORT has
+    it; no digits)."""
     n = len(payload)
     if n < 2:
         raise CorruptRecordError(f"numeric datum of {n} bytes has no header")
     header = _u16.unpack_from(payload, 0)[0]
     flags = header & NUMERIC_SIGN_MASK
-    if flags == NUMERIC_SPECIAL:
-        special = header & NUMERIC_EXT_SIGN_MASK
-        if special == NUMERIC_NAN:
-            return "NaN"
-        if special == NUMERIC_PINF:
-            return "Infinity"
-        if special == NUMERIC_NINF:
-            return "-Infinity"
-        raise CorruptRecordError(f"numeric datum has unknown special header 0x{header:04X}")
-    if flags == NUMERIC_SHORT:
-        negative = header & NUMERIC_SHORT_SIGN_MASK
+    if flags == NUMERIC_SHORT or flags == NUMERIC_SPECIAL:
         dscale = (header & NUMERIC_SHORT_DSCALE_MASK) >> NUMERIC_SHORT_DSCALE_SHIFT
         weight = header & NUMERIC_SHORT_WEIGHT_MASK
         if header & NUMERIC_SHORT_WEIGHT_SIGN_MASK:
             weight -= 64
+        if flags == NUMERIC_SPECIAL:
+            special = header & NUMERIC_EXT_SIGN_MASK
+            if special not in (NUMERIC_NAN, NUMERIC_PINF, NUMERIC_NINF):
+                raise CorruptRecordError(f"numeric datum has unknown special header 0x{header:04X}")
+            return special, weight, dscale, ()
+        sign = NUMERIC_NEG if header & NUMERIC_SHORT_SIGN_MASK else NUMERIC_POS
         pos = 2
     else:
         if n < 4:
             raise CorruptRecordError(f"numeric datum of {n} bytes is too short for its long header")
-        negative = flags == NUMERIC_NEG
         if flags != NUMERIC_POS and flags != NUMERIC_NEG:
             raise CorruptRecordError(f"numeric datum has invalid sign 0x{flags:04X}")
+        sign = flags
         dscale = header & NUMERIC_DSCALE_MASK
         weight = _i16.unpack_from(payload, 2)[0]
         pos = 4
@@ -96,7 +95,19 @@ def numeric_text(payload) -> str:
         raise CorruptRecordError(f"numeric datum has an odd number ({n - pos}) of digit bytes")
     ndigits = (n - pos) >> 1
     digits = struct.unpack_from(f"<{ndigits}H", payload, pos) if ndigits else ()
-    return _var_text(negative, weight, dscale, digits)
+    return sign, weight, dscale, digits
+
+
+_SPECIAL_TEXT = {NUMERIC_NAN: "NaN", NUMERIC_PINF: "Infinity", NUMERIC_NINF: "-Infinity"}
+
+
+def numeric_text(payload) -> str:
+    """numeric_out of a numeric varlena payload (without its varlena header)."""
+    sign, weight, dscale, digits = numeric_parts(payload)
+    special = _SPECIAL_TEXT.get(sign)
+    if special is not None:
+        return special
+    return _var_text(sign == NUMERIC_NEG, weight, dscale, digits)
 
 
 def _var_text(negative, weight: int, dscale: int, digits) -> str:

@@ -127,12 +127,7 @@ def _range_of_multirange(mtyp, ctx):
 
 
 def range_text(value, typ, ctx) -> str:
-    n = len(value)
-    if n < 5:
-        raise CorruptRecordError(f"range datum of {n} bytes is too short")
-    flags = value[n - 1]
-    subtype, sub = _subtype(typ, _u32.unpack_from(value, 0)[0], ctx)
-    lower, upper = _bounds(value, 4, n - 1, flags, sub)
+    subtype, flags, lower, upper = range_parts(value, typ, ctx)
     return _deparse(flags, lower, upper, subtype, ctx)
 
 
@@ -140,13 +135,14 @@ def range_out(value, typ, ctx) -> str:
     return range_text(value, typ, ctx)
 
 
-def multirange_text(value, typ, ctx) -> str:
+def multirange_ranges(value, typ, ctx) -> tuple:
+    """(subtype OID, [(flags, lower, upper), ...]): the ranges of a multirange datum, in order."""
     n = len(value)
     if n < 8:
         raise CorruptRecordError(f"multirange datum of {n} bytes is too short")
     typeoid, count = struct.unpack_from("<II", value, 0)
     if count == 0:
-        return "{}"
+        return 0, []
     subtype, sub = _subtype(typ, typeoid, ctx)
     items_off = 8
     flags_off = items_off + 4 * (count - 1)
@@ -157,7 +153,7 @@ def multirange_text(value, typ, ctx) -> str:
     if bounds > n:
         raise CorruptRecordError(f"multirange datum of {n} bytes is too short for {count} ranges")
     items = struct.unpack_from(f"<{count - 1}I", value, items_off) if count > 1 else ()
-    parts = []
+    ranges = []
     offset = 0
     for i in range(count):
         if i > 0:
@@ -168,8 +164,24 @@ def multirange_text(value, typ, ctx) -> str:
                 offset += item
         flags = value[flags_off + i]
         lower, upper = _bounds(value, bounds + offset, n, flags, sub)
-        parts.append(_deparse(flags, lower, upper, subtype, ctx))
-    return "{" + ",".join(parts) + "}"
+        ranges.append((flags, lower, upper))
+    return subtype, ranges
+
+
+def range_parts(value, typ, ctx) -> tuple:
+    """(subtype OID, flags, lower, upper) of a range datum (a bound absent: None)."""
+    n = len(value)
+    if n < 5:
+        raise CorruptRecordError(f"range datum of {n} bytes is too short")
+    flags = value[n - 1]
+    subtype, sub = _subtype(typ, _u32.unpack_from(value, 0)[0], ctx)
+    lower, upper = _bounds(value, 4, n - 1, flags, sub)
+    return subtype, flags, lower, upper
+
+
+def multirange_text(value, typ, ctx) -> str:
+    subtype, ranges = multirange_ranges(value, typ, ctx)
+    return "{" + ",".join(_deparse(flags, lower, upper, subtype, ctx) for flags, lower, upper in ranges) + "}"
 
 
 def multirange_out(value, typ, ctx) -> str:

@@ -27,6 +27,7 @@ from ..pg_catalog import (
     OIDOID,
     AttributeRelationId,
     AuthIdRelationId,
+    ReplicationOriginRelationId,
     CatalogLayout,
     DatabaseRelationId,
 )
@@ -277,17 +278,20 @@ def bootstrap_database_dir(dd: DataDir) -> str:
     raise CatalogError(f"{base}: no database directory with a {RELMAPPER_FILENAME}")
 
 
-def read_pg_database(dd: DataDir, wanted: str | None) -> tuple[int, str, int, int]:
-    """(oid, datname, dattablespace, encoding) of the chosen database, from the shared pg_database.
+def read_pg_database(dd: DataDir, wanted: str | None) -> tuple[int, str, int, int, str, str]:
+    """(oid, datname, dattablespace, encoding, datcollate, datctype) of the chosen database, from the
+    shared pg_database.
 
     pg_database's layout comes from the pg_attribute of template1 (or of any database).
     """
     boot_dir = bootstrap_database_dir(dd)
     atts = dd.read_pg_attribute(boot_dir, read_relmap_file(os.path.join(boot_dir, RELMAPPER_FILENAME), dd.major))
     table = shared_table(dd, atts, "pg_database", DatabaseRelationId)
-    rows = list(dd.rows(table, ("oid", "datname", "dattablespace", "encoding", "datistemplate", "datconnlimit")))
+    rows = list(dd.rows(table, ("oid", "datname", "dattablespace", "encoding", "datistemplate", "datconnlimit",
+                                "datcollate", "datctype")))
     dd.attribute_cache[boot_dir] = atts
-    return _choose_database(rows, wanted, dd.pgdata)[:4]
+    d = _choose_database(rows, wanted, dd.pgdata)
+    return d[:4] + d[6:8]
 
 
 def _choose_database(databases: list[tuple], wanted: str | None, pgdata: str) -> tuple:
@@ -316,3 +320,9 @@ def read_pg_authid(dd: DataDir, atts: AttributeRows, role: str) -> int:
     if role not in roles:
         raise CatalogError(f"role {role!r} does not exist in {table.path} (roles: {', '.join(sorted(roles))})")
     return roles[role]
+
+
+def read_pg_replication_origin(dd: DataDir, atts: AttributeRows) -> dict[int, str]:
+    """{roident: roname} of the shared pg_replication_origin."""
+    table = shared_table(dd, atts, "pg_replication_origin", ReplicationOriginRelationId)
+    return dict(dd.rows(table, ("roident", "roname")))

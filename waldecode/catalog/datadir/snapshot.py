@@ -25,6 +25,12 @@ from ..pg_catalog import (
     EnumRelationId,
     IndexRelationId,
     NamespaceRelationId,
+    InheritsRelationId,
+    PublicationNamespaceRelationId,
+    PublicationRelationId,
+    PublicationRelRelationId,
+    publication_columns,
+    publication_object,
     ProcedureRelationId,
     RangeRelationId,
     RELKIND_VIEW,
@@ -32,7 +38,7 @@ from ..pg_catalog import (
     RelationRelationId,
     TypeRelationId,
 )
-from .catalogs import CatalogTable, DataDir, read_pg_authid, read_pg_database, unique_rows
+from .catalogs import CatalogTable, DataDir, read_pg_authid, read_pg_database, read_pg_replication_origin, unique_rows
 from .control import DB_SHUTDOWNED, DB_SHUTDOWNED_IN_RECOVERY, WAL_LEVEL_NAMES, state_name
 from .heapscan import page_lsn
 from .relmap import RELMAPPER_FILENAME, read_relmap_file
@@ -75,7 +81,7 @@ def snapshot_from_datadir(pgdata, database: str | None = None, *, role: str | No
     _check_state(dd)
     major = dd.major
 
-    datoid, datname, dattablespace, encoding = read_pg_database(dd, database)
+    datoid, datname, dattablespace, encoding, datcollate, datctype = read_pg_database(dd, database)
     server_encoding = encoding_name(encoding)
     dd.encoding = server_encoding
     db = _Database(dd, datoid, datname, dattablespace)
@@ -84,6 +90,7 @@ def snapshot_from_datadir(pgdata, database: str | None = None, *, role: str | No
     settings = read_settings(pgdata, read_pg_db_role_setting(dd, db.atts, datoid, role_oid), warn)
     settings["wal_level"] = WAL_LEVEL_NAMES.get(dd.control.wal_level, str(dd.control.wal_level))
     settings["server_encoding"] = server_encoding
+    settings["lc_collate"], settings["lc_ctype"] = datcollate, datctype  # what catalog.dsn records
 
     namespaces = dict(dd.rows(db.unmapped("pg_namespace", NamespaceRelationId), ("oid", "nspname")))
     type_rows = db.read_pg_type()
@@ -92,8 +99,13 @@ def snapshot_from_datadir(pgdata, database: str | None = None, *, role: str | No
     types = db.type_infos(type_rows, namespaces, fmt)
     relations = db.relations(namespaces, fmt, types)
 
+    pubs = db.read_publications()
+    origins = read_pg_replication_origin(dd, db.atts)
+
     def make(rels: dict) -> Catalog:
-        return Catalog(server_version=str(major), server_version_num=major * 10000, major=major,
+        return Catalog(publications=pubs[0], publication_rels=pubs[1], publication_namespaces=pubs[2],
+                       inherits=pubs[3], replication_origins=origins,
+                       server_version=str(major), server_version_num=major * 10000, major=major,
                        lsn=dd.control.checkPoint, database=datname, database_oid=datoid,
                        database_tablespace=dattablespace, settings=settings, relations=rels, types=types,
                        namespaces=dict(namespaces))
@@ -175,6 +187,8 @@ class _Database:
         out = {}
         notes = []
         for oid, name in TRACKED_CATALOGS.items():
+            if oid == PublicationNamespaceRelationId and self.dd.major < 15:
+                continue
             table = self.mapped(name, oid) if oid in self.local_map else self.unmapped(name, oid)
             scan = self.dd.scan(table.path)
             blocks = {}
@@ -190,6 +204,25 @@ class _Database:
                 notes.append(f"{later} pages of {name} in {table.path} were written after the checkpoint at "
                              f"{format_lsn(checkpoint)} and are left out")
         return out, "; ".join(notes)
+
+    def read_publications(self) -> tuple:
+        """(publications, publication_rels, publication_namespaces, inherits) as ``Catalog`` holds them."""
+        out = []
+        for cat, name in ((PublicationRelationId, "pg_publication"), (PublicationRelRelationId, "pg_publication_rel"),
+                          (PublicationNamespaceRelationId, "pg_publication_namespace")):
+            objs = {}
+            if cat != PublicationNamespaceRelationId or self.dd.major >= 15:
+                cols = publication_columns(cat, self.dd.major)
+                for r in self.dd.rows(self.unmapped(name, cat), cols):
+                    obj = publication_object(cat, dict(zip(cols, r)))
+                    objs[obj.oid] = obj
+            out.append(objs)
+        inherits: dict = {}
+        rows = self.dd.rows(self.unmapped("pg_inherits", InheritsRelationId), ("inhrelid", "inhparent", "inhseqno"))
+        for rel, parent, _seq in sorted(rows, key=lambda r: (r[0], r[2])):
+            inherits[rel] = inherits.get(rel, ()) + (parent,)
+        out.append(inherits)
+        return tuple(out)
 
     def read_pg_type(self) -> dict[int, dict]:
         """pg_type rows by OID, as dicts of the columns TypeInfo and format_type need."""

@@ -431,7 +431,10 @@ class CatalogHistory(TransactionListener):
             lsn=self.position, database=base.database, database_oid=base.database_oid,
             database_tablespace=base.database_tablespace, settings=dict(base.settings), relations=relations,
             types=types, namespaces={oid: name for oid, name in names.items() if name is not None},
-            catalog_pages=self.redo.materialize_pages(view, self.position), catalog_pages_note=base.catalog_pages_note)
+            catalog_pages=self.redo.materialize_pages(view, self.position), catalog_pages_note=base.catalog_pages_note,
+            publications=None if view.publications is None else dict(view.publications),
+            publication_rels=dict(view.publication_rels), publication_namespaces=dict(view.publication_namespaces),
+            inherits=dict(view.inherits), replication_origins=base.replication_origins)
 
     def explain_unmapped(self, spc: int, relfilenode: int, lsn: int, xid: int = 0) -> str:
         """Why no relation is stored in (spc, relfilenode) at ``lsn`` for ``xid``: for a report."""

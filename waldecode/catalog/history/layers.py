@@ -16,7 +16,9 @@ from ..pg_catalog import (
     AttributeRelationId,
     EnumRelationId,
     IndexRelationId,
+    InheritsRelationId,
     NamespaceRelationId,
+    PUBLICATION_CATALOGS,
     RangeRelationId,
     RelationRelationId,
     TypeRelationId,
@@ -50,6 +52,8 @@ def row_key(cat: int, row: dict):
         return row["indexrelid"]
     if cat == RangeRelationId:
         return row["rngtypid"]
+    if cat == InheritsRelationId:
+        return (row["inhrelid"], row["inhseqno"])
     return row["oid"]
 
 
@@ -74,6 +78,8 @@ def row_links(cat: int, row: dict) -> tuple:
         return (("ranges", 0),) + ((("multirange", multi),) if multi else ())
     if cat == RELMAP:
         return (("filenode", row["filenode"]),)
+    if cat in PUBLICATION_CATALOGS:
+        return (("pubs", cat),)
     return ()
 
 

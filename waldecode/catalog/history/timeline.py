@@ -23,6 +23,7 @@ from ..pg_catalog import (
     PG_PUBLIC_NAMESPACE,
     PG_TOAST_NAMESPACE,
     AttributeRelationId,
+    InheritsRelationId,
     IndexRelationId,
     NamespaceRelationId,
     RelationRelationId,
@@ -314,6 +315,6 @@ def _encode_event(ev: RowEvent) -> list:
 
 def _decode_event(e: list) -> RowEvent:
     lsn, xid, cat, key, deleted, row = e
-    if cat == AttributeRelationId:
+    if cat in (AttributeRelationId, InheritsRelationId):
         key = tuple(key)
     return RowEvent(int(lsn), int(xid), int(cat), key, bool(deleted), _decode_row(row))

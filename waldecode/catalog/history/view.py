@@ -21,7 +21,12 @@ from ..pg_catalog import (
     AttributeRelationId,
     EnumRelationId,
     IndexRelationId,
+    InheritsRelationId,
     NamespaceRelationId,
+    PublicationNamespaceRelationId,
+    PublicationRelationId,
+    PublicationRelRelationId,
+    publication_object,
     ProcedureRelationId,
     RangeRelationId,
     RelationRelationId,
@@ -66,6 +71,7 @@ class HistoricCatalog:
         self._relations_all: dict | None = None
         self._ctx = None
         self._path: list | None = None
+        self._pubs: dict = {}
         self._quote_all = relcache.quote_all_identifiers(base.settings)
 
     def __repr__(self) -> str:
@@ -110,6 +116,11 @@ class HistoricCatalog:
                 name = None if v[0] else v[1]["nspname"]
             self._nsp[nspoid] = name
         return name
+
+    @property
+    def position(self) -> tuple:
+        """(catalog-changing commits, the transaction's own catalog changes) this view stands after."""
+        return (self._epoch, self._count)
 
     def _renamed_namespaces(self) -> dict:
         """Base-snapshot schema name -> its name here, for schemas renamed (or dropped: None)."""
@@ -306,6 +317,62 @@ class HistoricCatalog:
                     changed.add(v[1]["enumtypid"])
             self._types_all = _merged(self.base.types, changed, self.type)
         return self._types_all
+
+    # publications (pgoutput) ------------------------------------------------------------------------
+
+    def _publication_rows(self, cat: int, attr: str) -> dict:
+        """The base snapshot's rows of a publication catalog (``attr``), with the ones the range changed."""
+        out = self._pubs.get(cat)
+        if out is None:
+            base = getattr(self.base, attr)
+            out = dict(base) if base is not None else {}
+            for _cat, key in self._linked("pubs", cat):
+                v = self._get(cat, key)
+                if v is ABSENT:
+                    continue
+                if v[0]:
+                    out.pop(key, None)
+                else:
+                    out[key] = publication_object(cat, v[1])
+            self._pubs[cat] = out
+        return out
+
+    @property
+    def publications(self) -> dict | None:
+        if self.base.publications is None:
+            return None  # a snapshot that predates them: pgoutput refuses it
+        return self._publication_rows(PublicationRelationId, "publications")
+
+    @property
+    def publication_rels(self) -> dict:
+        return self._publication_rows(PublicationRelRelationId, "publication_rels")
+
+    @property
+    def publication_namespaces(self) -> dict:
+        return self._publication_rows(PublicationNamespaceRelationId, "publication_namespaces")
+
+    @property
+    def inherits(self) -> dict:
+        """pg_inherits: inhrelid -> parents in inhseqno order."""
+        out = self._pubs.get(InheritsRelationId)
+        if out is None:
+            out = dict(self.base.inherits)
+            keys = self._linked("pubs", InheritsRelationId)
+            if keys:
+                rows = {(rel, i + 1): parent for rel, parents in out.items() for i, parent in enumerate(parents)}
+                for _cat, key in keys:
+                    v = self._get(InheritsRelationId, key)
+                    if v is ABSENT:
+                        continue
+                    if v[0]:
+                        rows.pop(key, None)
+                    else:
+                        rows[key] = v[1]["inhparent"]
+                out = {}
+                for (rel, _seq), parent in sorted(rows.items()):
+                    out[rel] = out.get(rel, ()) + (parent,)
+            self._pubs[InheritsRelationId] = out
+        return out
 
     # relations --------------------------------------------------------------------------------------
 
