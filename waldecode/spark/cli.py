@@ -182,22 +182,26 @@ def cmd_spark_decode(args) -> int:
     from ..cli import fit_catalog, plugin_options, report_decode_result
     from ..output.test_decoding import TestDecoding
     from ..wal.segments import discover
+    from .hadoopfs import discover_hadoop, is_uri
     from .job import SparkExecutor, decode_spark
 
     if args.restart_lsn is not None and args.start_lsn is None:
         raise UsageError("--restart-lsn goes with --start-lsn (the slot's confirmed_flush_lsn)")
-    segments = discover(args.paths, args.timeline)
+    hadoop = any(is_uri(p) for p in args.paths)
+    if hadoop and args.parquet:
+        raise UsageError("--parquet reads local paths only (the pgwal source plans outside the JVM): "
+                         "give the WAL as a local directory, or write the text output")
     catalog = Catalog.load(args.catalog)
-    fit_catalog(catalog, segments, args.settings, args.catalog)
     options = plugin_options(args.options)
-    size = len(segments.files) * segments.seg_size
-    if size < SMALL_INPUT and not args.quiet:
-        print(f"waldecode: note: {size >> 20} MB of WAL: below about {SMALL_INPUT >> 20} MB a single process "
-              "('waldecode decode') is faster than Spark", file=sys.stderr)
-    if args.parquet:
-        from .datasource import write_parquet
+    segments = None
+    if not hadoop:
+        segments = discover(args.paths, args.timeline)
+        fit_catalog(catalog, segments, args.settings, args.catalog)
+        _note_size(segments, args.quiet)
+        if args.parquet:
+            from .datasource import write_parquet
 
-        return write_parquet(args, segments, catalog, options)
+            return write_parquet(args, segments, catalog, options)
     warn = lambda m: print(f"waldecode: warning: {m}", file=sys.stderr)  # noqa: E731
     confs = _confs(args.confs)
     spark = spark_session(args.master, confs)
@@ -205,6 +209,11 @@ def cmd_spark_decode(args) -> int:
     out = _LazyBinaryOutput(args.output)
     parts_dir = args.parts_dir or (os.path.dirname(os.path.abspath(args.output)) if args.output else None)
     try:
+        if hadoop:
+            # Listing and the driver's reads go through Spark's Hadoop file systems (hdfs://, s3a://, file://)
+            segments = discover_hadoop(spark, args.paths, args.timeline)
+            fit_catalog(catalog, segments, args.settings, args.catalog)
+            _note_size(segments, args.quiet)
         executor = SparkExecutor(spark, args.ranges)
         try:
             result = decode_spark(executor, segments, catalog, TestDecoding, out, plugin_options=options,
@@ -226,3 +235,10 @@ def cmd_spark_decode(args) -> int:
         if own_session:
             spark.stop()
     return report_decode_result(result, segments, args.start_lsn)
+
+
+def _note_size(segments, quiet: bool) -> None:
+    size = len(segments.files) * segments.seg_size
+    if size < SMALL_INPUT and not quiet:
+        print(f"waldecode: note: {size >> 20} MB of WAL: below about {SMALL_INPUT >> 20} MB a single process "
+              "('waldecode decode') is faster than Spark", file=sys.stderr)

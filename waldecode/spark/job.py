@@ -21,7 +21,7 @@ import os
 import shutil
 import sys
 import tempfile
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from ..catalog import Catalog
 from ..errors import Error, format_lsn
@@ -32,11 +32,13 @@ from ..wal.segments import SegmentSet, discover
 from ..wal.xlogreader import XLogReader
 from . import plan as _plan
 from . import tasks
+from .hadoopfs import HadoopSegmentSet
 
 CHANGE_SCHEMA = ("key long, rng long, order long, rlsn long, sub int, lsn long, action int, spc long, rel long, "
                  "origin int, clear_toast boolean, newtuple binary, oldtuple binary, extra binary")
 SUMMARY_SCHEMA = "rng long, lines long, warnings binary, error binary, impl string"
 CONTROL_SCHEMA = "run long, items binary"
+RUN_FILE_SCHEMA = "key long, run long, segno long, content binary"
 
 
 @dataclass
@@ -153,6 +155,43 @@ class SparkExecutor:
     def _runs_df(self, n: int):
         return self.spark.range(0, n, 1, n)
 
+    def _run_input(self, scan: Scan):
+        """What phase-1 tasks read, one partition per run, for ``_run_inputs``: the run numbers (the
+        tasks open local segment files themselves), or, on a Hadoop file system, the run's segment
+        files from Spark's ``binaryFile`` source, sorted by segment number (the run's own segments
+        and the next run's first, for the record crossing into it) after a marker row."""
+        n = len(scan.runs)
+        if not isinstance(scan.segments, HadoopSegmentSet):
+            return self._runs_df(n)
+        segs = scan.segments
+        keys = self._keys(n)
+        want: dict = {}  # file name -> [(key, run, segno)]
+        for r, (first, last) in enumerate(scan.runs):
+            for segno in range(first, last + 2):
+                f = segs.files.get(segno)
+                if f is not None:
+                    want.setdefault(f.path.name, []).append((keys[r], r, segno))
+        bc = self.spark.sparkContext.broadcast(want)
+
+        def assign(batches):
+            import pyarrow as pa
+
+            wanted = bc.value
+            schema = _schema(RUN_FILE_SCHEMA)
+            for batch in batches:
+                paths = batch.column(0).to_pylist()
+                for i, path in enumerate(paths):
+                    for key, run, segno in wanted.get(path.rsplit("/", 1)[-1], ()):
+                        yield pa.RecordBatch.from_arrays(
+                            [pa.array([key], pa.int64()), pa.array([run], pa.int64()), pa.array([segno], pa.int64()),
+                             batch.column(1).slice(i, 1)], schema=schema)
+
+        uris = sorted({segs.files[s].path.uri for per in want.values() for _k, _r, s in per})
+        files = self.spark.read.format("binaryFile").load(uris).select("path", "content") \
+            .mapInArrow(assign, RUN_FILE_SCHEMA)
+        markers = self.spark.createDataFrame([(keys[r], r, -1, None) for r in range(n)], RUN_FILE_SCHEMA)
+        return files.unionByName(markers).repartition(n, "key").sortWithinPartitions("run", "segno")
+
     def control(self, scan: Scan, nodes: frozenset):
         sc = self.spark.sparkContext
         bc = sc.broadcast((scan, nodes))
@@ -162,13 +201,12 @@ class SparkExecutor:
 
             s, nd = bc.value
             use_impl(s.impl)
-            for batch in batches:
-                for run in batch.column(0).to_pylist():
-                    items = run_control(s, run, nd)
-                    yield pa.RecordBatch.from_pydict({"run": [run], "items": [tasks.pack(items)]},
-                                                     schema=_schema(CONTROL_SCHEMA))
+            for run, rs in _run_inputs(batches, s):
+                items = run_control(rs, run, nd)
+                yield pa.RecordBatch.from_pydict({"run": [run], "items": [tasks.pack(items)]},
+                                                 schema=_schema(CONTROL_SCHEMA))
 
-        df = self._runs_df(len(scan.runs)).mapInArrow(phase1, CONTROL_SCHEMA)
+        df = self._run_input(scan).mapInArrow(phase1, CONTROL_SCHEMA)
         expected = 0
         try:
             for row in df.toLocalIterator():
@@ -199,16 +237,15 @@ class SparkExecutor:
             s, members, cutoff, _range_of, ks = bc_scan.value
             use_impl(s.impl)
             schema = _schema(CHANGE_SCHEMA)
-            for batch in batches:
-                for run in batch.column(0).to_pylist():
-                    out = []
-                    for xid, rlsn, sub, c, order, rng in run_changes(s, run, members, cutoff):
-                        out.append(change_dict(ks[rng], rng, order, rlsn, sub, c))
-                        if len(out) >= 4096:
-                            yield pa.RecordBatch.from_pylist(out, schema=schema)
-                            out = []
-                    if out:
+            for run, rs in _run_inputs(batches, s):
+                out = []
+                for xid, rlsn, sub, c, order, rng in run_changes(rs, run, members, cutoff):
+                    out.append(change_dict(ks[rng], rng, order, rlsn, sub, c))
+                    if len(out) >= 4096:
                         yield pa.RecordBatch.from_pylist(out, schema=schema)
+                        out = []
+                if out:
+                    yield pa.RecordBatch.from_pylist(out, schema=schema)
 
         def event_rows(batches):
             import pyarrow as pa
@@ -237,7 +274,7 @@ class SparkExecutor:
                 out = [{"rng": -1, "lines": 0, "warnings": None, "error": None, "impl": _impl.IMPL}]
             yield pa.RecordBatch.from_pylist(out, schema=_schema(SUMMARY_SCHEMA))
 
-        ch = self._runs_df(len(scan.runs)).mapInArrow(changes, CHANGE_SCHEMA)
+        ch = self._run_input(scan).mapInArrow(changes, CHANGE_SCHEMA)
         ev = self.spark.range(0, nevents, 1, max(1, min(p.nranges, nevents))).mapInArrow(event_rows, CHANGE_SCHEMA)
         df = (ch.unionByName(ev).repartition(p.nranges, "key")
               .sortWithinPartitions("key", "order", "rlsn", "sub")
@@ -259,6 +296,29 @@ class SparkExecutor:
 
 _schemas: dict = {}
 _contexts: dict = {}
+
+
+def _run_inputs(batches, scan: Scan):
+    """(run, the scan to read it with) for each run of a phase-1 partition (see ``_run_input``)."""
+    if not isinstance(scan.segments, HadoopSegmentSet):
+        for batch in batches:
+            for run in batch.column(0).to_pylist():
+                yield run, scan
+        return
+    current, contents = None, {}
+    for batch in batches:
+        runs = batch.column(1).to_pylist()
+        segnos = batch.column(2).to_pylist()
+        data = batch.column(3)
+        for i, run in enumerate(runs):
+            if run != current:
+                if current is not None:
+                    yield current, replace(scan, segments=scan.segments.with_contents(contents))
+                current, contents = run, {}
+            if segnos[i] >= 0:
+                contents[segnos[i]] = data[i].as_py()
+    if current is not None:
+        yield current, replace(scan, segments=scan.segments.with_contents(contents))
 
 
 def _schema(ddl: str):

@@ -138,7 +138,7 @@ class SegmentSet:
                 f"missing WAL segment {self.name(segno)} (LSN {format_lsn(segno * self.seg_size)}); "
                 f"the input has {self.name(self.first_segno)} to {self.name(self.last_segno)}",
                 lsn=segno * self.seg_size)
-        data = read_segment_file(f.path, self.seg_size)
+        data = self.read_file(f)
         if len(data) > self.seg_size:
             raise SegmentFileError(f"file has {len(data)} bytes, more than the segment size {self.seg_size}",
                                    path=str(f.path), lsn=segno * self.seg_size)
@@ -148,6 +148,10 @@ class SegmentSet:
                                    f"it: it is truncated or not a WAL segment", path=str(f.path),
                                    lsn=segno * self.seg_size)
         return data, str(f.path)
+
+    def read_file(self, f: SegmentFile) -> bytes:
+        """A segment file's bytes, decompressed (the Spark path reads Hadoop file systems instead)."""
+        return read_segment_file(f.path, self.seg_size)
 
     def check_contiguous(self, first: int, last: int) -> None:
         for segno in range(first, last + 1):
@@ -178,7 +182,11 @@ def _candidates(paths) -> list[Path]:
 
 
 def _read_identity(path: Path):
-    data = read_segment_file(path)
+    return identity_of(read_segment_file(path), path)
+
+
+def identity_of(data: bytes, path):
+    """The long page header that identifies a segment file's cluster and sizes (None: zero-filled)."""
     hdr = parse_long_header(data)
     if hdr is None:
         raise SegmentFileError(f"file is too short for a WAL segment ({len(data)} bytes)", path=str(path))
@@ -200,18 +208,23 @@ def _read_identity(path: Path):
 
 def discover(paths, timeline: int | None = None) -> SegmentSet:
     """Find the segments among ``paths`` (directories or files) and check they belong together."""
-    cands = _candidates(paths)
+    return segment_set(_candidates(paths), _histories(paths), timeline, ", ".join(str(p) for p in paths),
+                       _read_identity)
+
+
+def segment_set(cands: list, histories: dict, timeline: int | None, where: str, read_identity) -> SegmentSet:
+    """The ``SegmentSet`` of candidate files (paths with ``.name`` and ``.parent``), given the timeline
+    histories found next to them; ``read_identity(path)`` is ``identity_of`` the file's first page."""
     if not cands:
-        raise SegmentFileError("no WAL segment files found", path=", ".join(str(p) for p in paths))
+        raise SegmentFileError("no WAL segment files found", path=where)
     ident = None
     for c in cands:
-        ident = _read_identity(c)
+        ident = read_identity(c)
         if ident is not None:
             first = c
             break
     if ident is None:
-        raise SegmentFileError("every segment file is zero-filled: there is no WAL to read",
-                               path=", ".join(str(p) for p in paths))
+        raise SegmentFileError("every segment file is zero-filled: there is no WAL to read", path=where)
     seg_size = ident.xlp_seg_size
     by_tli: dict[int, dict[int, SegmentFile]] = {}
     for c in cands:
@@ -224,7 +237,6 @@ def discover(paths, timeline: int | None = None) -> SegmentSet:
         if old is None or (old.partial, old.compressed) > (f.partial, f.compressed):
             slot[segno] = f
     tlis = tuple(sorted(by_tli))
-    histories = _histories(paths)
     if timeline is None:
         timeline = tlis[-1]
         if len(tlis) > 1 and timeline not in histories:
