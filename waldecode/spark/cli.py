@@ -179,7 +179,7 @@ def _check_impl(seen: set, quiet: bool) -> None:
 
 def cmd_spark_decode(args) -> int:
     from ..catalog import Catalog
-    from ..cli import fit_catalog, plugin_options, report_decode_result
+    from ..cli import _settle_gc, fit_catalog, plugin_options, report_decode_result
     from ..output.test_decoding import TestDecoding
     from ..wal.segments import discover
     from .hadoopfs import discover_hadoop, is_uri
@@ -215,6 +215,7 @@ def cmd_spark_decode(args) -> int:
             fit_catalog(catalog, segments, args.settings, args.catalog)
             _note_size(segments, args.quiet)
         executor = SparkExecutor(spark, args.ranges)
+        _settle_gc()  # the driver's pass makes a long-lived plan of millions of small objects
         try:
             result = decode_spark(executor, segments, catalog, TestDecoding, out, plugin_options=options,
                                   start_lsn=args.start_lsn, restart_lsn=args.restart_lsn, end_lsn=args.end_lsn,

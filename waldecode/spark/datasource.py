@@ -239,16 +239,11 @@ def options_key(options: dict, lower: str) -> str:
 def read_partition(shared: bytes, part: bytes):
     """The rows of one output range (in the executor)."""
     from . import tasks
-    from .job import change_dict, event_dict, run_changes
+    from .job import phase2_rows
 
     scan, ctx, cutoff = tasks.unpack(shared)
     rng, members, orders = tasks.unpack(part)
-    rows = []
-    for i in range(len(scan.runs)):
-        for xid, rlsn, sub, c, order, r in run_changes(scan, i, members, cutoff):
-            rows.append(change_dict(r, r, order, rlsn, sub, c))
-    rows += [event_dict(rng, rng, o) for o in orders]
-    rows.sort(key=lambda r: (r["order"], r["rlsn"], r["sub"]))
+    rows = phase2_rows(scan, members, cutoff, orders, {o: rng for o in orders})
     sink = RowSink()
     summary = tasks.decode_rows(iter(rows), ctx, lambda _rng: sink)
     info = summary.get(rng)

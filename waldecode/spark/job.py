@@ -34,11 +34,12 @@ from . import plan as _plan
 from . import tasks
 from .hadoopfs import HadoopSegmentSet
 
-CHANGE_SCHEMA = ("key long, rng long, order long, rlsn long, sub int, lsn long, action int, spc long, rel long, "
-                 "origin int, clear_toast boolean, newtuple binary, oldtuple binary, extra binary")
+CHANGE_SCHEMA = "key long, rng long, order long, run long, seq long, n int, blob binary"
+DECODE_COLUMNS = ("rng", "order", "n", "blob")
 SUMMARY_SCHEMA = "rng long, lines long, warnings binary, error binary, impl string"
 CONTROL_SCHEMA = "run long, items binary"
 RUN_FILE_SCHEMA = "key long, run long, segno long, content binary"
+BLOBS_PER_BATCH = 16
 
 
 @dataclass
@@ -82,6 +83,15 @@ def use_impl(name: str) -> None:
         _impl.use(name)
 
 
+def settle_gc() -> None:
+    """In a task's Python worker: collections less often (``cli._settle_gc``'s reason: millions of
+    short-lived tuples, hardly any cycles; the defaults cost a tenth of the CPU and more as the
+    driver's plan grows)."""
+    import gc
+
+    gc.set_threshold(50_000, 20, 20)
+
+
 def _segments_per_run(segments: SegmentSet, first: int, last: int, slots: int, per_run: int | None) -> int:
     if per_run:
         return max(1, per_run)
@@ -104,15 +114,21 @@ def run_changes(scan: Scan, run_index: int, members: dict, cutoff):
     return tasks.change_rows(records, scan.database, scan.filtered_origins, members, cutoff)
 
 
-def change_dict(key, rng, order, rlsn, sub, c) -> dict:
-    return {"key": key, "rng": rng, "order": order, "rlsn": rlsn, "sub": sub, "lsn": c.lsn, "action": c.action,
-            "spc": c.spcOid, "rel": c.relNumber, "origin": c.origin, "clear_toast": c.clear_toast_afterwards,
-            "newtuple": c.newtuple, "oldtuple": c.oldtuple, "extra": c.extra}
+def run_blobs(scan: Scan, run_index: int, members: dict, cutoff):
+    """``tasks.change_blobs`` of one run: (order, rng, run, seq, n, blob)."""
+    return tasks.change_blobs(run_changes(scan, run_index, members, cutoff), run_index)
 
 
-def event_dict(key, rng, order) -> dict:
-    return {"key": key, "rng": rng, "order": order, "rlsn": -1, "sub": 0, "lsn": 0, "action": -1, "spc": 0,
-            "rel": 0, "origin": 0, "clear_toast": False, "newtuple": None, "oldtuple": None, "extra": None}
+def phase2_rows(scan: Scan, members: dict, cutoff, events_of: list, range_of) -> list:
+    """Phase 2's input in this process, sorted: (rng, order, n, blob) of every run's changes and an event
+    row for each order in ``events_of``."""
+    rows = []
+    for i in range(len(scan.runs)):
+        for order, rng, run, seq, n, blob in run_blobs(scan, i, members, cutoff):
+            rows.append((rng, order, run, seq, n, blob))
+    rows += [(range_of[o], o, -1, 0, 0, None) for o in events_of]
+    rows.sort(key=lambda r: r[:4])
+    return [(r[0], r[1], r[4], r[5]) for r in rows]
 
 
 # -- executors -------------------------------------------------------------------------------------
@@ -129,12 +145,7 @@ class LocalExecutor:
             yield from run_control(scan, i, nodes)
 
     def phase2(self, scan: Scan, p: _plan.Plan, ctx: tasks.Phase2, directory: str) -> list:
-        rows = []
-        for i in range(len(scan.runs)):
-            for xid, rlsn, sub, c, order, rng in run_changes(scan, i, p.members, p.cutoff):
-                rows.append(change_dict(rng, rng, order, rlsn, sub, c))
-        rows += [event_dict(p.range_of[o], p.range_of[o], o) for o in range(len(p.events))]
-        rows.sort(key=lambda r: (r["rng"], r["order"], r["rlsn"], r["sub"]))
+        rows = phase2_rows(scan, p.members, p.cutoff, range(len(p.events)), p.range_of)
         summary = tasks.decode_rows(iter(rows), ctx, lambda rng: tasks.PartWriter(directory, rng))
         return sorted(summary.items())
 
@@ -201,21 +212,23 @@ class SparkExecutor:
 
             s, nd = bc.value
             use_impl(s.impl)
+            settle_gc()
             for run, rs in _run_inputs(batches, s):
                 items = run_control(rs, run, nd)
                 yield pa.RecordBatch.from_pydict({"run": [run], "items": [tasks.pack(items)]},
                                                  schema=_schema(CONTROL_SCHEMA))
 
         df = self._run_input(scan).mapInArrow(phase1, CONTROL_SCHEMA)
-        expected = 0
+        # All runs at once (toLocalIterator would run them one task at a time); the items are small
         try:
-            for row in df.toLocalIterator():
-                if row["run"] != expected:
-                    raise RuntimeError(f"phase 1 returned run {row['run']} where run {expected} was due")
-                expected += 1
-                yield from tasks.unpack(row["items"])
+            rows = df.collect()
         finally:
             bc.unpersist()
+        for expected, row in enumerate(rows):
+            if row["run"] != expected:
+                raise RuntimeError(f"phase 1 returned run {row['run']} where run {expected} was due")
+        for row in rows:
+            yield from tasks.unpack(row["items"])
 
     def _keys(self, n: int) -> list:
         """A key per range whose hash sends it to the partition of the same number."""
@@ -236,16 +249,23 @@ class SparkExecutor:
 
             s, members, cutoff, _range_of, ks = bc_scan.value
             use_impl(s.impl)
+            settle_gc()
             schema = _schema(CHANGE_SCHEMA)
             for run, rs in _run_inputs(batches, s):
-                out = []
-                for xid, rlsn, sub, c, order, rng in run_changes(rs, run, members, cutoff):
-                    out.append(change_dict(ks[rng], rng, order, rlsn, sub, c))
-                    if len(out) >= 4096:
-                        yield pa.RecordBatch.from_pylist(out, schema=schema)
-                        out = []
-                if out:
-                    yield pa.RecordBatch.from_pylist(out, schema=schema)
+                cols = ([], [], [], [], [], [], [])
+                held = 0
+                for order, rng, _run, seq, n, blob in run_blobs(rs, run, members, cutoff):
+                    for col, v in zip(cols, (ks[rng], rng, order, run, seq, n, blob)):
+                        col.append(v)
+                    held += len(blob)
+                    if held >= 8 << 20:
+                        yield pa.RecordBatch.from_arrays([pa.array(c, t) for c, t in zip(cols, schema.types)],
+                                                         schema=schema)
+                        cols = ([], [], [], [], [], [], [])
+                        held = 0
+                if cols[0]:
+                    yield pa.RecordBatch.from_arrays([pa.array(c, t) for c, t in zip(cols, schema.types)],
+                                                     schema=schema)
 
         def event_rows(batches):
             import pyarrow as pa
@@ -254,8 +274,12 @@ class SparkExecutor:
             schema = _schema(CHANGE_SCHEMA)
             for batch in batches:
                 orders = batch.column(0).to_pylist()
-                yield pa.RecordBatch.from_pylist([event_dict(ks[range_of[o]], range_of[o], o) for o in orders],
-                                                 schema=schema)
+                rngs = [range_of[o] for o in orders]
+                n = len(orders)
+                yield pa.RecordBatch.from_arrays(
+                    [pa.array([ks[r] for r in rngs], pa.int64()), pa.array(rngs, pa.int64()),
+                     pa.array(orders, pa.int64()), pa.array([-1] * n, pa.int64()), pa.array([0] * n, pa.int64()),
+                     pa.array([0] * n, pa.int32()), pa.nulls(n, pa.binary())], schema=schema)
 
         def decode(batches):
             import pyarrow as pa
@@ -264,8 +288,10 @@ class SparkExecutor:
             from .. import _impl
 
             use_impl(bc_scan.value[0].impl)
+            settle_gc()
             c = _context(bc_ctx)
-            rows = (row for batch in batches for row in batch.to_pylist())
+            rows = (row for batch in batches
+                    for row in zip(*(batch.column(i).to_pylist() for i in range(batch.num_columns))))
             summary = tasks.decode_rows(rows, c, lambda rng: tasks.PartWriter(directory, rng))
             out = [{"rng": rng, "lines": info["lines"], "warnings": tasks.pack(info["warnings"]),
                     "error": tasks.pack(info["error"]) if info["error"] is not None else None, "impl": _impl.IMPL}
@@ -277,11 +303,17 @@ class SparkExecutor:
         ch = self._run_input(scan).mapInArrow(changes, CHANGE_SCHEMA)
         ev = self.spark.range(0, nevents, 1, max(1, min(p.nranges, nevents))).mapInArrow(event_rows, CHANGE_SCHEMA)
         df = (ch.unionByName(ev).repartition(p.nranges, "key")
-              .sortWithinPartitions("key", "order", "rlsn", "sub")
+              .sortWithinPartitions("key", "order", "run", "seq")
+              .select(*DECODE_COLUMNS)
               .mapInArrow(decode, SUMMARY_SCHEMA))
+        conf = self.spark.conf
+        batch = conf.get("spark.sql.execution.arrow.maxRecordsPerBatch")
+        # A batch of blobs into the decoding task: a few MB, not thousands of blobs (the memory bound)
+        conf.set("spark.sql.execution.arrow.maxRecordsPerBatch", str(BLOBS_PER_BATCH))
         try:
             rows = df.collect()
         finally:
+            conf.set("spark.sql.execution.arrow.maxRecordsPerBatch", batch)
             bc_scan.unpersist()
             bc_ctx.unpersist()
         out = []
