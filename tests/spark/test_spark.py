@@ -81,18 +81,6 @@ def test_tasks_in_process_any_split(fx, out_file, meta, ranges):
 # -- through Spark -------------------------------------------------------------------------------
 
 
-@pytest.fixture(scope="session")
-def spark():
-    pytest.importorskip("pyspark")
-    pytest.importorskip("pandas")
-    from waldecode.spark.cli import spark_session
-
-    os.environ["PYSPARK_PYTHON"] = sys.executable
-    session = spark_session("local[2]", {"spark.sql.shuffle.partitions": "2"}, app_name="waldecode-tests")
-    yield session
-    session.stop()
-
-
 def _spark_executor(spark, ranges):
     from waldecode.spark.job import SparkExecutor
 

@@ -56,7 +56,8 @@ class Scan:
 
 
 def plan_scan(segments: SegmentSet, start: int | None, end_lsn: int | None, per_run: int, database: int,
-              filtered_origins: frozenset) -> Scan:
+              filtered_origins: frozenset, last_segno: int | None = None) -> Scan:
+    """``last_segno``: read no run past this segment (the record crossing out of it is still completed)."""
     seg_size = segments.seg_size
     # XLogReader's own checks (start in the input, end after start, no missing segment), as it makes them
     reader = iter(XLogReader(segments=segments, start_lsn=start, end_lsn=end_lsn))
@@ -68,6 +69,8 @@ def plan_scan(segments: SegmentSet, start: int | None, end_lsn: int | None, per_
     last = segments.last_segno
     if end_lsn is not None:
         last = min(last, (end_lsn - 1) // seg_size)
+    if last_segno is not None:
+        last = max(first, min(last, last_segno))
     runs = [(s, min(s + per_run - 1, last)) for s in range(first, last + 1, per_run)]
     from .. import _impl
 
