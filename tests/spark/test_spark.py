@@ -163,6 +163,13 @@ def _damaged_copies(tmp_path):
     data[len(data) // 2] ^= 0xFF
     (crc / segs[0].name).write_bytes(bytes(data))
     out["crc"] = crc
+    page = tmp_path / "page"
+    shutil.copytree(fx.wal_dir, page)
+    data = bytearray((page / segs[0].name).read_bytes())
+    at = (len(data) // 2) & ~8191  # a page header in the middle of the segment: its magic broken
+    data[at] ^= 0xFF
+    (page / segs[0].name).write_bytes(bytes(data))
+    out["page"] = page
     cut = tmp_path / "cut"
     shutil.copytree(fx.wal_dir, cut)
     (cut / segs[-1].name).unlink()
@@ -170,11 +177,8 @@ def _damaged_copies(tmp_path):
     return fx, out
 
 
-@pytest.mark.slow
-@pytest.mark.parametrize("damage", ["crc", "cut", "missing"])
-def test_cli_errors_as_decode(spark, tmp_path, capfd, damage):
+def _damaged(tmp_path, damage):
     fx, dirs = _damaged_copies(tmp_path)
-    args = ["--catalog", str(fx.path / "snapshot.json.gz")]
     if damage == "missing":
         # a gap: the first segment and the one after its successor
         segs = sorted(fx.wal_dir.iterdir())
@@ -187,6 +191,14 @@ def test_cli_errors_as_decode(spark, tmp_path, capfd, damage):
         paths = [str(gap)]
     else:
         paths = [str(dirs[damage])]
+    return fx, paths
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("damage", ["crc", "page", "cut", "missing"])
+def test_cli_errors_as_decode(spark, tmp_path, capfd, damage):
+    fx, paths = _damaged(tmp_path, damage)
+    args = ["--catalog", str(fx.path / "snapshot.json.gz")]
     a, b = tmp_path / "single.out", tmp_path / "spark.out"
     s1, e1 = _cli(["decode", *args, "--output", str(a), *paths], capfd)
     s2, e2 = _cli(["spark", "decode", "--master", "local[2]", *args, "--output", str(b), *paths], capfd)
@@ -194,6 +206,28 @@ def test_cli_errors_as_decode(spark, tmp_path, capfd, damage):
     assert (s2, e2) == (s1, e1)
     assert (a.read_bytes() if a.exists() else None) == (b.read_bytes() if b.exists() else None)
     assert not any("Traceback" in ln or "at org.apache" in ln for ln in e2)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("damage", ["crc", "page", "missing"])
+def test_cli_parquet_errors_as_decode(spark, tmp_path, capfd, damage):
+    """--parquet: the error decode prints, with its status, though it was raised in a Python worker."""
+    fx, paths = _damaged(tmp_path, damage)
+    args = ["--catalog", str(fx.path / "snapshot.json.gz")]
+    s1, e1 = _cli(["decode", *args, "--output", str(tmp_path / "single.out"), *paths], capfd)
+    s2, e2 = _cli(["spark", "decode", "--master", "local[2]", *args, "--parquet", str(tmp_path / "pq"), *paths], capfd)
+    assert s1 != 0 and e1
+    assert (s2, e2) == (s1, e1)
+
+
+@pytest.mark.slow
+def test_cli_hadoop_scheme_missing(spark, tmp_path, capfd):
+    """A Hadoop scheme this Spark has no file system for: one line naming it, a usage status."""
+    fx = _fixture("pg15-off/savepoints")
+    status, errors = _cli(["spark", "decode", "--master", "local[2]", "--catalog", str(fx.path / "snapshot.json.gz"),
+                           "s3a://no-such-bucket/wal/"], capfd)
+    assert status == 2
+    assert len(errors) == 1 and "s3a://no-such-bucket/wal/" in errors[0] and "no Hadoop file system" in errors[0]
 
 
 # -- the DataFrame source ------------------------------------------------------------------------

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import base64
 import re
+import sys
 
 from ..errors import Error
 from ..output.test_decoding import TestDecoding
@@ -269,11 +270,16 @@ def plan_partitions(options: dict, bounds: tuple = (None, None)) -> list:
     lo, hi = bounds
     include_uncommitted = _bool(opts.get("includeuncommitted"))
     last_segno = hi // seg_size if hi is not None and not include_uncommitted else None
-    scan = plan_scan(segments, read_from, end_lsn, per_run, catalog.database_oid, filtered, last_segno)
+    try:
+        scan = plan_scan(segments, read_from, end_lsn, per_run, catalog.database_oid, filtered, last_segno)
+    except Error as e:
+        # The reader refuses the range before its first record: the decoder still finishes (and warns)
+        scan, refused = None, e
     executor = LocalExecutor()
     nodes = _plan.tracked_relfilenodes(catalog)
     while True:
-        p = _plan.run_driver_pass(executor.control(scan, nodes), catalog, RowPlugin(lambda item: None),
+        items = executor.control(scan, nodes) if scan is not None else iter([(0, ("error", refused))])
+        p = _plan.run_driver_pass(items, catalog, RowPlugin(lambda item: None),
                                   plugin_options=plugin_options, start_plan=start_plan, read_from=read_from,
                                   start_lsn=start_lsn, end_lsn=end_lsn, two_phase=_bool(opts.get("twophase")),
                                   include_uncommitted=include_uncommitted, segments=segments,
@@ -282,7 +288,7 @@ def plan_partitions(options: dict, bounds: tuple = (None, None)) -> list:
             break
         nodes = nodes | p.nodes
     if p.error is not None:
-        raise p.error
+        raise surfaced(p.error, p.result.warnings)
     ctx = tasks.Phase2(catalog, RowPlugin, plugin_options, p.timeline, p.events)
     shared = tasks.pack((scan, ctx, p.cutoff))
     parts = []
@@ -355,6 +361,8 @@ class PgWalReader(DataSourceReader):
     def partitions(self):
         try:
             shared, parts = plan_partitions(dict(self.options), self.bounds)
+        except SurfacedError:
+            raise
         except Error as e:
             raise surfaced(e) from None
         return [PgWalPartition(shared, part) for part in parts] or [PgWalPartition(shared, b"")]
@@ -374,26 +382,29 @@ class SurfacedError(RuntimeError):
     pass
 
 
-def surfaced(e: Error) -> SurfacedError:
+def surfaced(e: Error, warnings=()) -> SurfacedError:
+    """``e`` and the warnings decode would have printed before it, as an exception Spark passes on."""
     from . import tasks
 
-    blob = base64.b64encode(tasks.pack(e)).decode("ascii")
+    blob = base64.b64encode(tasks.pack((e, list(warnings)))).decode("ascii")
     return SurfacedError(f"{e} (waldecode-error:{blob}:end)")
 
 
 def _surfacing(rows):
     try:
         yield from rows
+    except SurfacedError:
+        raise
     except Error as e:
         raise surfaced(e) from None
 
 
-def error_in(exc: BaseException) -> Error | None:
-    """The waldecode error a Spark exception carries (``surfaced``), if any."""
+def error_in(exc: BaseException) -> tuple:
+    """(the waldecode error a Spark exception carries (``surfaced``), its warnings); (None, [])."""
     from . import tasks
 
     m = _SURFACED.search(str(exc))
-    return tasks.unpack(base64.b64decode(m.group(1))) if m else None
+    return tasks.unpack(base64.b64decode(m.group(1))) if m else (None, [])
 
 
 class PgWalDataSource(DataSource):
@@ -436,7 +447,10 @@ def write_parquet(args, segments, catalog, options) -> int:
         try:
             df.write.mode("overwrite").partitionBy("table").parquet(args.parquet)
         except Exception as e:
-            err = error_in(e) or spark_error(e)
+            err, warnings = error_in(e)
+            for w in warnings:
+                print(f"waldecode: warning: {w}", file=sys.stderr)
+            err = err or spark_error(e)
             if err is None:
                 raise
             raise err from None
