@@ -336,3 +336,17 @@ def test_standalone_cluster(tmp_path):
                 proc.kill()
                 proc.wait()
     assert all(p.poll() is not None for p in procs)
+
+
+def test_partition_keys_match_spark(spark):
+    """The keys phase 2 sends each output range with land in that range's partition (Spark's own hash)."""
+    from waldecode.spark.job import _spark_hash_long, partition_keys
+
+    values = [0, 1, 2, -1, 42, 2**40 + 7, -(2**50)]
+    got = spark.createDataFrame([(v,) for v in values], "id long").selectExpr("hash(id)").collect()
+    assert [r[0] for r in got] == [_spark_hash_long(v) for v in values]
+    for n in (1, 2, 7, 16):
+        keys = partition_keys(n)
+        placed = spark.createDataFrame([(k,) for k in keys], "key long").repartition(n, "key") \
+            .rdd.mapPartitionsWithIndex(lambda i, rows: [(r[0], i) for r in rows]).collect()
+        assert dict(placed) == {k: i for i, k in enumerate(keys)}

@@ -234,6 +234,96 @@ class SparkExecutor:
             yield from tasks.unpack(row["items"])
 
     def _keys(self, n: int) -> list:
+        """A key per range whose hash sends it to the partition of the same number (``partition_keys``)."""
+        return partition_keys(n)
+
+    def phase2(self, scan: Scan, p: _plan.Plan, ctx: tasks.Phase2, directory: str) -> list:
+        rows = phase2_rows(scan, p.members, p.cutoff, range(len(p.events)), p.range_of)
+        summary = tasks.decode_rows(iter(rows), ctx, lambda rng: tasks.PartWriter(directory, rng))
+        return sorted(summary.items())
+
+
+class SparkExecutor:
+    """Phase 1 and 2 as Spark jobs on ``spark`` (see the module docstring)."""
+
+    def __init__(self, spark, ranges: int | None = None):
+        self.spark = spark
+        sc = spark.sparkContext
+        self.slots = max(1, sc.defaultParallelism)
+        conf = sc.getConf()
+        if ranges is None and conf.contains("spark.sql.shuffle.partitions"):
+            ranges = int(conf.get("spark.sql.shuffle.partitions"))
+        self.ranges = ranges or 2 * self.slots
+        self.impl_seen: set = set()
+
+    def _runs_df(self, n: int):
+        return self.spark.range(0, n, 1, n)
+
+    def _run_input(self, scan: Scan):
+        """What phase-1 tasks read, one partition per run, for ``_run_inputs``: the run numbers (the
+        tasks open local segment files themselves), or, on a Hadoop file system, the run's segment
+        files from Spark's ``binaryFile`` source, sorted by segment number (the run's own segments
+        and the next run's first, for the record crossing into it) after a marker row."""
+        n = len(scan.runs)
+        if not isinstance(scan.segments, HadoopSegmentSet):
+            return self._runs_df(n)
+        segs = scan.segments
+        keys = self._keys(n)
+        want: dict = {}  # file name -> [(key, run, segno)]
+        for r, (first, last) in enumerate(scan.runs):
+            for segno in range(first, last + 2):
+                f = segs.files.get(segno)
+                if f is not None:
+                    want.setdefault(f.path.name, []).append((keys[r], r, segno))
+        bc = self.spark.sparkContext.broadcast(want)
+
+        def assign(batches):
+            import pyarrow as pa
+
+            wanted = bc.value
+            schema = _schema(RUN_FILE_SCHEMA)
+            for batch in batches:
+                paths = batch.column(0).to_pylist()
+                for i, path in enumerate(paths):
+                    for key, run, segno in wanted.get(path.rsplit("/", 1)[-1], ()):
+                        yield pa.RecordBatch.from_arrays(
+                            [pa.array([key], pa.int64()), pa.array([run], pa.int64()), pa.array([segno], pa.int64()),
+                             batch.column(1).slice(i, 1)], schema=schema)
+
+        uris = sorted({segs.files[s].path.uri for per in want.values() for _k, _r, s in per})
+        files = self.spark.read.format("binaryFile").load(uris).select("path", "content") \
+            .mapInArrow(assign, RUN_FILE_SCHEMA)
+        markers = self.spark.createDataFrame([(keys[r], r, -1, None) for r in range(n)], RUN_FILE_SCHEMA)
+        return files.unionByName(markers).repartition(n, "key").sortWithinPartitions("run", "segno")
+
+    def control(self, scan: Scan, nodes: frozenset):
+        sc = self.spark.sparkContext
+        bc = sc.broadcast((scan, nodes))
+
+        def phase1(batches):
+            import pyarrow as pa
+
+            s, nd = bc.value
+            use_impl(s.impl)
+            settle_gc()
+            for run, rs in _run_inputs(batches, s):
+                items = run_control(rs, run, nd)
+                yield pa.RecordBatch.from_pydict({"run": [run], "items": [tasks.pack(items)]},
+                                                 schema=_schema(CONTROL_SCHEMA))
+
+        df = self._run_input(scan).mapInArrow(phase1, CONTROL_SCHEMA)
+        # All runs at once (toLocalIterator would run them one task at a time); the items are small
+        try:
+            rows = df.collect()
+        finally:
+            bc.unpersist()
+        for expected, row in enumerate(rows):
+            if row["run"] != expected:
+                raise RuntimeError(f"phase 1 returned run {row['run']} where run {expected} was due")
+        for row in rows:
+            yield from tasks.unpack(row["items"])
+
+    def _keys(self, n: int) -> list:
         """A key per range whose hash sends it to the partition of the same number."""
         rows = self.spark.range(0, 64 * n).selectExpr("id", f"pmod(hash(id), {n}) AS p") \
             .groupBy("p").min("id").collect()
@@ -331,6 +421,47 @@ class SparkExecutor:
 
 _schemas: dict = {}
 _contexts: dict = {}
+
+_M32 = 0xFFFFFFFF
+
+
+def _spark_hash_long(value: int, seed: int = 42) -> int:
+    """Spark's ``hash()`` of a long, which ``repartition(n, col)`` places rows by (``pmod(hash, n)``):
+    Murmur3_x86_32.hashLong with Spark's seed 42 (a test checks it against Spark itself)."""
+    def mix_k1(k1):
+        k1 = (k1 * 0xCC9E2D51) & _M32
+        k1 = ((k1 << 15) | (k1 >> 17)) & _M32
+        return (k1 * 0x1B873593) & _M32
+
+    def mix_h1(h1, k1):
+        h1 ^= k1
+        h1 = ((h1 << 13) | (h1 >> 19)) & _M32
+        return (h1 * 5 + 0xE6546B64) & _M32
+
+    value &= 0xFFFFFFFFFFFFFFFF
+    h1 = mix_h1(seed, mix_k1(value & _M32))
+    h1 = mix_h1(h1, mix_k1(value >> 32))
+    h1 ^= 8
+    h1 ^= h1 >> 16
+    h1 = (h1 * 0x85EBCA6B) & _M32
+    h1 ^= h1 >> 13
+    h1 = (h1 * 0xC2B2AE35) & _M32
+    h1 ^= h1 >> 16
+    return h1 - (1 << 32) if h1 & 0x80000000 else h1
+
+
+def partition_keys(n: int) -> list:
+    """For each partition i of ``repartition(n, "key")``, the smallest key Spark sends there."""
+    keys: list = [None] * n
+    missing = n
+    k = 0
+    while missing:
+        i = _spark_hash_long(k) % n  # Python's % is pmod
+        if keys[i] is None:
+            keys[i] = k
+            missing -= 1
+        k += 1
+    return keys
 
 
 def _run_inputs(batches, scan: Scan):
