@@ -238,99 +238,6 @@ class SparkExecutor:
         return partition_keys(n)
 
     def phase2(self, scan: Scan, p: _plan.Plan, ctx: tasks.Phase2, directory: str) -> list:
-        rows = phase2_rows(scan, p.members, p.cutoff, range(len(p.events)), p.range_of)
-        summary = tasks.decode_rows(iter(rows), ctx, lambda rng: tasks.PartWriter(directory, rng))
-        return sorted(summary.items())
-
-
-class SparkExecutor:
-    """Phase 1 and 2 as Spark jobs on ``spark`` (see the module docstring)."""
-
-    def __init__(self, spark, ranges: int | None = None):
-        self.spark = spark
-        sc = spark.sparkContext
-        self.slots = max(1, sc.defaultParallelism)
-        conf = sc.getConf()
-        if ranges is None and conf.contains("spark.sql.shuffle.partitions"):
-            ranges = int(conf.get("spark.sql.shuffle.partitions"))
-        self.ranges = ranges or 2 * self.slots
-        self.impl_seen: set = set()
-
-    def _runs_df(self, n: int):
-        return self.spark.range(0, n, 1, n)
-
-    def _run_input(self, scan: Scan):
-        """What phase-1 tasks read, one partition per run, for ``_run_inputs``: the run numbers (the
-        tasks open local segment files themselves), or, on a Hadoop file system, the run's segment
-        files from Spark's ``binaryFile`` source, sorted by segment number (the run's own segments
-        and the next run's first, for the record crossing into it) after a marker row."""
-        n = len(scan.runs)
-        if not isinstance(scan.segments, HadoopSegmentSet):
-            return self._runs_df(n)
-        segs = scan.segments
-        keys = self._keys(n)
-        want: dict = {}  # file name -> [(key, run, segno)]
-        for r, (first, last) in enumerate(scan.runs):
-            for segno in range(first, last + 2):
-                f = segs.files.get(segno)
-                if f is not None:
-                    want.setdefault(f.path.name, []).append((keys[r], r, segno))
-        bc = self.spark.sparkContext.broadcast(want)
-
-        def assign(batches):
-            import pyarrow as pa
-
-            wanted = bc.value
-            schema = _schema(RUN_FILE_SCHEMA)
-            for batch in batches:
-                paths = batch.column(0).to_pylist()
-                for i, path in enumerate(paths):
-                    for key, run, segno in wanted.get(path.rsplit("/", 1)[-1], ()):
-                        yield pa.RecordBatch.from_arrays(
-                            [pa.array([key], pa.int64()), pa.array([run], pa.int64()), pa.array([segno], pa.int64()),
-                             batch.column(1).slice(i, 1)], schema=schema)
-
-        uris = sorted({segs.files[s].path.uri for per in want.values() for _k, _r, s in per})
-        files = self.spark.read.format("binaryFile").load(uris).select("path", "content") \
-            .mapInArrow(assign, RUN_FILE_SCHEMA)
-        markers = self.spark.createDataFrame([(keys[r], r, -1, None) for r in range(n)], RUN_FILE_SCHEMA)
-        return files.unionByName(markers).repartition(n, "key").sortWithinPartitions("run", "segno")
-
-    def control(self, scan: Scan, nodes: frozenset):
-        sc = self.spark.sparkContext
-        bc = sc.broadcast((scan, nodes))
-
-        def phase1(batches):
-            import pyarrow as pa
-
-            s, nd = bc.value
-            use_impl(s.impl)
-            settle_gc()
-            for run, rs in _run_inputs(batches, s):
-                items = run_control(rs, run, nd)
-                yield pa.RecordBatch.from_pydict({"run": [run], "items": [tasks.pack(items)]},
-                                                 schema=_schema(CONTROL_SCHEMA))
-
-        df = self._run_input(scan).mapInArrow(phase1, CONTROL_SCHEMA)
-        # All runs at once (toLocalIterator would run them one task at a time); the items are small
-        try:
-            rows = df.collect()
-        finally:
-            bc.unpersist()
-        for expected, row in enumerate(rows):
-            if row["run"] != expected:
-                raise RuntimeError(f"phase 1 returned run {row['run']} where run {expected} was due")
-        for row in rows:
-            yield from tasks.unpack(row["items"])
-
-    def _keys(self, n: int) -> list:
-        """A key per range whose hash sends it to the partition of the same number."""
-        rows = self.spark.range(0, 64 * n).selectExpr("id", f"pmod(hash(id), {n}) AS p") \
-            .groupBy("p").min("id").collect()
-        by_p = {r[0]: r[1] for r in rows}
-        return [by_p.get(i, i) for i in range(n)]
-
-    def phase2(self, scan: Scan, p: _plan.Plan, ctx: tasks.Phase2, directory: str) -> list:
         sc = self.spark.sparkContext
         keys = self._keys(p.nranges)
         bc_scan = sc.broadcast((scan, p.members, p.cutoff, p.range_of, keys))
@@ -462,6 +369,7 @@ def partition_keys(n: int) -> list:
             missing -= 1
         k += 1
     return keys
+
 
 
 def _run_inputs(batches, scan: Scan):
