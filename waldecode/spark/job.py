@@ -113,7 +113,10 @@ def run_control(scan: Scan, run_index: int, nodes: frozenset) -> list:
 
 def run_changes(scan: Scan, run_index: int, members: dict, cutoff):
     first, last = scan.runs[run_index]
-    records = tasks.read_run(scan.segments, first, last, scan.start, scan.end_lsn)
+    rmids = tasks.CHANGE_RMIDS
+    # Only the records change_rows takes are decoded (the control pass has decoded, and checked, them all)
+    records = tasks.read_run(scan.segments, first, last, scan.start, scan.end_lsn,
+                             keep=lambda xid, rmid: rmid in rmids and xid in members)
     return tasks.change_rows(records, scan.database, scan.filtered_origins, members, cutoff)
 
 

@@ -58,16 +58,21 @@ _HEAP2_QUIET = {rm_heap.XLOG_HEAP2_REWRITE, 0x10, 0x20, 0x30, rm_heap.XLOG_HEAP2
                 rm_heap.XLOG_HEAP2_LOCK_UPDATED}
 XLOG_PARAMETER_CHANGE = 0x60
 _ALWAYS_WHOLE = frozenset((RM_XACT_ID, RM_STANDBY_ID, RM_RELMAP_ID, RM_LOGICALMSG_ID))
+_xl_xid = struct.Struct("<I").unpack_from
+#: the resource managers whose records phase 2 takes changes from (``change_rows``)
+CHANGE_RMIDS = frozenset((RM_HEAP_ID, RM_HEAP2_ID, RM_LOGICALMSG_ID))
 
 
 # -- phase 1 ---------------------------------------------------------------------------------------
 
 
-def read_run(segments, first: int, last: int, start: int | None, end_lsn: int | None, verify_crc: bool = True):
+def read_run(segments, first: int, last: int, start: int | None, end_lsn: int | None, verify_crc: bool = True,
+             keep=None):
     """Frame segments ``first``..``last`` as the sequential reader does (from ``start`` when it lies in
     ``first``, else from the first record that starts there) and complete the record crossing into
     ``last`` + 1.  Yields ``DecodedRecord``s; ``("stop", ReadStop)`` or ``("error", exc)`` ends it.
-    A run ending the input reports running out as ``XLogReader`` does."""
+    A run ending the input reports running out as ``XLogReader`` does.  ``keep(xid, rmid)``: decode
+    only the records it accepts (read from the XLogRecord header before decoding)."""
     seg_size = segments.seg_size
     major = segments.major
     run_start = first * seg_size
@@ -94,6 +99,8 @@ def read_run(segments, first: int, last: int, start: int | None, end_lsn: int | 
             for lsn, raw_end, rec in raw:
                 if lsn < run_start:
                     continue
+                if keep is not None and not keep(_xl_xid(rec, 4)[0], rec[17]):
+                    continue  # XLogRecord: xl_tot_len, xl_xid at 4, xl_prev, xl_info, xl_rmid at 17
                 try:
                     yield decode(rec, lsn, _end_lsn(rec, lsn, raw_end, seg_size), major)
                 except WALError as e:
