@@ -152,7 +152,8 @@ def main_bench(args) -> int:
                 if not c["ok"]:
                     print(f"waldecode: MISMATCH in {r['name']}: {c['what']}"
                           + (f" ({c['detail']})" if c["detail"] else ""), file=sys.stderr)
-        print(f"waldecode: error: outputs differ; kept the work directory {work_root}", file=sys.stderr)
+        print(f"waldecode: error: a check failed (outputs, or the Spark memory bound); kept the work directory "
+              f"{work_root}", file=sys.stderr)
         return EXIT_FAILED
     if args.keep:
         say(f"kept the work directory {work_root}")
