@@ -115,6 +115,8 @@ def read_run(segments, first: int, last: int, start: int | None, end_lsn: int | 
                 return
             if segno > last:
                 return
+            # One segment's bytes and framed records at a time (the next load would hold two: the memory bound)
+            raw = buf = None
             segno += 1
     except Error as e:
         yield ("error", e)
