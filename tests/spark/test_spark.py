@@ -81,18 +81,6 @@ def test_tasks_in_process_any_split(fx, out_file, meta, ranges):
 # -- through Spark -------------------------------------------------------------------------------
 
 
-@pytest.fixture(scope="session")
-def spark():
-    pytest.importorskip("pyspark")
-    pytest.importorskip("pandas")
-    from waldecode.spark.cli import spark_session
-
-    os.environ["PYSPARK_PYTHON"] = sys.executable
-    session = spark_session("local[2]", {"spark.sql.shuffle.partitions": "2"}, app_name="waldecode-tests")
-    yield session
-    session.stop()
-
-
 def _spark_executor(spark, ranges):
     from waldecode.spark.job import SparkExecutor
 
@@ -175,6 +163,13 @@ def _damaged_copies(tmp_path):
     data[len(data) // 2] ^= 0xFF
     (crc / segs[0].name).write_bytes(bytes(data))
     out["crc"] = crc
+    page = tmp_path / "page"
+    shutil.copytree(fx.wal_dir, page)
+    data = bytearray((page / segs[0].name).read_bytes())
+    at = (len(data) // 2) & ~8191  # a page header in the middle of the segment: its magic broken
+    data[at] ^= 0xFF
+    (page / segs[0].name).write_bytes(bytes(data))
+    out["page"] = page
     cut = tmp_path / "cut"
     shutil.copytree(fx.wal_dir, cut)
     (cut / segs[-1].name).unlink()
@@ -182,11 +177,8 @@ def _damaged_copies(tmp_path):
     return fx, out
 
 
-@pytest.mark.slow
-@pytest.mark.parametrize("damage", ["crc", "cut", "missing"])
-def test_cli_errors_as_decode(spark, tmp_path, capfd, damage):
+def _damaged(tmp_path, damage):
     fx, dirs = _damaged_copies(tmp_path)
-    args = ["--catalog", str(fx.path / "snapshot.json.gz")]
     if damage == "missing":
         # a gap: the first segment and the one after its successor
         segs = sorted(fx.wal_dir.iterdir())
@@ -199,6 +191,14 @@ def test_cli_errors_as_decode(spark, tmp_path, capfd, damage):
         paths = [str(gap)]
     else:
         paths = [str(dirs[damage])]
+    return fx, paths
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("damage", ["crc", "page", "cut", "missing"])
+def test_cli_errors_as_decode(spark, tmp_path, capfd, damage):
+    fx, paths = _damaged(tmp_path, damage)
+    args = ["--catalog", str(fx.path / "snapshot.json.gz")]
     a, b = tmp_path / "single.out", tmp_path / "spark.out"
     s1, e1 = _cli(["decode", *args, "--output", str(a), *paths], capfd)
     s2, e2 = _cli(["spark", "decode", "--master", "local[2]", *args, "--output", str(b), *paths], capfd)
@@ -206,6 +206,28 @@ def test_cli_errors_as_decode(spark, tmp_path, capfd, damage):
     assert (s2, e2) == (s1, e1)
     assert (a.read_bytes() if a.exists() else None) == (b.read_bytes() if b.exists() else None)
     assert not any("Traceback" in ln or "at org.apache" in ln for ln in e2)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("damage", ["crc", "page", "missing"])
+def test_cli_parquet_errors_as_decode(spark, tmp_path, capfd, damage):
+    """--parquet: the error decode prints, with its status, though it was raised in a Python worker."""
+    fx, paths = _damaged(tmp_path, damage)
+    args = ["--catalog", str(fx.path / "snapshot.json.gz")]
+    s1, e1 = _cli(["decode", *args, "--output", str(tmp_path / "single.out"), *paths], capfd)
+    s2, e2 = _cli(["spark", "decode", "--master", "local[2]", *args, "--parquet", str(tmp_path / "pq"), *paths], capfd)
+    assert s1 != 0 and e1
+    assert (s2, e2) == (s1, e1)
+
+
+@pytest.mark.slow
+def test_cli_hadoop_scheme_missing(spark, tmp_path, capfd):
+    """A Hadoop scheme this Spark has no file system for: one line naming it, a usage status."""
+    fx = _fixture("pg15-off/savepoints")
+    status, errors = _cli(["spark", "decode", "--master", "local[2]", "--catalog", str(fx.path / "snapshot.json.gz"),
+                           "s3a://no-such-bucket/wal/"], capfd)
+    assert status == 2
+    assert len(errors) == 1 and "s3a://no-such-bucket/wal/" in errors[0] and "no Hadoop file system" in errors[0]
 
 
 # -- the DataFrame source ------------------------------------------------------------------------
@@ -366,3 +388,17 @@ def test_cli_pgoutput_equals_server(spark, tmp_path, capfd):
     assert out.read_bytes() == expected
     status, err = _cli([*common, "--ranges", "2", "--output", str(tmp_path / "x.out"), str(fx.wal_dir)], capfd)
     assert status != 0 and "--format pgoutput decodes as one output range" in err[0]
+
+
+def test_partition_keys_match_spark(spark):
+    """The keys phase 2 sends each output range with land in that range's partition (Spark's own hash)."""
+    from waldecode.spark.job import _spark_hash_long, partition_keys
+
+    values = [0, 1, 2, -1, 42, 2**40 + 7, -(2**50)]
+    got = spark.createDataFrame([(v,) for v in values], "id long").selectExpr("hash(id)").collect()
+    assert [r[0] for r in got] == [_spark_hash_long(v) for v in values]
+    for n in (1, 2, 7, 16):
+        keys = partition_keys(n)
+        placed = spark.createDataFrame([(k,) for k in keys], "key long").repartition(n, "key") \
+            .rdd.mapPartitionsWithIndex(lambda i, rows: [(r[0], i) for r in rows]).collect()
+        assert dict(placed) == {k: i for i, k in enumerate(keys)}

@@ -82,6 +82,7 @@ class SlotRun:
         with self.c.connect(self.db) as conn:
             conn.execute("CHECKPOINT")
             end_lsn = conn.execute("SELECT pg_current_wal_insert_lsn()::text").fetchone()[0]
+            self.end_lsn = end_lsn
             args = [x for kv in self.options.items() for x in kv]
             rows = conn.execute("SELECT data FROM pg_logical_slot_peek_binary_changes(%s, %s::pg_lsn, NULL"
                                 + ", %s" * len(args) + ")", (self.slot, end_lsn, *args)).fetchall()

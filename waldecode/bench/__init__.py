@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import datetime
+import os
 import sys
 import tempfile
 import time
@@ -58,6 +59,12 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--no-chart", action="store_true", help="no PNG (matplotlib not needed)")
     p.add_argument("--keep", action="store_true",
                    help="keep the clusters and the work directory (WAL, catalog, outputs) for a post-mortem")
+    p.add_argument("--spark", action="store_true",
+                   help="also time 'waldecode spark decode' on local[1] and local[2] (pip install "
+                        "'waldecode[spark]'); its peak RSS column is its Python workers' peak")
+    p.add_argument("--spark-memory", metavar="SIZE",
+                   help="spark.driver.memory and spark.executor.memory of those runs (e.g. 512m); with it, the "
+                        "Python workers' peak RSS must stay under 300 MB")
     p.add_argument("-q", "--quiet", action="store_true", help="no progress lines on stderr")
 
 
@@ -74,6 +81,8 @@ def main_bench(args) -> int:
         if not args.quiet:
             print(f"bench: {msg}", file=sys.stderr, flush=True)
 
+    if args.spark_memory:
+        args.spark = True
     available = _impl.available()
     impls = args.impl or available
     missing = [i for i in impls if i not in available]
@@ -100,7 +109,8 @@ def main_bench(args) -> int:
         "command": ["waldecode", *sys.argv[1:]] if sys.argv and sys.argv[0].endswith("waldecode") else sys.argv,
         "started": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
         "options": {"workloads": args.workloads, "scale": args.scale, "runs": args.runs, "impls": impls,
-                    "wal_compression": args.wal_compression},
+                    "wal_compression": args.wal_compression, "spark": args.spark, "spark_memory": args.spark_memory},
+        "load_average_at_start": list(os.getloadavg()),
         **report.environment(bindir),
         "rss": {"method": floor.rss_method, "floor_mb": floor.rss_mb,
                 "note": "peak RSS (ru_maxrss) of each tool's process; the floor is what /bin/true reports"},
@@ -116,13 +126,15 @@ def main_bench(args) -> int:
             results.append(run_workload(wl, scale=args.scale, runs=args.runs, impls=impls,
                                         work_dir=work_root / name, keep=args.keep,
                                         wal_compression=args.wal_compression,
-                                        log=lambda m, name=name: say(f"[{name}] {m}")))
+                                        log=lambda m, name=name: say(f"[{name}] {m}"), spark=args.spark,
+                                        spark_memory=args.spark_memory))
             failed |= not results[-1]["ok"]
     except (BenchError, ClusterError, psycopg.Error) as e:
         print(f"waldecode: error: {e}", file=sys.stderr)
         print(f"waldecode: kept the work directory {work_root}", file=sys.stderr)
         return EXIT_FAILED
     document["seconds"] = time.perf_counter() - t0
+    document["load_average_at_end"] = list(os.getloadavg())
     document["ok"] = not failed
     sys.stdout.write(report.format_table(results))
     sys.stdout.flush()
@@ -140,7 +152,8 @@ def main_bench(args) -> int:
                 if not c["ok"]:
                     print(f"waldecode: MISMATCH in {r['name']}: {c['what']}"
                           + (f" ({c['detail']})" if c["detail"] else ""), file=sys.stderr)
-        print(f"waldecode: error: outputs differ; kept the work directory {work_root}", file=sys.stderr)
+        print(f"waldecode: error: a check failed (outputs, or the Spark memory bound); kept the work directory "
+              f"{work_root}", file=sys.stderr)
         return EXIT_FAILED
     if args.keep:
         say(f"kept the work directory {work_root}")

@@ -34,6 +34,7 @@ class Measurement:
     rss_mb: float | None  # None: not a process of ours (the server's peek)
     cpu_seconds: float | None = None
     rss_method: str | None = None  # "GNU time" or "wait4" (see rusage.py)
+    extra: dict | None = None  # what else a tool's measurement says (sparkrun: the driver's and JVM's peaks)
 
     def to_json(self) -> dict:
         return asdict(self)

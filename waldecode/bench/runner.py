@@ -31,7 +31,7 @@ PEEK_SLOT = "bench_peek"
 
 
 def run_workload(wl: Workload, *, scale: float, runs: int, impls: list[str], work_dir: Path, keep: bool,
-                 wal_compression: str, log) -> dict:
+                 wal_compression: str, log, spark: bool = False, spark_memory: str | None = None) -> dict:
     n = wl.size(scale)
     work_dir.mkdir(parents=True)
     result: dict = {"name": wl.name, "description": wl.describe(scale), "size": n, "checks": []}
@@ -68,14 +68,15 @@ def run_workload(wl: Workload, *, scale: float, runs: int, impls: list[str], wor
                              "segment_files": len(list(wal.iterdir())), "bytes": parse_lsn(end) - parse_lsn(restart)}
             log(f"WAL {restart}..{end}: {result['wal']['bytes'] / 2**20:,.0f} MiB; "
                 f"the workload took {result['workload_seconds']:.1f} s on the server")
-            _measure_all(w, conn, result, runs=runs, impls=impls, work_dir=work_dir, log=log)
-    _summarise(result, T.tools_for(impls))
+            _measure_all(w, conn, result, runs=runs, impls=impls, work_dir=work_dir, log=log, spark=spark,
+                         spark_memory=spark_memory)
+    _summarise(result, T.tools_for(impls, spark))
     return result
 
 
 def _measure_all(w: T.WalUnderTest, conn, result: dict, *, runs: int, impls: list[str], work_dir: Path,
-                 log) -> None:
-    tools = T.tools_for(impls)
+                 log, spark: bool = False, spark_memory: str | None = None) -> None:
+    tools = T.tools_for(impls, spark)
     samples: dict[str, list[Measurement]] = {t.key: [] for t in tools}
     reference = work_dir / "pg_recvlogical.txt"
     stats_ref = work_dir / "pg_waldump-stats.txt"
@@ -109,6 +110,23 @@ def _measure_all(w: T.WalUnderTest, conn, result: dict, *, runs: int, impls: lis
                 check(f"{tool.label} printed what pg_waldump --stats=record printed (run {run})",
                       filecmp.cmp(stats_ref, out, False))
                 out.unlink()
+            elif tool.key.startswith("spark_decode_"):
+                from .sparkrun import run_spark_measured, spark_decode_argv
+
+                cores = int(tool.key.rsplit("local", 1)[1])
+                parts = work_dir / "spark-parts"
+                parts.mkdir(exist_ok=True)
+                m = run_spark_measured(spark_decode_argv(w, out, f"local[{cores}]", spark_memory, parts),
+                                       env=T.impl_env(tool.impl), what=tool.label)
+                same = filecmp.cmp(reference, out, False)
+                check(f"{tool.label} output equals pg_recvlogical's byte for byte (run {run})", same,
+                      "" if same else f"compare {out} with {reference}")
+                if spark_memory:
+                    check(f"{tool.label}: Python workers' peak RSS under 300 MB with {spark_memory} of memory "
+                          f"(run {run})", m.rss_mb < 300, f"{m.rss_mb:.0f} MB")
+                result.setdefault("spark", {"memory": spark_memory or "Spark's default"})
+                if same:
+                    out.unlink()
             elif tool.key.startswith("inspect_"):
                 m = run_measured(T.inspect_argv(w, False), env=T.impl_env(tool.impl), what=tool.label)
             else:
@@ -124,6 +142,8 @@ def _measure_all(w: T.WalUnderTest, conn, result: dict, *, runs: int, impls: lis
                     out.unlink()  # outputs that differ stay for a post-mortem
             samples[tool.key].append(m)
             rss = "RSS n/a" if m.rss_mb is None else f"{m.rss_mb:,.0f} MB"
+            if m.extra:
+                rss += " (Python workers' peak; " + ", ".join(f"{k} {v:,.0f}" for k, v in m.extra.items()) + ")"
             log(f"run {run}/{runs}: {tool.label}: {m.seconds:.2f} s, {rss}")
         if run == 1:
             result["records"] = _waldump_total(stats_ref)

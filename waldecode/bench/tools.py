@@ -45,9 +45,19 @@ def decode(impl: str) -> Tool:
     return Tool(f"decode_{impl}", f"waldecode decode [{impl}]", "changes", RECVLOGICAL.key, impl)
 
 
-def tools_for(impls: list[str]) -> list[Tool]:
-    return ([WALDUMP_STATS, WALDUMP, PEEK, RECVLOGICAL] + [inspect_stats(i) for i in impls]
-            + [inspect(i) for i in impls] + [decode(i) for i in impls])
+def spark_decode(cores: int, impl: str) -> Tool:
+    """``waldecode spark decode --master local[cores]``, compared with single-process ``decode``."""
+    return Tool(f"spark_decode_local{cores}", f"waldecode spark decode local[{cores}] [{impl}]", "changes",
+                f"decode_{impl}", impl)
+
+
+def tools_for(impls: list[str], spark: bool = False) -> list[Tool]:
+    tools = ([WALDUMP_STATS, WALDUMP, PEEK, RECVLOGICAL] + [inspect_stats(i) for i in impls]
+             + [inspect(i) for i in impls] + [decode(i) for i in impls])
+    if spark:
+        impl = "cython" if "cython" in impls else impls[0]
+        tools += [spark_decode(1, impl), spark_decode(2, impl)]
+    return tools
 
 
 @dataclass

@@ -180,25 +180,29 @@ def _check_impl(seen: set, quiet: bool) -> None:
 
 def cmd_spark_decode(args) -> int:
     from ..catalog import Catalog
-    from ..cli import fit_catalog, plugin_options, report_decode_result
+    from ..cli import _settle_gc, fit_catalog, plugin_options, report_decode_result
     from ..output import plugin_class
     from ..wal.segments import discover
+    from .hadoopfs import discover_hadoop, is_uri
     from .job import SparkExecutor, decode_spark
 
     if args.restart_lsn is not None and args.start_lsn is None:
         raise UsageError("--restart-lsn goes with --start-lsn (the slot's confirmed_flush_lsn)")
-    segments = discover(args.paths, args.timeline)
+    hadoop = any(is_uri(p) for p in args.paths)
+    if hadoop and args.parquet:
+        raise UsageError("--parquet reads local paths only (the pgwal source plans outside the JVM): "
+                         "give the WAL as a local directory, or write the text output")
     catalog = Catalog.load(args.catalog)
-    fit_catalog(catalog, segments, args.settings, args.catalog)
     options = plugin_options(args.options)
-    size = len(segments.files) * segments.seg_size
-    if size < SMALL_INPUT and not args.quiet:
-        print(f"waldecode: note: {size >> 20} MB of WAL: below about {SMALL_INPUT >> 20} MB a single process "
-              "('waldecode decode') is faster than Spark", file=sys.stderr)
-    if args.parquet:
-        from .datasource import write_parquet
+    segments = None
+    if not hadoop:
+        segments = discover(args.paths, args.timeline)
+        fit_catalog(catalog, segments, args.settings, args.catalog)
+        _note_size(segments, args.quiet)
+        if args.parquet:
+            from .datasource import write_parquet
 
-        return write_parquet(args, segments, catalog, options)
+            return write_parquet(args, segments, catalog, options)
     plugin = plugin_class(args.format)
     ranges = args.ranges
     if not plugin.ranges_apart and plugin.in_one_range:
@@ -215,7 +219,13 @@ def cmd_spark_decode(args) -> int:
     out = _LazyBinaryOutput(args.output)
     parts_dir = args.parts_dir or (os.path.dirname(os.path.abspath(args.output)) if args.output else None)
     try:
+        if hadoop:
+            # Listing and the driver's reads go through Spark's Hadoop file systems (hdfs://, s3a://, file://)
+            segments = discover_hadoop(spark, args.paths, args.timeline)
+            fit_catalog(catalog, segments, args.settings, args.catalog)
+            _note_size(segments, args.quiet)
         executor = SparkExecutor(spark, ranges)
+        _settle_gc()  # the driver's pass makes a long-lived plan of millions of small objects
         try:
             result = decode_spark(executor, segments, catalog, plugin, out, plugin_options=options,
                                   start_lsn=args.start_lsn, restart_lsn=args.restart_lsn, end_lsn=args.end_lsn,
@@ -236,3 +246,10 @@ def cmd_spark_decode(args) -> int:
         if own_session:
             spark.stop()
     return report_decode_result(result, segments, args.start_lsn)
+
+
+def _note_size(segments, quiet: bool) -> None:
+    size = len(segments.files) * segments.seg_size
+    if size < SMALL_INPUT and not quiet:
+        print(f"waldecode: note: {size >> 20} MB of WAL: below about {SMALL_INPUT >> 20} MB a single process "
+              "('waldecode decode') is faster than Spark", file=sys.stderr)

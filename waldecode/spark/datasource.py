@@ -23,6 +23,11 @@ partition sorts its changes in memory (``spark decode`` does both on the executo
 
 from __future__ import annotations
 
+import base64
+import re
+import sys
+
+from ..errors import Error
 from ..output.test_decoding import TestDecoding
 
 SCHEMA = ("position long, seq long, commit_lsn long, lsn long, xid long, commit_time timestamp, op string, schema string, "
@@ -44,6 +49,14 @@ class RowPlugin(TestDecoding):
         self._out = write
         self._fields: dict = {}
         super().__init__(self._emit)
+
+    def startup(self, options, catalog):
+        import dataclasses
+
+        opts = super().startup(options, catalog)
+        # Each change's column values are wanted, not only its line: the Python path (change())
+        self._typeout_module = None
+        return dataclasses.replace(opts, receive_wal_tuples=False)
 
     def _emit(self, line: str) -> None:
         self._out((line, self._fields))
@@ -165,9 +178,55 @@ def _bool(value, default=False) -> bool:
     return str(value).strip().lower() in ("1", "true", "on", "yes")
 
 
-def plan_partitions(options: dict) -> list:
+def commit_lsn_bounds(filters) -> tuple:
+    """(lowest, highest) commit LSN that ``filters`` (ANDed Spark filters) let through; None: unbounded."""
+    from pyspark.sql.datasource import (EqualTo, GreaterThan, GreaterThanOrEqual, In, LessThan,
+                                        LessThanOrEqual)
+
+    lo = hi = None
+    for f in filters:
+        if getattr(f, "attribute", None) != ("commit_lsn",):
+            continue
+        if isinstance(f, In):
+            values = [v for v in f.value if isinstance(v, int)]
+            if not values:
+                continue
+            flo, fhi = min(values), max(values)
+        elif not isinstance(getattr(f, "value", None), int):
+            continue
+        elif isinstance(f, EqualTo):
+            flo = fhi = f.value
+        elif isinstance(f, GreaterThan):
+            flo, fhi = f.value + 1, None
+        elif isinstance(f, GreaterThanOrEqual):
+            flo, fhi = f.value, None
+        elif isinstance(f, LessThan):
+            flo, fhi = None, f.value - 1
+        elif isinstance(f, LessThanOrEqual):
+            flo, fhi = None, f.value
+        else:
+            continue
+        if flo is not None:
+            lo = flo if lo is None else max(lo, flo)
+        if fhi is not None:
+            hi = fhi if hi is None else min(hi, fhi)
+    return lo, hi
+
+
+def _event_commit_lsn(ev):
+    """The commit_lsn column of every row an event of the plan makes (RowPlugin._set)."""
+    txn = ev[1] if ev[0] == "replay" else (ev[2][0] if ev[2] else None)
+    return getattr(txn, "final_lsn", None)
+
+
+def plan_partitions(options: dict, bounds: tuple = (None, None)) -> list:
     """Planning (in the planner process): phase 1 for the driver and the driver's pass; one packed
-    partition per output range."""
+    partition per output range.  ``bounds``: the commit LSNs filters let through (``commit_lsn_bounds``).
+
+    Pruning by them is sound because decoding is causal: a transaction's rows depend only on the
+    WAL up to its commit record, so segments after the highest commit LSN are not read (unless
+    ``includeUncommitted``: what is still open depends on where reading stops), and the events
+    outside the bounds are not decoded; Spark still applies the filters to what is left."""
     from ..catalog import Catalog
     from ..errors import UsageError
     from ..wal.xlogreader import parse_lsn
@@ -186,6 +245,12 @@ def plan_partitions(options: dict) -> list:
         if k.startswith("set."):
             catalog.settings[options_key(options, k)[4:]] = v
     paths = [p for p in opts.get("paths", opts.get("path", "")).split(",") if p]
+    from .hadoopfs import is_uri
+
+    foreign = [p for p in paths if is_uri(p) and not p.startswith("file://")]
+    if foreign:
+        raise UsageError(f"the pgwal source reads local paths and file:// URIs (it plans outside the JVM), "
+                         f"not {foreign[0]}: use 'waldecode spark decode' for Hadoop file systems")
     segments = discover([p[7:] if p.startswith("file://") else p for p in paths],
                         int(opts["timeline"]) if opts.get("timeline") else None)
     plugin_options = {name: opts[name] for name in _TD_OPTIONS if name in opts}
@@ -202,30 +267,43 @@ def plan_partitions(options: dict) -> list:
     nranges = int(opts.get("ranges", 4))
     per_run = _segments_per_run(segments, first, last, nranges, int(opts["segmentsperpartition"])
                                 if opts.get("segmentsperpartition") else None)
-    scan = plan_scan(segments, read_from, end_lsn, per_run, catalog.database_oid, filtered)
+    lo, hi = bounds
+    include_uncommitted = _bool(opts.get("includeuncommitted"))
+    last_segno = hi // seg_size if hi is not None and not include_uncommitted else None
+    try:
+        scan = plan_scan(segments, read_from, end_lsn, per_run, catalog.database_oid, filtered, last_segno)
+    except Error as e:
+        # The reader refuses the range before its first record: the decoder still finishes (and warns)
+        scan, refused = None, e
     executor = LocalExecutor()
     nodes = _plan.tracked_relfilenodes(catalog)
     while True:
-        p = _plan.run_driver_pass(executor.control(scan, nodes), catalog, RowPlugin(lambda item: None),
+        items = executor.control(scan, nodes) if scan is not None else iter([(0, ("error", refused))])
+        p = _plan.run_driver_pass(items, catalog, RowPlugin(lambda item: None),
                                   plugin_options=plugin_options, start_plan=start_plan, read_from=read_from,
                                   start_lsn=start_lsn, end_lsn=end_lsn, two_phase=_bool(opts.get("twophase")),
-                                  include_uncommitted=_bool(opts.get("includeuncommitted")), segments=segments,
+                                  include_uncommitted=include_uncommitted, segments=segments,
                                   nranges=nranges, nodes=nodes)
         if p.nodes <= nodes:
             break
         nodes = nodes | p.nodes
     if p.error is not None:
-        raise p.error
+        raise surfaced(p.error, p.result.warnings)
     ctx = tasks.Phase2(catalog, RowPlugin, plugin_options, p.timeline, p.events)
     shared = tasks.pack((scan, ctx, p.cutoff))
     parts = []
+    keep = [lo is None and hi is None or _within(_event_commit_lsn(ev), lo, hi) for ev in p.events]
     for rng in range(p.nranges):
-        members = {x: m for x, m in p.members.items() if m[2] == rng}
-        orders = [o for o in range(len(p.events)) if p.range_of[o] == rng]
+        members = {x: m for x, m in p.members.items() if m[2] == rng and keep[m[0]]}
+        orders = [o for o in range(len(p.events)) if p.range_of[o] == rng and keep[o]]
         if not orders:
             continue
         parts.append(tasks.pack((rng, members, orders)))
     return [shared, parts]
+
+
+def _within(lsn, lo, hi) -> bool:
+    return lsn is not None and (lo is None or lsn >= lo) and (hi is None or lsn <= hi)
 
 
 def options_key(options: dict, lower: str) -> str:
@@ -239,16 +317,11 @@ def options_key(options: dict, lower: str) -> str:
 def read_partition(shared: bytes, part: bytes):
     """The rows of one output range (in the executor)."""
     from . import tasks
-    from .job import change_dict, event_dict, run_changes
+    from .job import phase2_rows
 
     scan, ctx, cutoff = tasks.unpack(shared)
     rng, members, orders = tasks.unpack(part)
-    rows = []
-    for i in range(len(scan.runs)):
-        for xid, rlsn, sub, c, order, r in run_changes(scan, i, members, cutoff):
-            rows.append(change_dict(r, r, order, rlsn, sub, c))
-    rows += [event_dict(rng, rng, o) for o in orders]
-    rows.sort(key=lambda r: (r["order"], r["rlsn"], r["sub"]))
+    rows = phase2_rows(scan, members, cutoff, orders, {o: rng for o in orders})
     sink = RowSink()
     summary = tasks.decode_rows(iter(rows), ctx, lambda _rng: sink)
     info = summary.get(rng)
@@ -275,15 +348,63 @@ class PgWalPartition(InputPartition):
 class PgWalReader(DataSourceReader):
     def __init__(self, options):
         self.options = options
+        self.bounds = (None, None)
+
+    def pushFilters(self, filters):
+        """Filters on commit_lsn narrow what is read (``plan_partitions``); Spark applies every filter
+        still (they are all returned), so pruning never has to be exact, only sound.  Called with
+        ``spark.sql.python.filterPushdown.enabled=true`` (Spark 4.1+)."""
+        filters = list(filters)
+        self.bounds = commit_lsn_bounds(filters)
+        return filters
 
     def partitions(self):
-        shared, parts = plan_partitions(dict(self.options))
+        try:
+            shared, parts = plan_partitions(dict(self.options), self.bounds)
+        except SurfacedError:
+            raise
+        except Error as e:
+            raise surfaced(e) from None
         return [PgWalPartition(shared, part) for part in parts] or [PgWalPartition(shared, b"")]
 
     def read(self, partition):
         if not partition.part:
             return iter(())
-        return read_partition(partition.shared, partition.part)
+        return _surfacing(read_partition(partition.shared, partition.part))
+
+
+# A waldecode error raised in a Python worker reaches the driver as the text of a Spark exception:
+# carried in it whole, so that ``spark decode --parquet`` prints decode's line and exits with its status
+_SURFACED = re.compile(r"waldecode-error:([A-Za-z0-9+/=]+):end")
+
+
+class SurfacedError(RuntimeError):
+    pass
+
+
+def surfaced(e: Error, warnings=()) -> SurfacedError:
+    """``e`` and the warnings decode would have printed before it, as an exception Spark passes on."""
+    from . import tasks
+
+    blob = base64.b64encode(tasks.pack((e, list(warnings)))).decode("ascii")
+    return SurfacedError(f"{e} (waldecode-error:{blob}:end)")
+
+
+def _surfacing(rows):
+    try:
+        yield from rows
+    except SurfacedError:
+        raise
+    except Error as e:
+        raise surfaced(e) from None
+
+
+def error_in(exc: BaseException) -> tuple:
+    """(the waldecode error a Spark exception carries (``surfaced``), its warnings); (None, [])."""
+    from . import tasks
+
+    m = _SURFACED.search(str(exc))
+    return tasks.unpack(base64.b64decode(m.group(1))) if m else (None, [])
 
 
 class PgWalDataSource(DataSource):
@@ -302,10 +423,11 @@ class PgWalDataSource(DataSource):
 
 def write_parquet(args, segments, catalog, options) -> int:
     """``spark decode --parquet DIR``: the DataFrame, written partitioned by table."""
-    from .cli import spark_session, _confs
+    from .cli import spark_error, spark_session, _confs
     from . import register
 
     spark = spark_session(args.master, _confs(args.confs))
+    own_session = not getattr(spark, "_waldecode_shared", False)  # in-process callers (tests) keep theirs
     try:
         register(spark)
         reader = spark.read.format("pgwal").option("catalog", args.catalog)
@@ -322,7 +444,17 @@ def write_parquet(args, segments, catalog, options) -> int:
         if args.include_uncommitted:
             reader = reader.option("includeUncommitted", "true")
         df = reader.load(",".join(str(p) for p in args.paths))
-        df.write.mode("overwrite").partitionBy("table").parquet(args.parquet)
+        try:
+            df.write.mode("overwrite").partitionBy("table").parquet(args.parquet)
+        except Exception as e:
+            err, warnings = error_in(e)
+            for w in warnings:
+                print(f"waldecode: warning: {w}", file=sys.stderr)
+            err = err or spark_error(e)
+            if err is None:
+                raise
+            raise err from None
     finally:
-        spark.stop()
+        if own_session:
+            spark.stop()
     return 0

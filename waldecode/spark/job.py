@@ -21,7 +21,7 @@ import os
 import shutil
 import sys
 import tempfile
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from ..catalog import Catalog
 from ..errors import Error, UsageError, format_lsn
@@ -32,11 +32,14 @@ from ..wal.segments import SegmentSet, discover
 from ..wal.xlogreader import XLogReader
 from . import plan as _plan
 from . import tasks
+from .hadoopfs import HadoopSegmentSet
 
-CHANGE_SCHEMA = ("key long, rng long, order long, rlsn long, sub int, lsn long, action int, spc long, rel long, "
-                 "origin int, clear_toast boolean, newtuple binary, oldtuple binary, extra binary")
+CHANGE_SCHEMA = "key long, rng long, order long, run long, seq long, n int, blob binary"
+DECODE_COLUMNS = ("rng", "order", "n", "blob")
 SUMMARY_SCHEMA = "rng long, lines long, warnings binary, error binary, impl string"
 CONTROL_SCHEMA = "run long, items binary"
+RUN_FILE_SCHEMA = "key long, run long, segno long, content binary"
+BLOBS_PER_BATCH = 16
 
 
 @dataclass
@@ -53,7 +56,8 @@ class Scan:
 
 
 def plan_scan(segments: SegmentSet, start: int | None, end_lsn: int | None, per_run: int, database: int,
-              filtered_origins: frozenset) -> Scan:
+              filtered_origins: frozenset, last_segno: int | None = None) -> Scan:
+    """``last_segno``: read no run past this segment (the record crossing out of it is still completed)."""
     seg_size = segments.seg_size
     # XLogReader's own checks (start in the input, end after start, no missing segment), as it makes them
     reader = iter(XLogReader(segments=segments, start_lsn=start, end_lsn=end_lsn))
@@ -65,6 +69,8 @@ def plan_scan(segments: SegmentSet, start: int | None, end_lsn: int | None, per_
     last = segments.last_segno
     if end_lsn is not None:
         last = min(last, (end_lsn - 1) // seg_size)
+    if last_segno is not None:
+        last = max(first, min(last, last_segno))
     runs = [(s, min(s + per_run - 1, last)) for s in range(first, last + 1, per_run)]
     from .. import _impl
 
@@ -78,6 +84,15 @@ def use_impl(name: str) -> None:
 
     if _impl.IMPL != name:
         _impl.use(name)
+
+
+def settle_gc() -> None:
+    """In a task's Python worker: collections less often (``cli._settle_gc``'s reason: millions of
+    short-lived tuples, hardly any cycles; the defaults cost a tenth of the CPU and more as the
+    driver's plan grows)."""
+    import gc
+
+    gc.set_threshold(50_000, 20, 20)
 
 
 def _segments_per_run(segments: SegmentSet, first: int, last: int, slots: int, per_run: int | None) -> int:
@@ -98,19 +113,28 @@ def run_control(scan: Scan, run_index: int, nodes: frozenset) -> list:
 
 def run_changes(scan: Scan, run_index: int, members: dict, cutoff):
     first, last = scan.runs[run_index]
-    records = tasks.read_run(scan.segments, first, last, scan.start, scan.end_lsn)
+    rmids = tasks.CHANGE_RMIDS
+    # Only the records change_rows takes are decoded (the control pass has decoded, and checked, them all)
+    records = tasks.read_run(scan.segments, first, last, scan.start, scan.end_lsn,
+                             keep=lambda xid, rmid: rmid in rmids and xid in members)
     return tasks.change_rows(records, scan.database, scan.filtered_origins, members, cutoff)
 
 
-def change_dict(key, rng, order, rlsn, sub, c) -> dict:
-    return {"key": key, "rng": rng, "order": order, "rlsn": rlsn, "sub": sub, "lsn": c.lsn, "action": c.action,
-            "spc": c.spcOid, "rel": c.relNumber, "origin": c.origin, "clear_toast": c.clear_toast_afterwards,
-            "newtuple": c.newtuple, "oldtuple": c.oldtuple, "extra": c.extra}
+def run_blobs(scan: Scan, run_index: int, members: dict, cutoff):
+    """``tasks.change_blobs`` of one run: (order, rng, run, seq, n, blob)."""
+    return tasks.change_blobs(run_changes(scan, run_index, members, cutoff), run_index)
 
 
-def event_dict(key, rng, order) -> dict:
-    return {"key": key, "rng": rng, "order": order, "rlsn": -1, "sub": 0, "lsn": 0, "action": -1, "spc": 0,
-            "rel": 0, "origin": 0, "clear_toast": False, "newtuple": None, "oldtuple": None, "extra": None}
+def phase2_rows(scan: Scan, members: dict, cutoff, events_of: list, range_of) -> list:
+    """Phase 2's input in this process, sorted: (rng, order, n, blob) of every run's changes and an event
+    row for each order in ``events_of``."""
+    rows = []
+    for i in range(len(scan.runs)):
+        for order, rng, run, seq, n, blob in run_blobs(scan, i, members, cutoff):
+            rows.append((rng, order, run, seq, n, blob))
+    rows += [(range_of[o], o, -1, 0, 0, None) for o in events_of]
+    rows.sort(key=lambda r: r[:4])
+    return [(r[0], r[1], r[4], r[5]) for r in rows]
 
 
 # -- executors -------------------------------------------------------------------------------------
@@ -127,12 +151,7 @@ class LocalExecutor:
             yield from run_control(scan, i, nodes)
 
     def phase2(self, scan: Scan, p: _plan.Plan, ctx: tasks.Phase2, directory: str) -> list:
-        rows = []
-        for i in range(len(scan.runs)):
-            for xid, rlsn, sub, c, order, rng in run_changes(scan, i, p.members, p.cutoff):
-                rows.append(change_dict(rng, rng, order, rlsn, sub, c))
-        rows += [event_dict(p.range_of[o], p.range_of[o], o) for o in range(len(p.events))]
-        rows.sort(key=lambda r: (r["rng"], r["order"], r["rlsn"], r["sub"]))
+        rows = phase2_rows(scan, p.members, p.cutoff, range(len(p.events)), p.range_of)
         summary = tasks.decode_rows(iter(rows), ctx, lambda rng: tasks.PartWriter(directory, rng))
         return sorted(summary.items())
 
@@ -153,6 +172,43 @@ class SparkExecutor:
     def _runs_df(self, n: int):
         return self.spark.range(0, n, 1, n)
 
+    def _run_input(self, scan: Scan):
+        """What phase-1 tasks read, one partition per run, for ``_run_inputs``: the run numbers (the
+        tasks open local segment files themselves), or, on a Hadoop file system, the run's segment
+        files from Spark's ``binaryFile`` source, sorted by segment number (the run's own segments
+        and the next run's first, for the record crossing into it) after a marker row."""
+        n = len(scan.runs)
+        if not isinstance(scan.segments, HadoopSegmentSet):
+            return self._runs_df(n)
+        segs = scan.segments
+        keys = self._keys(n)
+        want: dict = {}  # file name -> [(key, run, segno)]
+        for r, (first, last) in enumerate(scan.runs):
+            for segno in range(first, last + 2):
+                f = segs.files.get(segno)
+                if f is not None:
+                    want.setdefault(f.path.name, []).append((keys[r], r, segno))
+        bc = self.spark.sparkContext.broadcast(want)
+
+        def assign(batches):
+            import pyarrow as pa
+
+            wanted = bc.value
+            schema = _schema(RUN_FILE_SCHEMA)
+            for batch in batches:
+                paths = batch.column(0).to_pylist()
+                for i, path in enumerate(paths):
+                    for key, run, segno in wanted.get(path.rsplit("/", 1)[-1], ()):
+                        yield pa.RecordBatch.from_arrays(
+                            [pa.array([key], pa.int64()), pa.array([run], pa.int64()), pa.array([segno], pa.int64()),
+                             batch.column(1).slice(i, 1)], schema=schema)
+
+        uris = sorted({segs.files[s].path.uri for per in want.values() for _k, _r, s in per})
+        files = self.spark.read.format("binaryFile").load(uris).select("path", "content") \
+            .mapInArrow(assign, RUN_FILE_SCHEMA)
+        markers = self.spark.createDataFrame([(keys[r], r, -1, None) for r in range(n)], RUN_FILE_SCHEMA)
+        return files.unionByName(markers).repartition(n, "key").sortWithinPartitions("run", "segno")
+
     def control(self, scan: Scan, nodes: frozenset):
         sc = self.spark.sparkContext
         bc = sc.broadcast((scan, nodes))
@@ -162,29 +218,27 @@ class SparkExecutor:
 
             s, nd = bc.value
             use_impl(s.impl)
-            for batch in batches:
-                for run in batch.column(0).to_pylist():
-                    items = run_control(s, run, nd)
-                    yield pa.RecordBatch.from_pydict({"run": [run], "items": [tasks.pack(items)]},
-                                                     schema=_schema(CONTROL_SCHEMA))
+            settle_gc()
+            for run, rs in _run_inputs(batches, s):
+                items = run_control(rs, run, nd)
+                yield pa.RecordBatch.from_pydict({"run": [run], "items": [tasks.pack(items)]},
+                                                 schema=_schema(CONTROL_SCHEMA))
 
-        df = self._runs_df(len(scan.runs)).mapInArrow(phase1, CONTROL_SCHEMA)
-        expected = 0
+        df = self._run_input(scan).mapInArrow(phase1, CONTROL_SCHEMA)
+        # All runs at once (toLocalIterator would run them one task at a time); the items are small
         try:
-            for row in df.toLocalIterator():
-                if row["run"] != expected:
-                    raise RuntimeError(f"phase 1 returned run {row['run']} where run {expected} was due")
-                expected += 1
-                yield from tasks.unpack(row["items"])
+            rows = df.collect()
         finally:
             bc.unpersist()
+        for expected, row in enumerate(rows):
+            if row["run"] != expected:
+                raise RuntimeError(f"phase 1 returned run {row['run']} where run {expected} was due")
+        for row in rows:
+            yield from tasks.unpack(row["items"])
 
     def _keys(self, n: int) -> list:
-        """A key per range whose hash sends it to the partition of the same number."""
-        rows = self.spark.range(0, 64 * n).selectExpr("id", f"pmod(hash(id), {n}) AS p") \
-            .groupBy("p").min("id").collect()
-        by_p = {r[0]: r[1] for r in rows}
-        return [by_p.get(i, i) for i in range(n)]
+        """A key per range whose hash sends it to the partition of the same number (``partition_keys``)."""
+        return partition_keys(n)
 
     def phase2(self, scan: Scan, p: _plan.Plan, ctx: tasks.Phase2, directory: str) -> list:
         sc = self.spark.sparkContext
@@ -198,17 +252,23 @@ class SparkExecutor:
 
             s, members, cutoff, _range_of, ks = bc_scan.value
             use_impl(s.impl)
+            settle_gc()
             schema = _schema(CHANGE_SCHEMA)
-            for batch in batches:
-                for run in batch.column(0).to_pylist():
-                    out = []
-                    for xid, rlsn, sub, c, order, rng in run_changes(s, run, members, cutoff):
-                        out.append(change_dict(ks[rng], rng, order, rlsn, sub, c))
-                        if len(out) >= 4096:
-                            yield pa.RecordBatch.from_pylist(out, schema=schema)
-                            out = []
-                    if out:
-                        yield pa.RecordBatch.from_pylist(out, schema=schema)
+            for run, rs in _run_inputs(batches, s):
+                cols = ([], [], [], [], [], [], [])
+                held = 0
+                for order, rng, _run, seq, n, blob in run_blobs(rs, run, members, cutoff):
+                    for col, v in zip(cols, (ks[rng], rng, order, run, seq, n, blob)):
+                        col.append(v)
+                    held += len(blob)
+                    if held >= 8 << 20:
+                        yield pa.RecordBatch.from_arrays([pa.array(c, t) for c, t in zip(cols, schema.types)],
+                                                         schema=schema)
+                        cols = ([], [], [], [], [], [], [])
+                        held = 0
+                if cols[0]:
+                    yield pa.RecordBatch.from_arrays([pa.array(c, t) for c, t in zip(cols, schema.types)],
+                                                     schema=schema)
 
         def event_rows(batches):
             import pyarrow as pa
@@ -217,8 +277,12 @@ class SparkExecutor:
             schema = _schema(CHANGE_SCHEMA)
             for batch in batches:
                 orders = batch.column(0).to_pylist()
-                yield pa.RecordBatch.from_pylist([event_dict(ks[range_of[o]], range_of[o], o) for o in orders],
-                                                 schema=schema)
+                rngs = [range_of[o] for o in orders]
+                n = len(orders)
+                yield pa.RecordBatch.from_arrays(
+                    [pa.array([ks[r] for r in rngs], pa.int64()), pa.array(rngs, pa.int64()),
+                     pa.array(orders, pa.int64()), pa.array([-1] * n, pa.int64()), pa.array([0] * n, pa.int64()),
+                     pa.array([0] * n, pa.int32()), pa.nulls(n, pa.binary())], schema=schema)
 
         def decode(batches):
             import pyarrow as pa
@@ -227,8 +291,10 @@ class SparkExecutor:
             from .. import _impl
 
             use_impl(bc_scan.value[0].impl)
+            settle_gc()
             c = _context(bc_ctx)
-            rows = (row for batch in batches for row in batch.to_pylist())
+            rows = (row for batch in batches
+                    for row in zip(*(batch.column(i).to_pylist() for i in range(batch.num_columns))))
             summary = tasks.decode_rows(rows, c, lambda rng: tasks.PartWriter(directory, rng))
             out = [{"rng": rng, "lines": info["lines"], "warnings": tasks.pack(info["warnings"]),
                     "error": tasks.pack(info["error"]) if info["error"] is not None else None, "impl": _impl.IMPL}
@@ -237,14 +303,20 @@ class SparkExecutor:
                 out = [{"rng": -1, "lines": 0, "warnings": None, "error": None, "impl": _impl.IMPL}]
             yield pa.RecordBatch.from_pylist(out, schema=_schema(SUMMARY_SCHEMA))
 
-        ch = self._runs_df(len(scan.runs)).mapInArrow(changes, CHANGE_SCHEMA)
+        ch = self._run_input(scan).mapInArrow(changes, CHANGE_SCHEMA)
         ev = self.spark.range(0, nevents, 1, max(1, min(p.nranges, nevents))).mapInArrow(event_rows, CHANGE_SCHEMA)
         df = (ch.unionByName(ev).repartition(p.nranges, "key")
-              .sortWithinPartitions("key", "order", "rlsn", "sub")
+              .sortWithinPartitions("key", "order", "run", "seq")
+              .select(*DECODE_COLUMNS)
               .mapInArrow(decode, SUMMARY_SCHEMA))
+        conf = self.spark.conf
+        batch = conf.get("spark.sql.execution.arrow.maxRecordsPerBatch")
+        # A batch of blobs into the decoding task: a few MB, not thousands of blobs (the memory bound)
+        conf.set("spark.sql.execution.arrow.maxRecordsPerBatch", str(BLOBS_PER_BATCH))
         try:
             rows = df.collect()
         finally:
+            conf.set("spark.sql.execution.arrow.maxRecordsPerBatch", batch)
             bc_scan.unpersist()
             bc_ctx.unpersist()
         out = []
@@ -259,6 +331,71 @@ class SparkExecutor:
 
 _schemas: dict = {}
 _contexts: dict = {}
+
+_M32 = 0xFFFFFFFF
+
+
+def _spark_hash_long(value: int, seed: int = 42) -> int:
+    """Spark's ``hash()`` of a long, which ``repartition(n, col)`` places rows by (``pmod(hash, n)``):
+    Murmur3_x86_32.hashLong with Spark's seed 42 (a test checks it against Spark itself)."""
+    def mix_k1(k1):
+        k1 = (k1 * 0xCC9E2D51) & _M32
+        k1 = ((k1 << 15) | (k1 >> 17)) & _M32
+        return (k1 * 0x1B873593) & _M32
+
+    def mix_h1(h1, k1):
+        h1 ^= k1
+        h1 = ((h1 << 13) | (h1 >> 19)) & _M32
+        return (h1 * 5 + 0xE6546B64) & _M32
+
+    value &= 0xFFFFFFFFFFFFFFFF
+    h1 = mix_h1(seed, mix_k1(value & _M32))
+    h1 = mix_h1(h1, mix_k1(value >> 32))
+    h1 ^= 8
+    h1 ^= h1 >> 16
+    h1 = (h1 * 0x85EBCA6B) & _M32
+    h1 ^= h1 >> 13
+    h1 = (h1 * 0xC2B2AE35) & _M32
+    h1 ^= h1 >> 16
+    return h1 - (1 << 32) if h1 & 0x80000000 else h1
+
+
+def partition_keys(n: int) -> list:
+    """For each partition i of ``repartition(n, "key")``, the smallest key Spark sends there."""
+    keys: list = [None] * n
+    missing = n
+    k = 0
+    while missing:
+        i = _spark_hash_long(k) % n  # Python's % is pmod
+        if keys[i] is None:
+            keys[i] = k
+            missing -= 1
+        k += 1
+    return keys
+
+
+
+def _run_inputs(batches, scan: Scan):
+    """(run, the scan to read it with) for each run of a phase-1 partition (see ``_run_input``)."""
+    if not isinstance(scan.segments, HadoopSegmentSet):
+        for batch in batches:
+            for run in batch.column(0).to_pylist():
+                yield run, scan
+        return
+    current, contents = None, {}
+    for batch in batches:
+        runs = batch.column(1).to_pylist()
+        segnos = batch.column(2).to_pylist()
+        data = batch.column(3)
+        for i, run in enumerate(runs):
+            if run != current:
+                if current is not None:
+                    yield current, replace(scan, segments=scan.segments.with_contents(contents))
+                current, contents = run, {}
+            if segnos[i] >= 0:
+                contents[segnos[i]] = data[i].as_py()
+    if current is not None:
+        yield current, replace(scan, segments=scan.segments.with_contents(contents))
 
 
 def _schema(ddl: str):

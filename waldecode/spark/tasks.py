@@ -48,7 +48,6 @@ from ..rmgr import (
 from ..logical.decode import HEAP2_EXTRACTORS, HEAP_EXTRACTORS, message_changes
 from ..rmgr import heap as rm_heap
 from ..rmgr.heap import XLOG_HEAP_OPMASK
-from ..logical.reorderbuffer import Change
 from ..wal.xlogpage import FrameState, ReadStop
 from ..wal.xlogreader import _end_lsn, decode_in
 
@@ -59,16 +58,21 @@ _HEAP2_QUIET = {rm_heap.XLOG_HEAP2_REWRITE, 0x10, 0x20, 0x30, rm_heap.XLOG_HEAP2
                 rm_heap.XLOG_HEAP2_LOCK_UPDATED}
 XLOG_PARAMETER_CHANGE = 0x60
 _ALWAYS_WHOLE = frozenset((RM_XACT_ID, RM_STANDBY_ID, RM_RELMAP_ID, RM_LOGICALMSG_ID))
+_xl_xid = struct.Struct("<I").unpack_from
+#: the resource managers whose records phase 2 takes changes from (``change_rows``)
+CHANGE_RMIDS = frozenset((RM_HEAP_ID, RM_HEAP2_ID, RM_LOGICALMSG_ID))
 
 
 # -- phase 1 ---------------------------------------------------------------------------------------
 
 
-def read_run(segments, first: int, last: int, start: int | None, end_lsn: int | None, verify_crc: bool = True):
+def read_run(segments, first: int, last: int, start: int | None, end_lsn: int | None, verify_crc: bool = True,
+             keep=None):
     """Frame segments ``first``..``last`` as the sequential reader does (from ``start`` when it lies in
     ``first``, else from the first record that starts there) and complete the record crossing into
     ``last`` + 1.  Yields ``DecodedRecord``s; ``("stop", ReadStop)`` or ``("error", exc)`` ends it.
-    A run ending the input reports running out as ``XLogReader`` does."""
+    A run ending the input reports running out as ``XLogReader`` does.  ``keep(xid, rmid)``: decode
+    only the records it accepts (read from the XLogRecord header before decoding)."""
     seg_size = segments.seg_size
     major = segments.major
     run_start = first * seg_size
@@ -95,6 +99,8 @@ def read_run(segments, first: int, last: int, start: int | None, end_lsn: int | 
             for lsn, raw_end, rec in raw:
                 if lsn < run_start:
                     continue
+                if keep is not None and not keep(_xl_xid(rec, 4)[0], rec[17]):
+                    continue  # XLogRecord: xl_tot_len, xl_xid at 4, xl_prev, xl_info, xl_rmid at 17
                 yield decode_in(decode, rec, lsn, _end_lsn(rec, lsn, raw_end, seg_size), major, path)
             if stop is not None:
                 if segno <= last or stop.lsn < (last + 1) * seg_size or stop.kind != "end":
@@ -102,6 +108,8 @@ def read_run(segments, first: int, last: int, start: int | None, end_lsn: int | 
                 return
             if segno > last:
                 return
+            # One segment's bytes and framed records at a time (the next load would hold two: the memory bound)
+            raw = buf = None
             segno += 1
     except Error as e:
         yield ("error", e)
@@ -273,6 +281,62 @@ def change_rows(records, database: int, filtered_origins: frozenset, members: di
             yield xid, rec.lsn, i, c, m[0], m[2]
 
 
+#: a blob of phase 2 holds at most this many changes, or about this many bytes of tuples: small enough
+#: for a batch of blobs to keep the memory bound, big enough to keep Spark's per-row costs out of the way
+BLOB_CHANGES = 500
+BLOB_BYTES = 512 << 10
+
+
+def change_blobs(rows, run: int):
+    """Phase 1 for phase 2, compactly: ``change_rows`` of one run as ``(order, rng, run, seq, n, blob)``,
+    each blob ``n`` consecutive changes of one output event in LSN order, in the reorder buffer's spill
+    format (``reorderbuffer._spill_codec``).  Sorted by (order, run, seq), the blobs give each event's
+    changes in LSN order: runs are in LSN order, and a run's changes of one event are cut in order."""
+    from ..logical.reorderbuffer import _spill_codec
+
+    serialize = _spill_codec()[0]
+    groups: dict = {}  # order -> [rng, next seq, changes, bytes]
+    held = 0
+
+    def cut(order, g):
+        blob = (order, g[0], run, g[1], len(g[2]), serialize(g[2]))
+        g[1] += 1
+        g[2] = []
+        g[3] = 0
+        return blob
+
+    for _xid, _rlsn, _sub, c, order, rng in rows:
+        g = groups.get(order)
+        if g is None:
+            g = groups[order] = [rng, 0, [], 0]
+        g[2].append(c)
+        size = 32 + len(c.newtuple or b"") + len(c.oldtuple or b"") + len(c.extra or b"")
+        g[3] += size
+        held += size
+        if len(g[2]) >= BLOB_CHANGES or g[3] >= BLOB_BYTES:
+            held -= g[3]
+            yield cut(order, g)
+        if held >= 8 * BLOB_BYTES:
+            # Many small events open at once: cut them all (an event's next blob gets the next seq)
+            for o, g in groups.items():
+                if g[2]:
+                    yield cut(o, g)
+            held = 0
+    for o, g in groups.items():
+        if g[2]:
+            yield cut(o, g)
+
+
+def changes_of_blobs(blobs):
+    """The changes of ``(n, blob)`` pairs (``change_blobs``), in order; None blobs (event rows) skipped."""
+    from ..logical.reorderbuffer import _spill_codec
+
+    deserialize = _spill_codec()[1]
+    for n, blob in blobs:
+        if blob is not None:
+            yield from deserialize(blob, n)
+
+
 # -- phase 2 ---------------------------------------------------------------------------------------
 
 
@@ -292,14 +356,14 @@ class PartWriter:
         self.f.write(b"\n")
         self.lines += 1
 
+    def write_block(self, data: bytes) -> None:
+        """Whole lines (``base.OutputWriter``'s blocks)."""
+        self.f.write(data)
+        self.lines += data.count(b"\n")
+
     def close(self) -> None:
         self.f.close()
         os.replace(self.tmp, self.final)
-
-
-def change_of(row) -> Change:
-    return Change(row["lsn"], row["action"], row["spc"], row["rel"], row["origin"], row["clear_toast"],
-                  row["newtuple"], row["oldtuple"], row["extra"])
 
 
 class Phase2:
@@ -315,32 +379,40 @@ class Phase2:
 
 
 def decode_rows(rows, ctx: Phase2, open_writer) -> dict:
-    """Phase 2 for one partition: ``rows`` (dicts, sorted by range, order, record LSN, sub; an event
-    row has action -1) are cut into events and run through a fresh plugin and ``Replayer`` exactly
-    as the single-process decoder runs them, each range's output going to ``open_writer(range)``.
-    Returns {range: {"lines", "warnings", "error"}}; an error ends the partition (what came before
-    it is written)."""
+    """Phase 2 for one partition: ``rows`` ((range, order, n, blob), sorted by range, order and then as
+    ``change_blobs`` says; an event's own row has no blob) are cut into events and run through a fresh
+    plugin and ``Replayer`` exactly as the single-process decoder runs them, each range's output going
+    to ``open_writer(range)``.  Returns {range: {"lines", "warnings", "error"}}; an error ends the
+    partition (what came before it is written)."""
     from itertools import groupby
 
-    from ..output.base import CatalogView
+    from ..output.base import CatalogView, OutputWriter
+    from ..output.test_decoding import TestDecoding
     from ..logical.apply import Replayer
 
     current = [None]
-    plugin = ctx.make_plugin(lambda line: current[0].write(line))
+    writer_out = None
+    if ctx.make_plugin is TestDecoding:
+        # decode's own output path: lines built natively from WAL tuples, written in blocks
+        writer_out = OutputWriter(lambda data: current[0].write_block(data))
+        plugin = TestDecoding(output=writer_out)
+    else:
+        plugin = ctx.make_plugin(lambda line: current[0].write(line))
     snapshot = CatalogView(ctx.catalog)
     opts = plugin.startup(dict(ctx.plugin_options or {}), snapshot) or None
     warnings: list = []
     replayer = Replayer(ctx.catalog, plugin, snapshot, bool(opts and opts.receive_rewrites),
-                        history=ctx.timeline, warn=warnings.append)
+                        history=ctx.timeline, warn=warnings.append,
+                        wal_tuples=bool(opts and opts.receive_wal_tuples))
     summary: dict = {}
     events = ctx.events
     try:
-        for rng, rows_of_range in groupby(rows, key=lambda r: r["rng"]):
+        for rng, rows_of_range in groupby(rows, key=_first):
             writer = current[0] = open_writer(rng)
             info = summary[rng] = {"lines": 0, "warnings": [], "error": None}
             warnings.clear()
             try:
-                for order, group in groupby(rows_of_range, key=lambda r: r["order"]):
+                for order, group in groupby(rows_of_range, key=_second):
                     writer.event = order  # the output position, for writers that record it
                     ev = events[order]
                     if ev[0] == "call":
@@ -349,7 +421,7 @@ def decode_rows(rows, ctx: Phase2, open_writer) -> dict:
                         getattr(plugin, ev[1])(*ev[2])
                         continue
                     _kind, txn, prepare, end_call, _members, _n = ev
-                    changes = (change_of(r) for r in group if r["action"] >= 0)
+                    changes = changes_of_blobs((r[2], r[3]) for r in group)
                     replayer.replay(txn, changes, lambda: _call(plugin, end_call), prepare=prepare)
                     for _ in group:  # a replay that stopped early (it never does without an error)
                         pass
@@ -357,12 +429,22 @@ def decode_rows(rows, ctx: Phase2, open_writer) -> dict:
                 info["error"] = e
                 return summary  # an error ends the partition, as it ends a single-process run
             finally:
+                if writer_out is not None:
+                    writer_out.flush()
                 writer.close()
                 info["lines"] = writer.lines
                 info["warnings"] = list(warnings)
     finally:
         plugin.shutdown()
     return summary
+
+
+def _first(row):
+    return row[0]
+
+
+def _second(row):
+    return row[1]
 
 
 def _call(plugin, call) -> None:

@@ -157,7 +157,7 @@ class SegmentSet:
                 lsn=segno * self.seg_size)
         data = map_segment_file(f.path) if mapped and not f.compressed else None
         if data is None:
-            data = read_segment_file(f.path, self.seg_size)
+            data = self.read_file(f)
         if len(data) > self.seg_size:
             raise SegmentFileError(f"file has {len(data)} bytes, more than the segment size {self.seg_size}",
                                    path=str(f.path), lsn=segno * self.seg_size)
@@ -167,6 +167,10 @@ class SegmentSet:
                                    f"it: it is truncated or not a WAL segment", path=str(f.path),
                                    lsn=segno * self.seg_size)
         return data, str(f.path)
+
+    def read_file(self, f: SegmentFile) -> bytes:
+        """A segment file's bytes, decompressed (the Spark path reads Hadoop file systems instead)."""
+        return read_segment_file(f.path, self.seg_size)
 
     def check_contiguous(self, first: int, last: int) -> None:
         for segno in range(first, last + 1):
@@ -197,7 +201,11 @@ def _candidates(paths) -> list[Path]:
 
 
 def _read_identity(path: Path):
-    data = read_segment_file(path)
+    return identity_of(read_segment_file(path), path)
+
+
+def identity_of(data: bytes, path):
+    """The long page header that identifies a segment file's cluster and sizes (None: zero-filled)."""
     hdr = parse_long_header(data)
     if hdr is None:
         raise SegmentFileError(f"file is too short for a WAL segment ({len(data)} bytes)", path=str(path))
@@ -232,18 +240,22 @@ class Scan(NamedTuple):
 
 def scan(paths) -> Scan:
     """Find the segments and history files among ``paths`` (directories or files), every timeline's."""
-    cands = _candidates(paths)
+    return scan_candidates(_candidates(paths), histories(paths), ", ".join(str(p) for p in paths), _read_identity)
+
+
+def scan_candidates(cands: list, histories_: dict, where: str, read_identity) -> Scan:
+    """The ``Scan`` of candidate files (paths with ``.name`` and ``.parent``), given the timeline
+    histories found next to them; ``read_identity(path)`` is ``identity_of`` the file's first page."""
     if not cands:
-        raise SegmentFileError("no WAL segment files found", path=", ".join(str(p) for p in paths))
+        raise SegmentFileError("no WAL segment files found", path=where)
     ident = None
     for c in cands:
-        ident = _read_identity(c)
+        ident = read_identity(c)
         if ident is not None:
             first = c
             break
     if ident is None:
-        raise SegmentFileError("every segment file is zero-filled: there is no WAL to read",
-                               path=", ".join(str(p) for p in paths))
+        raise SegmentFileError("every segment file is zero-filled: there is no WAL to read", path=where)
     seg_size = ident.xlp_seg_size
     by_tli: dict[int, dict[int, SegmentFile]] = {}
     for c in cands:
@@ -255,12 +267,19 @@ def scan(paths) -> Scan:
         # A complete segment beats a .partial one; plain beats compressed (same content, cheaper)
         if old is None or (old.partial, old.compressed) > (f.partial, f.compressed):
             slot[segno] = f
-    return Scan(first, ident, by_tli, histories(paths))
+    return Scan(first, ident, by_tli, histories_)
 
 
 def discover(paths, timeline: int | None = None) -> SegmentSet:
     """Find the segments among ``paths`` (directories or files) and check they belong together."""
-    first, ident, by_tli, histories_ = scan(paths)
+    return segment_set(_candidates(paths), histories(paths), timeline, ", ".join(str(p) for p in paths),
+                       _read_identity)
+
+
+def segment_set(cands: list, histories_: dict, timeline: int | None, where: str, read_identity) -> SegmentSet:
+    """The ``SegmentSet`` of one timeline (the newest by default) among candidate files, as
+    ``scan_candidates`` finds them, following that timeline's history."""
+    first, ident, by_tli, histories_ = scan_candidates(cands, histories_, where, read_identity)
     seg_size = ident.xlp_seg_size
     tlis = tuple(sorted(by_tli))
     if timeline is None:

@@ -1,0 +1,115 @@
+"""``waldecode spark decode`` in the benchmark: its command line, and the memory of its Python workers.
+
+A Spark run is a process tree: the ``waldecode`` driver (Python), the JVM it starts, and the
+JVM's Python workers (``pyspark.daemon`` and the workers it forks), which run phase 1 and
+phase 2.  The bound the Spark path promises is on the workers, so ``run_spark_measured``
+polls ``/proc`` while the run lasts, and reads each worker's ``VmHWM`` (its own peak
+RSS, kept by the kernel, so a peak between two polls is not missed); the driver's and
+the JVM's peaks are reported beside it.  A worker that starts and ends between two polls
+(10 per second) is not seen: phase tasks last longer.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from .measure import BenchError, Measurement
+
+POLL_SECONDS = 0.1
+SPARK_MEMORY_DEFAULT = None  # Spark's own defaults (1g driver in local mode)
+
+
+def spark_decode_argv(w, out: Path, master: str, memory: str | None, parts_dir: Path) -> list[str]:
+    argv = [sys.executable, "-m", "waldecode.cli", "spark", "decode", "--quiet", "--master", master,
+            "--catalog", str(w.catalog), "--start-lsn", w.decode_start_lsn, "--end-lsn", w.end_lsn,
+            "--parts-dir", str(parts_dir), "--output", str(out)]
+    if memory:
+        # local mode: the driver JVM is the executor; spark.executor.memory for a cluster's executors
+        argv += ["--conf", f"spark.driver.memory={memory}", "--conf", f"spark.executor.memory={memory}"]
+    return argv + [str(w.wal_dir)]
+
+
+def _children() -> dict:
+    kids: dict = {}
+    for name in os.listdir("/proc"):
+        if not name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{name}/stat", "rb") as f:
+                stat = f.read()
+        except OSError:
+            continue
+        ppid = int(stat.rsplit(b")", 1)[1].split()[1])
+        kids.setdefault(ppid, []).append(int(name))
+    return kids
+
+
+def _tree(root: int) -> list[int]:
+    kids = _children()
+    out, todo = [], [root]
+    while todo:
+        pid = todo.pop()
+        out.append(pid)
+        todo.extend(kids.get(pid, ()))
+    return out
+
+
+def _peak_kb(pid: int) -> int:
+    try:
+        with open(f"/proc/{pid}/status") as f:
+            for line in f:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1])
+    except OSError:
+        pass
+    return 0
+
+
+def _kind(pid: int) -> str | None:
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as f:
+            cmd = f.read()
+    except OSError:
+        return None
+    if b"pyspark.daemon" in cmd or b"pyspark.worker" in cmd or b"pyspark/daemon" in cmd:
+        return "worker"
+    if b"java" in cmd.split(b"\0", 1)[0]:
+        return "jvm"
+    if b"waldecode.cli" in cmd:
+        return "driver"
+    return None
+
+
+def run_spark_measured(argv: list[str], *, env: dict | None = None, what: str | None = None) -> Measurement:
+    """Run a ``spark decode`` to completion; its wall and CPU time, and the peak RSS of its Python workers
+    (``rss_mb``), of the driver and of the JVM (``extra``)."""
+    peaks = {"worker": 0, "jvm": 0, "driver": 0}
+    kinds: dict = {}
+    with tempfile.TemporaryFile() as err:
+        t0 = time.perf_counter()
+        before = os.times()
+        proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=err, env=env)
+        while proc.poll() is None:
+            for pid in _tree(proc.pid):
+                kind = kinds.get(pid)
+                if kind is None:
+                    kind = kinds[pid] = _kind(pid) or "other"
+                if kind in peaks:
+                    peaks[kind] = max(peaks[kind], _peak_kb(pid))
+            time.sleep(POLL_SECONDS)
+        wall = time.perf_counter() - t0
+        after = os.times()
+        if proc.returncode != 0:
+            err.seek(0)
+            tail = err.read().decode(errors="replace").strip()[-2000:]
+            raise BenchError(f"{what or argv[0]} exited with status {proc.returncode}: {tail or '(no stderr)'}")
+    cpu = (after.children_user - before.children_user) + (after.children_system - before.children_system)
+    m = Measurement(wall, peaks["worker"] / 1024, cpu, "VmHWM of the Python workers (polled /proc)")
+    m.extra = {"driver_rss_mb": peaks["driver"] / 1024, "jvm_rss_mb": peaks["jvm"] / 1024,
+               "workers_seen": sum(1 for k in kinds.values() if k == "worker")}
+    return m
