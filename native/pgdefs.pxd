@@ -195,3 +195,51 @@ cdef enum:
     DOUBLE_BIAS = 1023
     DOUBLE_MAX_EXPONENT = 0x7FF
     DOUBLE_FIXED_LIMIT = 15         # d2s.c: ... below 15
+
+# src/include/access/rmgrlist.h: the resource managers logical decoding dispatches on
+cdef enum:
+    RM_XLOG_ID = 0
+    RM_XACT_ID = 1
+    RM_RELMAP_ID = 7
+    RM_STANDBY_ID = 8
+    RM_HEAP2_ID = 9
+    RM_HEAP_ID = 10
+    RM_LOGICALMSG_ID = 21
+
+# src/include/access/heapam_xlog.h: heap record types (XLOG_HEAP_OPMASK of xl_info), flags, sizes
+cdef enum:
+    XLOG_HEAP_OPMASK = 0x70
+    XLOG_HEAP_INSERT = 0x00
+    XLOG_HEAP_DELETE = 0x10
+    XLOG_HEAP_UPDATE = 0x20
+    XLOG_HEAP_HOT_UPDATE = 0x40
+    XLOG_HEAP_LOCK = 0x60
+    XLOG_HEAP2_VISIBLE = 0x40
+    XLOG_HEAP2_MULTI_INSERT = 0x50
+    XLOG_HEAP2_LOCK_UPDATED = 0x60
+    XLOG_HEAP2_NEW_CID = 0x70
+    XLH_INSERT_LAST_IN_MULTI = 1 << 1
+    XLH_INSERT_IS_SPECULATIVE = 1 << 2
+    XLH_INSERT_CONTAINS_NEW_TUPLE = 1 << 3
+    XLH_UPDATE_CONTAINS_OLD_TUPLE = 1 << 2
+    XLH_UPDATE_CONTAINS_OLD_KEY = 1 << 3
+    XLH_UPDATE_CONTAINS_NEW_TUPLE = 1 << 4
+    XLH_DELETE_IS_SUPER = 1 << 3
+    XLH_DELETE_CONTAINS_OLD_TUPLE = 1 << 1
+    XLH_DELETE_CONTAINS_OLD_KEY = 1 << 2
+    SizeOfHeapInsert = 3            # offnum, flags
+    SizeOfHeapUpdate = 14
+    SizeOfHeapDelete = 8
+    SizeOfHeapMultiInsert = 4       # flags, ntuples (the offsets follow unless XLOG_HEAP_INIT_PAGE)
+    SizeOfMultiInsertTuple = 7
+
+# src/include/replication/reorderbuffer.h: ReorderBufferChangeType, the other queued ones
+cdef enum:
+    REORDER_BUFFER_CHANGE_INTERNAL_SPEC_INSERT = 7
+    REORDER_BUFFER_CHANGE_INTERNAL_SPEC_ABORT = 9
+
+# waldecode/logical/reorderbuffer.py _ChangeHeader, "<QBIIHBiii": a queued change as the reorder
+# buffer holds it and spill files store it (lsn, action, spcOid, relNumber, origin,
+# clear_toast_afterwards, the lengths of newtuple, oldtuple, extra: -1 for none), its bytes after it
+cdef enum:
+    SizeOfQueuedChange = 32

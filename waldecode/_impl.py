@@ -68,6 +68,21 @@ def typeout():
     return _typeout
 
 
+def logical():
+    """``waldecode._logical`` (the reorder buffer's change storage, the record loop) under the Cython
+    implementation, None under pure Python."""
+    if IMPL != "cython":
+        return None
+    try:
+        from . import _logical
+    except ImportError:
+        if _forced == "cython":
+            raise ImportError("WALDECODE_IMPL=cython but the extension waldecode._logical is not built; "
+                              "install the package (pip install .) to build it") from None
+        return None
+    return _logical
+
+
 def available() -> list[str]:
     """The implementations that can be loaded here."""
     names = ["python"]

@@ -55,6 +55,8 @@ from ..rmgr import standby as rm_standby
 from ..rmgr.logicalmsg import parse_message
 from .snapbuild import SNAPBUILD_CONSISTENT, SNAPBUILD_FULL_SNAPSHOT, SnapBuilder
 from ..wal.xlogrecord import DecodedRecord
+from ..wal.xlogreader import decode_named, record_end_lsn
+from .. import _impl
 from ..rmgr.heap import (  # heapam_xlog.h, declared once in the rmgr module
     SizeOfHeapDelete,
     SizeOfHeapUpdate,
@@ -309,6 +311,34 @@ class LogicalDecoder:
             self.rb.process_xid(rec.xl_xid, rec.lsn)
         else:
             handler(rec)
+
+    def process_framed(self, path, records: list, start: int, after=None) -> None:
+        """``process`` for one segment's framed records (``XLogReader.frames()``: ``(lsn, raw_end,
+        bytes)``, those before ``start`` skipped); ``after(rec)`` is called with every record
+        decoded here.  Under Cython the common records are decoded and queued in C
+        (``waldecode._logical.decode_framed``), ``after`` then called every 1024 of those only."""
+        decode = _impl.decode_record
+        major = self.major
+        process = self.process
+
+        def slow(rec: bytes, lsn: int, end_lsn: int) -> None:
+            r = decode_named(decode, rec, lsn, end_lsn, major, path)
+            process(r)
+            if after is not None:
+                after(r)
+
+        logical = _impl.logical()
+        if logical is not None:
+            tick = None
+            if after is not None:
+                def tick(rec: bytes, lsn: int, end_lsn: int) -> None:
+                    after(decode_named(decode, rec, lsn, end_lsn, major, path))
+            logical.decode_framed(self, records, start, major, slow, tick)
+            return
+        seg_size = self.rb.segment_size
+        for lsn, raw_end, rec in records:
+            if lsn >= start:
+                slow(rec, lsn, record_end_lsn(rec, lsn, raw_end, seg_size))
 
     def _xlog(self, rec: DecodedRecord) -> None:
         # Checkpoints, switches, FPIs...: nothing for decoding offline (no serialized snapshots;

@@ -7,7 +7,10 @@ PostgreSQL's max_changes_in_memory) or the global memory budget is exceeded (the
 largest transaction is evicted first); and at commit a k-way merge of the
 transaction and its subtransactions by LSN, reading spilled changes back in order.
 It knows nothing of WAL records: changes arrive as ``Change`` tuples from the
-decoder, and leave the same way for the output stage.
+decoder (or, under Cython, straight from the record bytes: ``waldecode._logical``), and
+leave as ``Change`` tuples for the output stage.  A transaction's changes in memory are
+held as bytes (``_logical.ChangeBuffer``: the spill format, one arena per transaction;
+``ChangeList`` is the pure-Python reference), and the memory budget counts those bytes.
 
 Spill files are named as PostgreSQL names them, one per (sub)transaction and WAL
 segment of the changes: ``xid-<xid>-lsn-<HI>-<LO>.spill``, where HI-LO is the start
@@ -41,7 +44,6 @@ REORDER_BUFFER_CHANGE_TRUNCATE = 10
 
 DEFAULT_SPILL_THRESHOLD = 4096  # max_changes_in_memory
 DEFAULT_MEMORY_BUDGET = 64 * 1024 * 1024  # logical_decoding_work_mem's default
-CHANGE_OVERHEAD = 120  # bytes counted per change besides its tuple data (object headers)
 
 
 class Change(NamedTuple):
@@ -58,8 +60,16 @@ class Change(NamedTuple):
     extra: bytes | None  # TRUNCATE: xl_heap_truncate; MESSAGE: xl_logical_message (main data)
 
 
+# A queued change as the reorder buffer holds it and spill batches store it: this header, then its
+# tuples (native/pgdefs.pxd: SizeOfQueuedChange).  The memory budget counts these bytes.
 _ChangeHeader = struct.Struct("<QBIIHBiii")  # lsn, action, spc, rel, origin, clear_toast, 3 lengths (-1: None)
 _BatchHeader = struct.Struct("<II")
+
+
+def change_size(c: Change) -> int:
+    """The bytes a change takes held or spilled: its header and its tuples."""
+    n, o, e = c.newtuple, c.oldtuple, c.extra
+    return _ChangeHeader.size + (len(n) if n else 0) + (len(o) if o else 0) + (len(e) if e else 0)
 
 
 def _serialize(changes) -> bytes:
@@ -105,11 +115,53 @@ def _deserialize(buf: bytes, count: int) -> list[Change]:
     return out
 
 
+class ChangeList:
+    """A transaction's queued changes: the pure-Python reference of ``waldecode._logical.ChangeBuffer``,
+    which holds them as bytes.  The same API and the same numbers: ``append``, iteration in queue
+    order, ``len``, ``nbytes`` (``change_size`` summed), ``batches(segment_size)`` (the spill
+    batches, ``(segno, count, bytes)`` per WAL segment of the changes in the order first queued)."""
+
+    __slots__ = ("items", "nbytes")
+
+    def __init__(self):
+        self.items: list[Change] = []
+        self.nbytes = 0
+
+    def append(self, change: Change) -> None:
+        self.items.append(change)
+        self.nbytes += change_size(change)
+
+    def __len__(self) -> int:
+        return len(self.items)
+
+    def __iter__(self) -> Iterator[Change]:
+        return iter(self.items)
+
+    def clear(self) -> None:
+        self.items = []
+        self.nbytes = 0
+
+    def getvalue(self) -> bytes:
+        return _serialize(self.items)
+
+    def batches(self, segment_size: int) -> list[tuple[int, int, bytes]]:
+        groups: dict[int, list[Change]] = {}
+        for c in self.items:
+            groups.setdefault(c.lsn // segment_size, []).append(c)
+        return [(segno, len(changes), _serialize(changes)) for segno, changes in groups.items()]
+
+
+def new_change_store():
+    """A transaction's change store: bytes under the Cython implementation, else the reference."""
+    logical = _impl.logical()
+    return logical.ChangeBuffer() if logical is not None else ChangeList()
+
+
 class TXN:
     """ReorderBufferTXN: one (sub)transaction."""
 
     __slots__ = ("xid", "first_lsn", "final_lsn", "end_lsn", "toptxn", "subtxns", "changes", "nentries",
-                 "nentries_mem", "size", "spill_files", "has_base_snapshot", "is_known_as_subxact",
+                 "spill_files", "has_base_snapshot", "is_known_as_subxact",
                  "prepared", "gid", "xact_time", "origin", "has_catalog_changes")
 
     def __init__(self, xid: int, first_lsn: int):
@@ -119,10 +171,8 @@ class TXN:
         self.end_lsn = 0
         self.toptxn: TXN | None = None
         self.subtxns: list[TXN] = []
-        self.changes: list[Change] = []
+        self.changes = new_change_store()  # the changes in memory (ChangeBuffer or ChangeList)
         self.nentries = 0  # all changes, spilled ones included
-        self.nentries_mem = 0
-        self.size = 0  # bytes of the changes in memory
         self.spill_files: dict[int, str] = {}  # segment number -> path, in the order first written
         self.has_base_snapshot = False
         self.is_known_as_subxact = False
@@ -131,6 +181,15 @@ class TXN:
         self.xact_time = 0
         self.origin = 0
         self.has_catalog_changes = False
+
+    @property
+    def nentries_mem(self) -> int:
+        return len(self.changes)
+
+    @property
+    def size(self) -> int:
+        """Bytes of the changes in memory (what the memory budget counts)."""
+        return self.changes.nbytes
 
     @property
     def total_changes(self) -> int:
@@ -239,18 +298,20 @@ class ReorderBuffer:
 
     def queue_change(self, xid: int, change: Change) -> None:
         txn = self.by_xid.get(xid) or self.txn_by_xid(xid, True, change.lsn)
-        txn.changes.append(change)
+        store = txn.changes
+        before = store.nbytes
+        store.append(change)
         txn.nentries += 1
-        txn.nentries_mem += 1
-        # what the memory budget counts: the change's bytes and CHANGE_OVERHEAD
-        n, o, e = change.newtuple, change.oldtuple, change.extra
-        size = CHANGE_OVERHEAD + (len(n) if n else 0) + (len(o) if o else 0) + (len(e) if e else 0)
-        txn.size += size
-        self.size += size
-        if txn.nentries_mem >= self.spill_threshold:
+        self.size += store.nbytes - before
+        if len(store) >= self.spill_threshold:
             self.spill(txn)
+        if self.size > self.memory_budget:
+            self.enforce_budget()
+
+    def enforce_budget(self) -> None:
+        """Spill the largest transactions until the changes in memory fit the memory budget."""
         while self.size > self.memory_budget:
-            victim = max((t for t in self.by_xid.values() if t.nentries_mem), key=lambda t: t.size, default=None)
+            victim = max((t for t in self.by_xid.values() if len(t.changes)), key=lambda t: t.size, default=None)
             if victim is None:
                 break
             self.spill(victim)
@@ -263,30 +324,25 @@ class ReorderBuffer:
 
     def spill(self, txn: TXN) -> None:
         """ReorderBufferSerializeTXN: write the in-memory changes out, one file per WAL segment."""
-        if not txn.changes:
+        store = txn.changes
+        if not len(store):
             return
-        serialize = _spill_codec()[0]
-        groups: dict[int, list[Change]] = {}
-        for c in txn.changes:
-            groups.setdefault(c.lsn // self.segment_size, []).append(c)
-        for segno, changes in groups.items():
+        for segno, count, batch in store.batches(self.segment_size):
             path = txn.spill_files.get(segno)
             if path is None:
                 path = self._spill_path(txn.xid, segno)
                 txn.spill_files[segno] = path
-            payload = lz4.frame.compress(serialize(changes), compression_level=0)
+            payload = lz4.frame.compress(batch, compression_level=0)
             try:
                 with open(path, "ab") as f:
-                    f.write(_BatchHeader.pack(len(payload), len(changes)))
+                    f.write(_BatchHeader.pack(len(payload), count))
                     f.write(payload)
             except OSError as e:
                 raise SpillError(f"could not write spill file {path}: {e.strerror}") from None
             self.spilled_bytes += len(payload)
             crashpoint("spill")
-        self.size -= txn.size
-        txn.size = 0
-        txn.changes = []
-        txn.nentries_mem = 0
+        self.size -= store.nbytes
+        store.clear()
         self.spilled_txns += 1
 
     def _read_spilled(self, txn: TXN) -> Iterator[Change]:
@@ -322,7 +378,7 @@ class ReorderBuffer:
     def _txn_changes(self, txn: TXN) -> Iterator[Change]:
         if txn.spill_files:
             yield from self._read_spilled(txn)
-        yield from list(txn.changes)
+        yield from txn.changes
 
     def iter_changes(self, txn: TXN) -> Iterator[Change]:
         """All changes of a transaction and its subtransactions, in LSN order (ReorderBufferIterTXN)."""
@@ -362,10 +418,9 @@ class ReorderBuffer:
             self.cleanup(sub)
         txn.subtxns = []
         self._remove_spill_files(txn)
-        self.size -= txn.size
-        txn.size = 0
-        txn.changes = []
-        txn.nentries = txn.nentries_mem = 0
+        self.size -= txn.changes.nbytes
+        txn.changes.clear()
+        txn.nentries = 0
 
     def cleanup(self, txn: TXN) -> None:
         """ReorderBufferCleanupTXN: forget a transaction and its subtransactions, spill files included."""

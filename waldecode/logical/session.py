@@ -84,17 +84,17 @@ def decode_wal(source, catalog: Catalog, plugin, *, plugin_options: dict | None 
     result = DecodeResult(plan, read_from, None, end_lsn, decoder=decoder)
     records = reader if track is None else track(reader)
     try:
-        if observer is None:
-            for rec in records:
-                decoder.process(rec)
-        else:
+        after = None
+        if observer is not None:
             observer.begin(read_from if read_from is not None else segments.first_segno * segments.seg_size, decoder)
-            after = observer.after_record
-            for rec in records:
-                decoder.process(rec)
-                after(rec, decoder)
-            if not decoder.not_decoded:
-                observer.finish(reader.last_end_lsn, decoder)
+            after_record = observer.after_record
+
+            def after(rec):
+                after_record(rec, decoder)
+        for path, framed, start in records.frames():
+            decoder.process_framed(path, framed, start, after)
+        if observer is not None and not decoder.not_decoded:
+            observer.finish(reader.last_end_lsn, decoder)
     finally:
         if records is not reader:
             records.close()  # the progress line goes before anything else is printed

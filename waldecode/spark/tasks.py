@@ -50,7 +50,7 @@ from ..rmgr import heap as rm_heap
 from ..rmgr.heap import XLOG_HEAP_OPMASK
 from ..logical.reorderbuffer import Change
 from ..wal.xlogpage import FrameState, ReadStop
-from ..wal.xlogreader import _end_lsn
+from ..wal.xlogreader import record_end_lsn
 
 # decode.py's knowingly ignored heap/heap2 record types: anything else non-extracting goes to the
 # driver whole, so that the sequential pass raises the decoder's own "unexpected record type" error
@@ -96,7 +96,7 @@ def read_run(segments, first: int, last: int, start: int | None, end_lsn: int | 
                 if lsn < run_start:
                     continue
                 try:
-                    yield decode(rec, lsn, _end_lsn(rec, lsn, raw_end, seg_size), major)
+                    yield decode(rec, lsn, record_end_lsn(rec, lsn, raw_end, seg_size), major)
                 except WALError as e:
                     if e.path is None:
                         named = type(e)(e.reason, path=path)

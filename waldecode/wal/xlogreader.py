@@ -51,6 +51,22 @@ class XLogReader:
         return self.segments.seg_size
 
     def __iter__(self) -> Iterator[DecodedRecord]:
+        decode = _impl.decode_record
+        major = self.segments.major
+        for path, records, start in self.frames():
+            for lsn, raw_end, rec in records:
+                if lsn < start:
+                    continue
+                end = record_end_lsn(rec, lsn, raw_end, self.segments.seg_size)
+                r = decode_named(decode, rec, lsn, end, major, path)
+                self.last_end_lsn = end
+                yield r
+
+    def frames(self) -> Iterator[tuple]:
+        """The records segment by segment, framed but not decoded: ``(path, records, start)`` with
+        records ``(lsn, raw_end, bytes)`` (``frame_segment``'s), of which those before ``start``
+        are to be skipped.  ``first_lsn`` and ``last_end_lsn`` follow each segment once its
+        records were taken; ``stop`` is set at the end."""
         segs = self.segments
         seg_size = segs.seg_size
         start = self.start_lsn
@@ -70,9 +86,7 @@ class XLogReader:
         # XLogFindNextRecord: begin at the page holding ``start`` and skip records before it
         page_start = start - start % segs.page_size
         st = FrameState(segs.page_size, seg_size, segs.magic, segs.sysid, page_start, 0, self.end_lsn or 0)
-        decode = _impl.decode_record
         frame = _impl.frame_segment
-        major = segs.major
         verify = self.verify_crc
         segno = first_segno
         while True:
@@ -84,22 +98,12 @@ class XLogReader:
                 return
             buf, path = segs.load(segno)
             records, stop = frame(buf, segno * seg_size, st, verify, path)
-            for lsn, raw_end, rec in records:
-                if lsn < start:
-                    continue
-                end = _end_lsn(rec, lsn, raw_end, seg_size)
-                try:
-                    r = decode(rec, lsn, end, major)
-                except WALError as e:
-                    if e.path is None:
-                        named = type(e)(e.reason, path=path)
-                        named.lsn = e.lsn
-                        raise named from None
-                    raise
+            if records and records[-1][0] >= start:
                 if self.first_lsn is None:
-                    self.first_lsn = lsn
-                self.last_end_lsn = end
-                yield r
+                    self.first_lsn = next(lsn for lsn, _e, _r in records if lsn >= start)
+                yield path, records, start
+                lsn, raw_end, rec = records[-1]
+                self.last_end_lsn = record_end_lsn(rec, lsn, raw_end, seg_size)
             if stop is not None:
                 self.stop = stop
                 return
@@ -142,12 +146,24 @@ def read_segment(segments: SegmentSet, segno: int, verify_crc: bool = True,
             st.stop_after_partial = True
             more, stop = _impl.frame_segment(next_head, (segno + 1) * seg_size, st, verify_crc, next_path)
             raw.extend(more)
-    records = [_impl.decode_record(rec, lsn, _end_lsn(rec, lsn, raw_end, seg_size), major)
+    records = [_impl.decode_record(rec, lsn, record_end_lsn(rec, lsn, raw_end, seg_size), major)
                for lsn, raw_end, rec in raw if rmid is None or rec[17] == rmid]  # XLogRecord.xl_rmid
     return records, stop
 
 
-def _end_lsn(rec: bytes, lsn: int, raw_end: int, seg_size: int) -> int:
+def decode_named(decode, rec: bytes, lsn: int, end_lsn: int, major: int, path) -> DecodedRecord:
+    """``decode(rec, lsn, end_lsn, major)`` (``_impl.decode_record``), its errors naming ``path``."""
+    try:
+        return decode(rec, lsn, end_lsn, major)
+    except WALError as e:
+        if e.path is None:
+            named = type(e)(e.reason, path=path)
+            named.lsn = e.lsn
+            raise named from None
+        raise
+
+
+def record_end_lsn(rec: bytes, lsn: int, raw_end: int, seg_size: int) -> int:
     """PostgreSQL's EndRecPtr: the aligned end, or the segment end after XLOG_SWITCH."""
     end = raw_end + 7 & ~7
     if rec[17] == 0 and rec[16] & 0xF0 == 0x40:
