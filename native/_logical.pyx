@@ -27,6 +27,7 @@ from libc.string cimport memcpy
 
 from pgdefs cimport *
 
+from waldecode.errors import WALError
 from waldecode.logical.reorderbuffer import Change
 
 # A NamedTuple's own __new__ is Python code (a frame per call)
@@ -201,17 +202,54 @@ cdef class ChangeIter:
         if self.pos >= b.used:
             raise StopIteration
         cdef const unsigned char *p = b.data + self.pos
-        cdef Py_ssize_t q = SizeOfQueuedChange
-        cdef int k, length
-        parts = [None, None, None]
+        self.pos += _change_size(p)
+        return _change_at(p)
+
+
+cdef inline object _part_bytes(const unsigned char *p, int k, Py_ssize_t q):
+    cdef int length = <int>pg_u32(p + 20 + 4 * k)
+    return None if length < 0 else PyBytes_FromStringAndSize(<const char *>p + q, length)
+
+
+cdef object _change_at(const unsigned char *p):
+    """The Change tuple of the change held at ``p``."""
+    cdef Py_ssize_t q0 = SizeOfQueuedChange, q1 = q0 + _part(p, 0), q2 = q1 + _part(p, 1)
+    return _tuple_new(Change, (pg_u64(p), p[8], pg_u32(p + 9), pg_u32(p + 13), pg_u16(p + 17), p[19] != 0,
+                               _part_bytes(p, 0, q0), _part_bytes(p, 1, q1), _part_bytes(p, 2, q2)))
+
+
+def from_batch(bytes batch, Py_ssize_t count):
+    """A spill batch read back (``count`` changes): a ChangeBuffer holding them, or — for bytes that
+    do not hold ``count`` sound changes — what the reference makes of them (``_deserialize``)."""
+    cdef const unsigned char *b = <const unsigned char *>PyBytes_AS_STRING(batch)
+    cdef Py_ssize_t n = PyBytes_GET_SIZE(batch), pos = 0, i, size
+    cdef int k
+    cdef ChangeBuffer buf
+    for i in range(count):
+        if pos + SizeOfQueuedChange > n:
+            break
         for k in range(3):
-            length = <int>pg_u32(p + 20 + 4 * k)
-            if length >= 0:
-                parts[k] = PyBytes_FromStringAndSize(<const char *>p + q, length)
-                q += length
-        self.pos += q
-        return _tuple_new(Change, (pg_u64(p), p[8], pg_u32(p + 9), pg_u32(p + 13), pg_u16(p + 17), p[19] != 0,
-                                   parts[0], parts[1], parts[2]))
+            if <int>pg_u32(b + pos + 20 + 4 * k) < -1:
+                pos = n + 1
+        if pos > n:
+            break
+        size = _change_size(b + pos)
+        if pos + size > n:
+            break
+        pos += size
+    else:
+        if pos == n:
+            buf = ChangeBuffer()
+            if n:
+                buf.data = <unsigned char *>PyMem_Malloc(n)
+                if buf.data == NULL:
+                    raise MemoryError()
+                memcpy(buf.data, b, n)
+            buf.cap = buf.used = n
+            buf.count = count
+            return buf
+    from waldecode.logical.reorderbuffer import _deserialize
+    return _deserialize(batch, count)
 
 
 # -- the record loop --------------------------------------------------------------------------------
@@ -556,3 +594,86 @@ def decode_framed(decoder, list records, unsigned long long start, int major, sl
     if d.history is not None and end:
         d.history.position = end
     return nfast
+
+
+# -- replay -----------------------------------------------------------------------------------------
+
+def replay(replayer, txn, state, changes, bint rows):
+    """The loop of ``apply.Replayer.replay`` over ``changes`` (``ReorderBuffer.iter_changes``: Change
+    tuples and ChangeBuffers).  With ``rows`` (the snapshot serves every change, the plugin takes
+    WAL tuples), a row change of a relation whose ``replayer.row_target`` is a row writer is
+    appended to the plugin's buffer here, one of a relation not decoded is passed over; every
+    other change goes to ``replayer.apply_change``, as all do without ``rows``."""
+    cdef ChangeBuffer buf
+    cdef const unsigned char *p
+    cdef Py_ssize_t pos, size, written = 0, flush_at
+    cdef unsigned int action
+    cdef bint begun = False, pending_spec = False, toast_held = False
+    cdef PyObject *found
+    apply = replayer.apply_change
+    if not rows:
+        for item in changes:
+            if type(item) is Change:
+                apply(txn, item, state)
+            else:
+                for change in item:
+                    apply(txn, change, state)
+        return
+    plugin = replayer.plugin
+    targets = replayer._row_targets
+    row_target = replayer.row_target
+    toast = state.toast
+    toast_hash = state.toast_hash
+    for item in changes:
+        if type(item) is not ChangeBuffer:
+            if written:
+                plugin.rows_written(written)
+                written = 0
+            for change in ((item,) if type(item) is Change else item):
+                apply(txn, change, state)
+            pending_spec = state.specinsert is not None
+            toast_held = len(toast_hash) > 0
+            continue
+        buf = <ChangeBuffer>item
+        pos = 0
+        while pos < buf.used:
+            p = buf.data + pos
+            size = _change_size(p)
+            pos += size
+            action = p[8]
+            if action <= REORDER_BUFFER_CHANGE_DELETE and not pending_spec:
+                found = PyDict_GetItem(targets, (pg_u32(p + 9), pg_u32(p + 13)))
+                target = <object>found if found != NULL else row_target(pg_u32(p + 9), pg_u32(p + 13))
+                if target is False:
+                    continue  # a relation not decoded (a catalog, unlogged, a sequence, a rewrite heap)
+                if target is not None:
+                    append, out, head, flush_at = <tuple>target
+                    if not begun:
+                        plugin.rows_begin(txn)
+                        begun = True
+                    try:
+                        append(out, head, action, _part_bytes(p, 0, SizeOfQueuedChange),
+                               _part_bytes(p, 1, SizeOfQueuedChange + _part(p, 0)), toast, True)
+                    except WALError:
+                        # the reference path names the row (or re-raises the TOAST value's error)
+                        if written:
+                            plugin.rows_written(written)
+                            written = 0
+                        apply(txn, _change_at(p), state)
+                        raise
+                    written += 1
+                    if p[19] and toast_held:  # clear_toast_afterwards
+                        toast_hash.clear()
+                        toast_held = False
+                    if len(out) >= flush_at:
+                        plugin.rows_written(written)
+                        written = 0
+                    continue
+            if written:
+                plugin.rows_written(written)
+                written = 0
+            apply(txn, _change_at(p), state)
+            pending_spec = state.specinsert is not None
+            toast_held = len(toast_hash) > 0
+    if written:
+        plugin.rows_written(written)

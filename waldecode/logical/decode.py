@@ -570,7 +570,7 @@ class LogicalDecoder:
             return
         ptxn = self._plugin_txn(txn, rec, parsed, commit_time)
         try:
-            self.replayer.replay(ptxn, rb.iter_changes(txn), lambda: self.plugin.commit(ptxn, rec.lsn))
+            self.replayer.replay(ptxn, rb.iter_changes(txn, runs=True), lambda: self.plugin.commit(ptxn, rec.lsn))
         finally:
             rb.cleanup(txn)
 
@@ -603,7 +603,7 @@ class LogicalDecoder:
             return
         if txn.has_base_snapshot:
             ptxn = self._plugin_txn(txn, rec, parsed, prepare_time)
-            self.replayer.replay(ptxn, rb.iter_changes(txn), lambda: self.plugin.prepare(ptxn, rec.lsn),
+            self.replayer.replay(ptxn, rb.iter_changes(txn, runs=True), lambda: self.plugin.prepare(ptxn, rec.lsn),
                                  prepare=True)
         # The transaction stays known, without its changes, until COMMIT/ROLLBACK PREPARED
         rb.truncate(txn)
@@ -628,7 +628,7 @@ class LogicalDecoder:
                     # a prepared transaction decoded at PREPARE kept nothing: its changes were printed
                     if txn.has_base_snapshot and not (txn.prepared and not txn.total_changes):
                         ptxn = Transaction(txn.xid, txn.first_lsn, 0, 0, 0, gid=txn.gid or None)
-                        self.replayer.replay(ptxn, self.rb.iter_changes(txn),
+                        self.replayer.replay(ptxn, self.rb.iter_changes(txn, runs=True),
                                              lambda ptxn=ptxn: self.plugin.uncommitted(ptxn))
         finally:
             self.rb.close()

@@ -345,8 +345,10 @@ class ReorderBuffer:
         store.clear()
         self.spilled_txns += 1
 
-    def _read_spilled(self, txn: TXN) -> Iterator[Change]:
+    def _read_spilled(self, txn: TXN, runs: bool = False) -> Iterator:
+        """The spilled changes of ``txn``, in order; with ``runs`` (under Cython), a ChangeBuffer per batch."""
         deserialize = _spill_codec()[1]
+        logical = _impl.logical() if runs else None
         for segno in sorted(txn.spill_files):
             path = txn.spill_files[segno]
             try:
@@ -361,7 +363,11 @@ class ReorderBuffer:
                         payload = f.read(length)
                         if len(payload) != length:
                             raise SpillError(f"spill file {path} is truncated")
-                        yield from deserialize(lz4.frame.decompress(payload), count)
+                        batch = lz4.frame.decompress(payload)
+                        if logical is not None:
+                            yield logical.from_batch(batch, count)
+                        else:
+                            yield from deserialize(batch, count)
             except OSError as e:
                 raise SpillError(f"could not read spill file {path}: {e.strerror}") from None
 
@@ -375,18 +381,25 @@ class ReorderBuffer:
 
     # -- finishing ----------------------------------------------------------------------------
 
-    def _txn_changes(self, txn: TXN) -> Iterator[Change]:
+    def _txn_changes(self, txn: TXN, runs: bool = False) -> Iterator:
         if txn.spill_files:
-            yield from self._read_spilled(txn)
-        yield from txn.changes
+            yield from self._read_spilled(txn, runs)
+        if runs and not isinstance(txn.changes, ChangeList):
+            yield txn.changes
+        else:
+            yield from txn.changes
 
-    def iter_changes(self, txn: TXN) -> Iterator[Change]:
-        """All changes of a transaction and its subtransactions, in LSN order (ReorderBufferIterTXN)."""
+    def iter_changes(self, txn: TXN, runs: bool = False) -> Iterator:
+        """All changes of a transaction and its subtransactions, in LSN order (ReorderBufferIterTXN).
+
+        With ``runs``, under Cython, runs of them come as the ``ChangeBuffer``s holding them (the
+        transaction's own, one per spill batch read back) where no merge with subtransactions'
+        changes is needed: ``_logical.replay`` reads those without a tuple per change."""
         parts = [txn] + [s for s in txn.subtxns if s.nentries]
         if len(parts) == 1 or sum(1 for p in parts if p.nentries) <= 1:
             for p in parts:
                 if p.nentries:
-                    yield from self._txn_changes(p)
+                    yield from self._txn_changes(p, runs)
             return
         yield from heapq.merge(*(self._txn_changes(p) for p in parts if p.nentries), key=lambda c: c.lsn)
 
