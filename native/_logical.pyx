@@ -23,7 +23,7 @@ from cpython.dict cimport PyDict_GetItem
 from cpython.mem cimport PyMem_Free, PyMem_Malloc, PyMem_Realloc
 from cpython.ref cimport PyObject
 from cpython.set cimport PySet_Contains
-from libc.string cimport memcpy
+from libc.string cimport memcpy, memset
 
 from pgdefs cimport *
 
@@ -399,6 +399,7 @@ cdef class _Decoding:
     cdef object filter_origin
     cdef Py_ssize_t spill_threshold
     cdef object memory_budget
+    cdef unsigned char handled[256]     # rmids with a handler in LogicalDecoder._dispatch: 1 (heap: 2)
 
     cdef refresh(self):
         d = self.decoder
@@ -410,6 +411,14 @@ cdef class _Decoding:
         self.state = d.snapbuild.state
         self.spill_threshold = self.rb.spill_threshold
         self.memory_budget = self.rb.memory_budget
+
+    cdef init_handled(self):
+        memset(self.handled, 0, sizeof(self.handled))
+        for rmid in self.decoder._dispatch:
+            self.handled[<unsigned char>rmid] = 1
+        if self.history is not None:
+            self.handled[RM_RELMAP_ID] = 1  # the catalog history follows the relation mapper
+        self.handled[RM_HEAP_ID] = self.handled[RM_HEAP2_ID] = 2  # decoded here
 
     cdef int queued(self, txn, ChangeBuffer store, Py_ssize_t size) except -1:
         """ReorderBuffer.queue_change's bookkeeping after a change went into ``store``."""
@@ -443,7 +452,7 @@ cdef class _Decoding:
                 return 0
             txn = <object>found
         if rmid != RM_HEAP_ID and rmid != RM_HEAP2_ID:
-            return 1  # no decode.c handler: ReorderBufferProcessXid only
+            return 1  # no handler in the decoder: ReorderBufferProcessXid only
         if self.nodes is not None and h.nblocks and PyDict_GetItem(self.nodes, h.rel) != NULL:
             return 0  # a catalog page the catalog history follows
         if rmid == RM_HEAP_ID:
@@ -567,6 +576,7 @@ def decode_framed(decoder, list records, unsigned long long start, int major, sl
     d.filter_origin = decoder._filter_origin
     d.filter_local = bool(d.filter_origin(0))
     d.refresh()
+    d.init_handled()
     for i in range(n):
         t = <tuple>records[i]
         lsn = t[0]
@@ -577,9 +587,8 @@ def decode_framed(decoder, list records, unsigned long long start, int major, sl
         end = ((<unsigned long long>t[1]) + 7) & ~(<unsigned long long>7)
         rmid = r[17]
         done = False
-        if (rmid != RM_XLOG_ID and rmid != RM_XACT_ID and rmid != RM_STANDBY_ID and rmid != RM_LOGICALMSG_ID
-                and not (rmid == RM_RELMAP_ID and d.history is not None)
-                and _parse_head(r, PyBytes_GET_SIZE(rec), major, &h) == 0 and h.toplevel == 0):
+        if (d.handled[rmid] != 1 and _parse_head(r, PyBytes_GET_SIZE(rec), major, &h) == 0
+                and h.toplevel == 0):
             done = d.fast(r, &h, lsn)
         if done:
             nfast += 1
