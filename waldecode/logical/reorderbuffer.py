@@ -23,7 +23,7 @@ import heapq
 import os
 import struct
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from typing import NamedTuple
 
 import lz4.frame
@@ -389,19 +389,21 @@ class ReorderBuffer:
         else:
             yield from txn.changes
 
-    def iter_changes(self, txn: TXN, runs: bool = False) -> Iterator:
+    def iter_changes(self, txn: TXN, runs: bool = False) -> Iterable:
         """All changes of a transaction and its subtransactions, in LSN order (ReorderBufferIterTXN).
 
         With ``runs``, under Cython, runs of them come as the ``ChangeBuffer``s holding them (the
         transaction's own, one per spill batch read back) where no merge with subtransactions'
         changes is needed: ``_logical.replay`` reads those without a tuple per change."""
-        parts = [txn] + [s for s in txn.subtxns if s.nentries]
-        if len(parts) == 1 or sum(1 for p in parts if p.nentries) <= 1:
-            for p in parts:
-                if p.nentries:
-                    yield from self._txn_changes(p, runs)
-            return
-        yield from heapq.merge(*(self._txn_changes(p) for p in parts if p.nentries), key=lambda c: c.lsn)
+        parts = [p for p in (txn, *txn.subtxns) if p.nentries]
+        if len(parts) > 1:
+            return heapq.merge(*(self._txn_changes(p) for p in parts), key=lambda c: c.lsn)
+        if not parts:
+            return ()
+        p = parts[0]
+        if runs and not p.spill_files and not isinstance(p.changes, ChangeList):
+            return (p.changes,)  # the common case: one transaction's changes, all in memory
+        return self._txn_changes(p, runs)
 
     def commit_child(self, xid: int, subxid: int, commit_lsn: int, end_lsn: int) -> None:
         """ReorderBufferCommitChild."""
