@@ -38,21 +38,6 @@ cdef enum:
     SNAPBUILD_FULL_SNAPSHOT = 1
     SNAPBUILD_CONSISTENT = 2
 
-# xlogrecord.h: block ids of the record header that are not blocks, and the block flags
-cdef enum:
-    XLR_MAX_BLOCK_ID = 32
-    XLR_BLOCK_ID_DATA_SHORT = 255
-    XLR_BLOCK_ID_DATA_LONG = 254
-    XLR_BLOCK_ID_ORIGIN = 253
-    XLR_BLOCK_ID_TOPLEVEL_XID = 252
-    BKPBLOCK_HAS_IMAGE = 0x10
-    BKPBLOCK_HAS_DATA = 0x20
-    BKPBLOCK_SAME_REL = 0x80
-    BKPIMAGE_HAS_HOLE = 0x01
-    SizeOfXLogRecord = 24
-    BLCKSZ = 8192
-
-
 cdef inline void _put_u32(unsigned char *p, unsigned int v) noexcept nogil:
     memcpy(p, &v, 4)
 
@@ -118,15 +103,22 @@ cdef class ChangeBuffer:
     def append(self, change):
         """Queue a ``Change`` (its tuples are copied in)."""
         cdef tuple c = <tuple>change
-        parts = [None if x is None else (x if type(x) is bytes else bytes(x)) for x in c[6:9]]
-        cdef Py_ssize_t ln = -1 if parts[0] is None else PyBytes_GET_SIZE(parts[0])
-        cdef Py_ssize_t lo = -1 if parts[1] is None else PyBytes_GET_SIZE(parts[1])
-        cdef Py_ssize_t le = -1 if parts[2] is None else PyBytes_GET_SIZE(parts[2])
+        cdef object n = c[6], o = c[7], e = c[8]
+        if (n is not None and type(n) is not bytes) or (o is not None and type(o) is not bytes) \
+                or (e is not None and type(e) is not bytes):
+            n, o, e = [None if x is None else bytes(x) for x in (n, o, e)]
+        cdef Py_ssize_t ln = -1 if n is None else PyBytes_GET_SIZE(n)
+        cdef Py_ssize_t lo = -1 if o is None else PyBytes_GET_SIZE(o)
+        cdef Py_ssize_t le = -1 if e is None else PyBytes_GET_SIZE(e)
         cdef unsigned char *p = self.put(c[0], c[1], c[2], c[3], c[4], c[5], ln, lo, le)
-        for part in parts:
-            if part is not None and PyBytes_GET_SIZE(part):
-                memcpy(p, PyBytes_AS_STRING(part), PyBytes_GET_SIZE(part))
-                p += PyBytes_GET_SIZE(part)
+        if ln > 0:
+            memcpy(p, PyBytes_AS_STRING(n), ln)
+            p += ln
+        if lo > 0:
+            memcpy(p, PyBytes_AS_STRING(o), lo)
+            p += lo
+        if le > 0:
+            memcpy(p, PyBytes_AS_STRING(e), le)
 
     def clear(self):
         """Forget every change (the arena is kept for the next ones, up to 1 MiB)."""

@@ -88,14 +88,6 @@ def _serialize(changes) -> bytes:
     return bytes(out)
 
 
-def _spill_codec():
-    """(serialize, deserialize) of spill batches: the Cython implementation's when it is active,
-    else the reference above and below."""
-    if _impl.IMPL == "cython":
-        return _impl.impl.serialize_changes, _impl.impl.deserialize_changes
-    return _serialize, _deserialize
-
-
 def _deserialize(buf: bytes, count: int) -> list[Change]:
     out = []
     pos = 0
@@ -347,8 +339,7 @@ class ReorderBuffer:
 
     def _read_spilled(self, txn: TXN, runs: bool = False) -> Iterator:
         """The spilled changes of ``txn``, in order; with ``runs`` (under Cython), a ChangeBuffer per batch."""
-        deserialize = _spill_codec()[1]
-        logical = _impl.logical() if runs else None
+        logical = _impl.logical()
         for segno in sorted(txn.spill_files):
             path = txn.spill_files[segno]
             try:
@@ -364,10 +355,12 @@ class ReorderBuffer:
                         if len(payload) != length:
                             raise SpillError(f"spill file {path} is truncated")
                         batch = lz4.frame.decompress(payload)
-                        if logical is not None:
+                        if logical is None:
+                            yield from _deserialize(batch, count)
+                        elif runs:
                             yield logical.from_batch(batch, count)
                         else:
-                            yield from deserialize(batch, count)
+                            yield from logical.from_batch(batch, count)
             except OSError as e:
                 raise SpillError(f"could not read spill file {path}: {e.strerror}") from None
 
