@@ -194,3 +194,28 @@ def test_native_record_loop_and_replay_write_what_the_reference_writes(ops, opti
             outs.append(decode_with(impl, stream.framed, options, threshold, budget, spill_dir))
             assert list(spill_dir.iterdir()) == [], "spill files left behind"
         assert outs[0] == outs[1], (threshold, budget)
+
+
+def test_the_record_loop_takes_the_common_records_itself(tmp_path):
+    """The parity above would hold if every record went to the Python decoder: the loop does take
+    a known transaction's row changes and the records decoding ignores itself."""
+    ops = [("row", 0, kind, False, False, 0) for kind in ("insert", "update_key", "hot", "delete_key", "multi",
+                                                          "ignored")] + [("commit", 0)]
+    stream = build(ops)
+    previous = _impl.IMPL
+    _impl.use("cython")
+    try:
+        rows: list[str] = []
+        dec = LogicalDecoder(make_catalog(), TestDecoding(rows.append), segment_size=SEG, spill_dir=str(tmp_path))
+        slow = []
+
+        def process(rec, lsn, end_lsn):
+            slow.append(lsn)
+            dec.process(_impl.decode_record(rec, lsn, end_lsn, MAJOR))
+
+        taken = logical_native.decode_framed(dec, stream.framed, 0, MAJOR, process)
+    finally:
+        _impl.use(previous)
+    # the running-xacts record, the transaction's first record and its commit go the Python way
+    assert len(slow) == 3 and taken == len(stream.framed) - 3
+    assert len(rows) == 8  # BEGIN, four row changes, the two rows of the multi-insert, COMMIT

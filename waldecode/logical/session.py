@@ -66,8 +66,10 @@ def decode_wal(source, catalog: Catalog, plugin, *, plugin_options: dict | None 
     a slot created at ``restart_lsn`` (default: the input's first record) decodes.
     ``observer`` (e.g. ``slot.SlotKeeper``) is told ``begin(read_from, decoder)``, then
     ``after_record(rec, decoder)`` after each record, and ``finish(end, decoder)`` after
-    the last one unless an error ended the run.  ``track(reader)`` may wrap the reader (the
-    progress line); what it returns is iterated instead, and closed at the end.
+    the last one unless an error ended the run (under Cython ``after_record`` sees the records the
+    Python decoder takes, and every 1024th of the others).  ``track(reader)`` may wrap the reader
+    (the progress line): the ``frames()`` of what it returns are read instead, and it is closed at
+    the end.
     """
     segments = source if isinstance(source, SegmentSet) else discover(source, timeline)
     if segments.major != catalog.major:
