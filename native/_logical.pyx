@@ -78,7 +78,7 @@ cdef class ChangeBuffer:
         cdef unsigned char *p
         cdef unsigned short origin16 = <unsigned short>origin
         if self.used + need > self.cap:
-            cap = self.cap * 2 if self.cap else 4096
+            cap = self.cap * 2 if self.cap else 256  # many transactions hold a change or two
             while cap < self.used + need:
                 cap *= 2
             p = <unsigned char *>PyMem_Realloc(self.data, cap)
