@@ -1,9 +1,12 @@
 """Builds the Cython hot path (native/*.pyx) into the waldecode package.
 
 waldecode._native: WAL pages and records; waldecode._typeout: tuples, type output and
-test_decoding's column lists; waldecode._logical: the reorder buffer's change storage and
-the logical decoding record loop.  native/pgdefs.pxd holds the PostgreSQL constants both use,
-native/wd_shortest.h the exact shortest float digits.
+test_decoding's column lists; waldecode._waldump: ``inspect`` (pg_waldump's lines and --stats) in
+one loop over the segment bytes; waldecode._logical: the reorder buffer's change storage and the
+logical decoding record loop.  native/pgconsts.pxd, generated here by native/pgconsts.py,
+declares the PostgreSQL constants of the pure-Python modules for Cython; native/pgdefs.pxd
+the rest of what the native code needs of PostgreSQL's headers, native/wd_shortest.h the
+exact shortest float digits, native/wd_*.h the C of the WAL reader and pg_waldump's text.
 
 WALDECODE_NO_NATIVE=1 skips the extensions (the pure-Python fallback is then used).
 """
@@ -14,14 +17,24 @@ from setuptools import setup
 
 ext_modules = []
 if os.environ.get("WALDECODE_NO_NATIVE", "") in ("", "0"):
+    import runpy
+
     from Cython.Build import cythonize
     from setuptools import Extension
 
+    here = os.path.dirname(os.path.abspath(__file__))
+    runpy.run_path(os.path.join(here, "native", "pgconsts.py"))["write"](here, os.path.join(here, "native",
+                                                                                         "pgconsts.pxd"))
+
     ext_modules = cythonize(
         [
-            Extension("waldecode._native", ["native/_native.pyx"], extra_compile_args=["-O2"]),
+            Extension("waldecode._native", ["native/_native.pyx"], include_dirs=["native"],
+                      extra_compile_args=["-O2"], depends=["native/wd_crc32c.h", "native/wd_xlogpage.h"]),
+            Extension("waldecode._waldump", ["native/_waldump.pyx"], include_dirs=["native"],
+                      extra_compile_args=["-O2"], depends=["native/pgconsts.pxd", "native/wd_crc32c.h", "native/wd_xlogpage.h",
+                                                           "native/wd_waldump.h"]),
             Extension("waldecode._typeout", ["native/_typeout.pyx"], include_dirs=["native"],
-                      extra_compile_args=["-O2"], depends=["native/pgdefs.pxd", "native/_typeout.pxd",
+                      extra_compile_args=["-O2"], depends=["native/pgdefs.pxd", "native/pgconsts.pxd", "native/_typeout.pxd",
                                                            "native/wd_shortest.h"]),
             Extension("waldecode._logical", ["native/_logical.pyx"], include_dirs=["native"],
                       extra_compile_args=["-O2"], depends=["native/pgdefs.pxd"]),

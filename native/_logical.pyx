@@ -25,6 +25,7 @@ from cpython.ref cimport PyObject
 from cpython.set cimport PySet_Contains
 from libc.string cimport memcpy, memset
 
+from pgconsts cimport *
 from pgdefs cimport *
 
 from waldecode.errors import WALError

@@ -33,63 +33,16 @@ cdef extern from *:
     unsigned int wd_u32(const unsigned char *p) nogil
     unsigned long long wd_u64(const unsigned char *p) nogil
 
-# CRC-32C as src/port/pg_crc32c_sb8.c computes it (slicing by 8, little-endian): a record's CRC in
-# one C call, where the crc32c package costs two calls and two memoryview slices per record
-cdef extern from *:
-    """
-    #include <stdint.h>
-    /* src/include/port/pg_crc32c.h */
-    #define INIT_CRC32C 0xFFFFFFFFu
-    #define FIN_CRC32C 0xFFFFFFFFu
-    static uint32_t pg_crc32c_table[8][256];
-
-    static void pg_crc32c_sb8_init(void)
-    {
-        for (uint32_t i = 0; i < 256; i++) {
-            uint32_t crc = i;
-            for (int k = 0; k < 8; k++)
-                crc = (crc & 1) ? (crc >> 1) ^ 0x82F63B78 : crc >> 1;
-            pg_crc32c_table[0][i] = crc;
-        }
-        for (uint32_t i = 0; i < 256; i++)
-            for (int t = 1; t < 8; t++)
-                pg_crc32c_table[t][i] = (pg_crc32c_table[t - 1][i] >> 8)
-                    ^ pg_crc32c_table[0][pg_crc32c_table[t - 1][i] & 0xFF];
-    }
-
-    static uint32_t pg_comp_crc32c_sb8(uint32_t crc, const unsigned char *p, size_t len)
-    {
-        while (len >= 8) {
-            uint32_t a, b;
-            memcpy(&a, p, 4);
-            memcpy(&b, p + 4, 4);
-            a ^= crc;
-            crc = pg_crc32c_table[7][a & 0xFF] ^ pg_crc32c_table[6][(a >> 8) & 0xFF]
-                ^ pg_crc32c_table[5][(a >> 16) & 0xFF] ^ pg_crc32c_table[4][a >> 24]
-                ^ pg_crc32c_table[3][b & 0xFF] ^ pg_crc32c_table[2][(b >> 8) & 0xFF]
-                ^ pg_crc32c_table[1][(b >> 16) & 0xFF] ^ pg_crc32c_table[0][b >> 24];
-            p += 8;
-            len -= 8;
-        }
-        while (len--)
-            crc = pg_crc32c_table[0][(crc ^ *p++) & 0xFF] ^ (crc >> 8);
-        return crc;
-    }
-    """
+# CRC-32C as src/port/pg_crc32c_sse42.c / _sb8.c compute it (native/wd_crc32c.h): a record's CRC in one C
+# call, where the crc32c package costs two calls and two memoryview slices per record
+cdef extern from "wd_crc32c.h":
     const unsigned int INIT_CRC32C
     const unsigned int FIN_CRC32C
-    void pg_crc32c_sb8_init() nogil
-    unsigned int pg_comp_crc32c_sb8(unsigned int crc, const unsigned char *p, size_t length) nogil
+    void pg_crc32c_init() nogil
+    unsigned int wd_record_crc(const unsigned char *r, unsigned int tot_len) nogil
 
-pg_crc32c_sb8_init()
+pg_crc32c_init()
 
-
-cdef inline unsigned int _record_crc(const unsigned char *r, unsigned int tot_len) noexcept nogil:
-    """xlogreader.c ValidXLogRecord: the data after the header, then the header up to xl_crc."""
-    cdef unsigned int crc = INIT_CRC32C
-    crc = pg_comp_crc32c_sb8(crc, r + 24, tot_len - 24)
-    crc = pg_comp_crc32c_sb8(crc, r, 20)
-    return crc ^ FIN_CRC32C
 
 # xlog_internal.h / xlogrecord.h (named as in PostgreSQL; see waldecode/xlogpage.py, xlogrecord.py)
 DEF XLP_FIRST_IS_CONTRECORD = 0x0001
@@ -102,26 +55,11 @@ DEF MaxAllocSize = 0x3FFFFFFF
 DEF BLCKSZ = 8192
 
 
-cdef inline bint _rmid_valid(unsigned int rmid, unsigned int magic):
-    return rmid <= 21 or (rmid >= 128 and magic >= 0xD110)
-
-
-cdef inline bint _page_ok(const unsigned char *p, Py_ssize_t page_off, unsigned long long seg_lsn, st,
-                          unsigned int magic, unsigned int page_size, unsigned long long seg_size,
-                          unsigned long long sysid, unsigned int latest_tli):
-    cdef unsigned int info = wd_u16(p + 2)
-    if wd_u16(p) != magic or info & ~XLP_ALL_FLAGS:
-        return False
-    if info & XLP_LONG_HEADER:
-        if (sysid and wd_u64(p + 24) != sysid) or wd_u32(p + 32) != seg_size or wd_u32(p + 36) != page_size:
-            return False
-    elif page_off == 0:
-        return False
-    if wd_u64(p + 8) != seg_lsn + <unsigned long long>page_off:
-        return False
-    if wd_u32(p + 4) < latest_tli:
-        return False
-    return True
+cdef extern from "wd_xlogpage.h":
+    bint wd_rmid_valid(unsigned int rmid, unsigned int magic) nogil
+    bint wd_page_ok(const unsigned char *p, long long page_off, unsigned long long seg_lsn, unsigned int magic,
+                    unsigned int page_size, unsigned long long seg_size, unsigned long long sysid,
+                    unsigned int latest_tli) nogil
 
 
 cdef object _check_record_fast(bytes rec, unsigned long long lsn, st, bint verify_crc, path):
@@ -129,14 +67,14 @@ cdef object _check_record_fast(bytes rec, unsigned long long lsn, st, bint verif
     cdef unsigned int tot_len = wd_u32(r)
     cdef unsigned long long prev = wd_u64(r + 8)
     cdef unsigned int rmid = r[17]
-    cdef bint ok = _rmid_valid(rmid, st.magic)
+    cdef bint ok = wd_rmid_valid(rmid, st.magic)
     if ok:
         if st.rand_access:
             ok = prev < lsn
         else:
             ok = prev == <unsigned long long>st.prev_lsn
     if ok and verify_crc:
-        ok = tot_len <= <unsigned int>len(rec) and _record_crc(r, tot_len) == wd_u32(r + 20)
+        ok = tot_len <= <unsigned int>len(rec) and wd_record_crc(r, tot_len) == wd_u32(r + 20)
     if ok:
         return None
     return _pyframe._check_record(rec, lsn, st, verify_crc, path)
@@ -173,11 +111,11 @@ def frame_segment(buf, unsigned long long seg_lsn, st, bint verify_crc=True, pat
                                              f"is incomplete: {reason}", path)
                 return records, ReadStop(seg_lsn + pos, "end", reason, path)
             if cur_page < 0 and page_off != 0:
-                if not _page_ok(b, 0, seg_lsn, st, magic, page_size, seg_size, sysid, 0):
+                if not wd_page_ok(b, 0, seg_lsn, magic, page_size, seg_size, sysid, 0):
                     checked = _pyframe._check_page(buf, 0, seg_lsn, st, path, sequential=False)
                     if isinstance(checked, ReadStop):
                         return records, checked
-            if not _page_ok(b + page_off, page_off, seg_lsn, st, magic, page_size, seg_size, sysid, st.latest_tli):
+            if not wd_page_ok(b + page_off, page_off, seg_lsn, magic, page_size, seg_size, sysid, st.latest_tli):
                 # The slow path names the failure exactly as the reference does
                 st.next_lsn = seg_lsn + pos
                 records2, stop = _pyframe.frame_segment(buf, seg_lsn, st, verify_crc, path)
@@ -269,7 +207,7 @@ def frame_segment(buf, unsigned long long seg_lsn, st, bint verify_crc=True, pat
             continue
         if avail >= 24:
             prev = wd_u64(b + pos + 8)
-            if not _rmid_valid(b[pos + 17], magic) or (
+            if not wd_rmid_valid(b[pos + 17], magic) or (
                     (prev >= lsn) if st.rand_access else (prev != <unsigned long long>st.prev_lsn)):
                 st.next_lsn = lsn
                 records2, stop = _pyframe.frame_segment(buf, seg_lsn, st, verify_crc, path)

@@ -55,6 +55,7 @@ from cpython.mem cimport PyMem_Free, PyMem_Malloc, PyMem_Realloc
 from libc.stdio cimport snprintf
 from libc.string cimport memchr, memcpy, memset, strlen
 
+from pgconsts cimport *
 from pgdefs cimport *
 
 from waldecode.heap import heaptuple as _heaptuple
@@ -1071,17 +1072,21 @@ cdef int put_macaddr(OutBuf o, const unsigned char *p, int n) except -1:
     return 0
 
 
-cdef int put_hex_upper(OutBuf o, unsigned long long v) except -1:
-    """%X"""
+cdef int put_hex(OutBuf o, unsigned long long v, const char *digits) except -1:
+    """%X or %x (by ``digits``)"""
     cdef char tmp[16]
     cdef int i = 16
     while True:
         i -= 1
-        tmp[i] = HEX_UPPER[v & 15]
+        tmp[i] = digits[v & 15]
         v >>= 4
         if v == 0:
             break
     return ob_put(o, tmp + i, 16 - i)
+
+
+cdef inline int put_hex_upper(OutBuf o, unsigned long long v) except -1:
+    return put_hex(o, v, HEX_UPPER)
 
 
 cdef int put_varbit(OutBuf o, const unsigned char *p, Py_ssize_t n) except -1:
@@ -1149,17 +1154,8 @@ cdef int put_ipv6(OutBuf o, const unsigned char *addr, int bits) except -1:
     return 0
 
 
-cdef int put_hex_lower(OutBuf o, unsigned int v) except -1:
-    """%x"""
-    cdef char tmp[8]
-    cdef int i = 8
-    while True:
-        i -= 1
-        tmp[i] = HEX_DIGITS[v & 15]
-        v >>= 4
-        if v == 0:
-            break
-    return ob_put(o, tmp + i, 8 - i)
+cdef inline int put_hex_lower(OutBuf o, unsigned int v) except -1:
+    return put_hex(o, v, HEX_DIGITS)
 
 
 cdef int put_network(OutBuf o, const unsigned char *p, Py_ssize_t n, bint is_cidr) except -1:
@@ -1517,24 +1513,19 @@ cdef int put_money(TypeOut t, OutBuf o, long long value) except -1:
     cdef char tmp[(20 + 11) * (MONEY_SYMBOL_MAX + 1)]
     cdef Py_ssize_t pos = sizeof(tmp), blen
     cdef unsigned long long mag
-    cdef int points = t.m_points, digit_pos, sign_posn, cs_precedes, sep_by_space
+    cdef int points = t.m_points, digit_pos, sep_by_space
     cdef const char *dsym = PyBytes_AS_STRING(t.m_dsymbol)
     cdef Py_ssize_t dlen = PyBytes_GET_SIZE(t.m_dsymbol)
     cdef const char *ssym = PyBytes_AS_STRING(t.m_ssymbol)
     cdef Py_ssize_t slen = PyBytes_GET_SIZE(t.m_ssymbol)
     cdef bytes sign, cs = t.m_csymbol
-    cdef bint sp1, sp2
     if value < 0:
         mag = <unsigned long long>0 - <unsigned long long>value
         sign = t.m_nsign
-        sign_posn = t.m_n_sign_posn
-        cs_precedes = t.m_n_cs_precedes
         sep_by_space = t.m_n_sep_by_space
     else:
         mag = <unsigned long long>value
         sign = t.m_psign
-        sign_posn = t.m_p_sign_posn
-        cs_precedes = t.m_p_cs_precedes
         sep_by_space = t.m_p_sep_by_space
     # built right to left, as cash_out does
     digit_pos = points
@@ -1552,79 +1543,26 @@ cdef int put_money(TypeOut t, OutBuf o, long long value) except -1:
         if not (mag or digit_pos >= 0):
             break
     blen = sizeof(tmp) - pos
-    sp1 = sep_by_space == 1
-    sp2 = sep_by_space == 2
-    if sign_posn == 0:
-        ob_putc(o, c'(')
-        if cs_precedes:
-            _put_bytes(o, cs)
-            if sp1:
-                ob_putc(o, c' ')
+    cdef const char *layout = PyBytes_AS_STRING(t.m_n_layout if value < 0 else t.m_p_layout)
+    cdef char part
+    while layout[0]:
+        part = layout[0]
+        layout += 1
+        if part == c'N':
             ob_put(o, tmp + pos, blen)
-        else:
-            ob_put(o, tmp + pos, blen)
-            if sp1:
-                ob_putc(o, c' ')
+        elif part == c'C':
             _put_bytes(o, cs)
-        return ob_putc(o, c')')
-    if sign_posn == 2:
-        if cs_precedes:
-            _put_bytes(o, cs)
-            if sp1:
-                ob_putc(o, c' ')
-            ob_put(o, tmp + pos, blen)
-        else:
-            ob_put(o, tmp + pos, blen)
-            if sp1:
-                ob_putc(o, c' ')
-            _put_bytes(o, cs)
-        if sp2:
-            ob_putc(o, c' ')
-        return _put_bytes(o, sign)
-    if sign_posn == 3:
-        if cs_precedes:
+        elif part == c'S':
             _put_bytes(o, sign)
-            if sp2:
+        elif part == c'1':
+            if sep_by_space == 1:
                 ob_putc(o, c' ')
-            _put_bytes(o, cs)
-            if sp1:
+        elif part == c'2':
+            if sep_by_space == 2:
                 ob_putc(o, c' ')
-            return ob_put(o, tmp + pos, blen)
-        ob_put(o, tmp + pos, blen)
-        if sp1:
-            ob_putc(o, c' ')
-        _put_bytes(o, sign)
-        if sp2:
-            ob_putc(o, c' ')
-        return _put_bytes(o, cs)
-    if sign_posn == 4:
-        if cs_precedes:
-            _put_bytes(o, cs)
-            if sp2:
-                ob_putc(o, c' ')
-            _put_bytes(o, sign)
-            if sp1:
-                ob_putc(o, c' ')
-            return ob_put(o, tmp + pos, blen)
-        ob_put(o, tmp + pos, blen)
-        if sp1:
-            ob_putc(o, c' ')
-        _put_bytes(o, cs)
-        if sp2:
-            ob_putc(o, c' ')
-        return _put_bytes(o, sign)
-    _put_bytes(o, sign)
-    if sp2:
-        ob_putc(o, c' ')
-    if cs_precedes:
-        _put_bytes(o, cs)
-        if sp1:
-            ob_putc(o, c' ')
-        return ob_put(o, tmp + pos, blen)
-    ob_put(o, tmp + pos, blen)
-    if sp1:
-        ob_putc(o, c' ')
-    return _put_bytes(o, cs)
+        else:  # the parentheses of sign_posn 0
+            ob_putc(o, part)
+    return 0
 
 
 cdef inline int _put_bytes(OutBuf o, bytes b) except -1:
@@ -1670,11 +1608,9 @@ cdef class TypeOut:
     cdef bytes m_csymbol
     cdef bytes m_psign
     cdef bytes m_nsign
-    cdef int m_p_sign_posn
-    cdef int m_p_cs_precedes
+    cdef bytes m_p_layout  # types.misc.cash_layout's, for positive and negative amounts
     cdef int m_p_sep_by_space
-    cdef int m_n_sign_posn
-    cdef int m_n_cs_precedes
+    cdef bytes m_n_layout
     cdef int m_n_sep_by_space
     cdef dict _kinds                    # type OID -> output kind
     cdef ElemInfo *_elems               # array element types, direct-mapped by OID
@@ -1708,29 +1644,19 @@ cdef class TypeOut:
         PyMem_Free(self._elems)
 
     cdef _setup_money(self, lc):
-        """misc.py cash_text's reading of struct lconv, done once."""
-        points = lc["frac_digits"]
-        if points < 0 or points > 10:
-            points = 2
-        grouping = lc["mon_grouping"]
-        group = grouping[0] if grouping else 0
-        if group <= 0 or group > 6:
-            group = 3
-        dp = lc["mon_decimal_point"]
-        dsymbol = dp if len(dp.encode()) == 1 else "."
-        self.m_points = points
-        self.m_group = group
-        self.m_dsymbol = _utf8(dsymbol)
-        self.m_ssymbol = _utf8(lc["mon_thousands_sep"] or ("," if dsymbol != "," else "."))
-        self.m_csymbol = _utf8(lc["currency_symbol"] or "$")
-        self.m_psign = _utf8(lc["positive_sign"])
-        self.m_nsign = _utf8(lc["negative_sign"] or "-")
-        self.m_p_sign_posn = lc["p_sign_posn"]
-        self.m_p_cs_precedes = lc["p_cs_precedes"]
-        self.m_p_sep_by_space = lc["p_sep_by_space"]
-        self.m_n_sign_posn = lc["n_sign_posn"]
-        self.m_n_cs_precedes = lc["n_cs_precedes"]
-        self.m_n_sep_by_space = lc["n_sep_by_space"]
+        """misc.cash_conventions, read once."""
+        c = _misc.cash_conventions(lc)
+        self.m_points = c.points
+        self.m_group = c.mon_group
+        self.m_dsymbol = _utf8(c.dsymbol)
+        self.m_ssymbol = _utf8(c.ssymbol)
+        self.m_csymbol = _utf8(c.csymbol)
+        self.m_psign = _utf8(c.psign)
+        self.m_nsign = _utf8(c.nsign)
+        self.m_p_layout = c.p_layout.encode()
+        self.m_p_sep_by_space = c.p_sep_by_space
+        self.m_n_layout = c.n_layout.encode()
+        self.m_n_sep_by_space = c.n_sep_by_space
 
     cdef int kind_of(self, unsigned int typeoid) except -1:
         """The output kind of type ``typeoid``; raises what OutputContext.function raises

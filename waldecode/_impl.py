@@ -8,7 +8,7 @@ active one.  Both expose the same functions and raise the same exceptions.
 ``typeout()`` is the native tuple and type output (``waldecode._typeout``) when the
 Cython implementation is active, else None: the caller then uses the pure-Python
 reference (``heaptuple``, ``types``, ``output.test_decoding``).  It is imported only
-when asked for.
+when asked for; so is ``waldump()``, the native ``inspect`` loop (``waldecode._waldump``).
 """
 
 from __future__ import annotations
@@ -54,18 +54,30 @@ def use(name: str) -> None:
     pglz_decompress = chosen.pglz_decompress
 
 
-def typeout():
-    """``waldecode._typeout`` under the Cython implementation, None under pure Python."""
+def _companion(name: str):
+    """The extension ``waldecode.<name>`` under the Cython implementation, None under pure Python
+    (or when it is not built, unless Cython was forced: then that fails loudly)."""
     if IMPL != "cython":
         return None
+    import importlib
+
     try:
-        from . import _typeout
+        return importlib.import_module(f"waldecode.{name}")
     except ImportError:
         if _forced == "cython":
-            raise ImportError("WALDECODE_IMPL=cython but the extension waldecode._typeout is not built; "
+            raise ImportError(f"WALDECODE_IMPL=cython but the extension waldecode.{name} is not built; "
                               "install the package (pip install .) to build it") from None
         return None
-    return _typeout
+
+
+def typeout():
+    """``waldecode._typeout`` under the Cython implementation, None under pure Python."""
+    return _companion("_typeout")
+
+
+def waldump():
+    """``waldecode._waldump`` (the native ``inspect`` loop) under the Cython implementation, else None."""
+    return _companion("_waldump")
 
 
 _logical = None  # waldecode._logical once imported (logical() is asked per transaction)

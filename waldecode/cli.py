@@ -14,6 +14,7 @@ import sys
 
 from . import argtypes, progress
 from .errors import CatalogError, Error, OutputPluginError, UsageError, format_lsn
+from .output import PLUGINS, plugin_class
 from .wal.xlogreader import XLogReader, parse_lsn
 
 EXIT_OK = 0
@@ -21,7 +22,6 @@ EXIT_CORRUPT = 1  # bad input, or what it holds cannot be decoded
 EXIT_USAGE = 2  # arguments, catalog snapshot or plugin options that do not fit
 
 _USAGE_ERRORS = (UsageError, CatalogError, OutputPluginError)
-
 
 def _build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="waldecode", description="Decode PostgreSQL WAL offline.")
@@ -55,7 +55,11 @@ def _build_parser() -> argparse.ArgumentParser:
     dec.add_argument("--catalog", metavar="FILE",
                      help="catalog snapshot written by 'waldecode catalog' (relations, types, settings); "
                           "not needed when --slot resumes")
-    dec.add_argument("--format", default="test_decoding", choices=("test_decoding",), help="output plugin")
+    dec.add_argument("--format", default="test_decoding", choices=tuple(PLUGINS),
+                     help="output plugin (sql: statements that redo the transactions, see --undo)")
+    dec.add_argument("--undo", action="store_true",
+                     help="with --format sql: the inverse statements, newest first, where the WAL holds the "
+                          "old values (REPLICA IDENTITY FULL); what cannot be undone is listed")
     dec.add_argument("-o", "--option", dest="options", action="append", default=[], metavar="NAME[=VALUE]",
                      help="output plugin option, as pg_recvlogical -o passes it (repeatable)")
     dec.add_argument("-s", "--start-lsn", type=argtypes.lsn,
@@ -116,6 +120,18 @@ def _build_parser() -> argparse.ArgumentParser:
     from .spark.cli import add_arguments as add_spark_arguments
 
     add_spark_arguments(sub)
+
+    from .output.pgoutput_dump import add_arguments as add_pgoutput_dump_arguments
+
+    add_pgoutput_dump_arguments(sub)
+
+    from .forensics.apply import add_arguments as add_apply_arguments
+
+    add_apply_arguments(sub)
+
+    from .forensics.cli import add_arguments as add_forensics_arguments
+
+    add_forensics_arguments(sub)
     return p
 
 
@@ -165,32 +181,16 @@ def cmd_inspect(args) -> int:
 
     reader = XLogReader(args.paths, args.start_lsn, args.end_lsn, timeline=args.timeline,
                         verify_crc=args.verify_crc)
-    major = reader.major
     wanted_rmgrs = None
     if args.rmgr:
         wanted_rmgrs = {rmgr.rmid_by_name(name) for name in args.rmgr}
-    out = sys.stdout
-    stats = waldump.WaldumpStats(major, per_record=args.stats == "record") if args.stats else None
-    fmt = waldump.format_record_bkp_details if args.bkp_details else waldump.format_record
-    shown = 0
-    records = progress.track(reader, quiet=args.quiet, streams_stdout=stats is None)
-    for rec in records:
-        if wanted_rmgrs is not None and rec.xl_rmid not in wanted_rmgrs:
-            continue
-        if args.xid is not None and rec.xl_xid != args.xid:
-            continue
-        if stats is not None:
-            stats.add(rec)
-        else:
-            out.write(fmt(rec, major))
-            out.write("\n")
-        shown += 1
-        if args.limit is not None and shown >= args.limit:
-            break
-    records.close()
-    if stats is not None:
-        out.write(stats.format())
-    out.flush()
+    tracker = progress.track(reader, quiet=args.quiet, streams_stdout=not args.stats)
+    out = sys.stdout.buffer
+    try:
+        shown = waldump.inspect(reader, out.write, stats=args.stats, bkp_details=args.bkp_details,
+                                rmids=wanted_rmgrs, xid=args.xid, limit=args.limit, tracker=tracker)
+    finally:
+        out.flush()
     if args.limit is not None and shown >= args.limit:
         return EXIT_OK
     return _report_stop(reader)
@@ -198,7 +198,6 @@ def cmd_inspect(args) -> int:
 
 def cmd_decode(args) -> int:
     from .catalog import Catalog
-    from .output.test_decoding import TestDecoding
     from .logical.session import decode_wal, missing_start_message
     from .wal.segments import discover
 
@@ -206,6 +205,10 @@ def cmd_decode(args) -> int:
         raise UsageError("--restart-lsn goes with --start-lsn (the slot's confirmed_flush_lsn)")
     segments = discover(args.paths, args.timeline)
     options = plugin_options(args.options)
+    if args.undo:
+        if args.format != "sql":
+            raise UsageError("--undo goes with --format sql")
+        options["undo"] = None
     slot_state = None
     if args.slot:
         slot_state = _open_slot(args, segments, options)
@@ -220,6 +223,10 @@ def cmd_decode(args) -> int:
         catalog = Catalog.load(args.catalog)
         start_lsn, restart_lsn = args.start_lsn, args.restart_lsn
     fit_catalog(catalog, segments, args.settings, args.catalog)
+    from .forensics.cli import decode_start_warnings
+
+    for w in decode_start_warnings(args.paths, segments, start_lsn):
+        print(f"waldecode: warning: {w}", file=sys.stderr)
     keeper = None
     spill_dir = args.spill_dir
     if args.slot:
@@ -239,7 +246,7 @@ def cmd_decode(args) -> int:
             spill_dir = _fresh_dir(args.slot + ".spill")
     else:
         out = _LazyOutput(args.output)
-    plugin = TestDecoding(output=out.writer)
+    plugin = plugin_class(args.format)(output=out.writer)
     _settle_gc()
 
     def track(reader):
@@ -260,6 +267,8 @@ def cmd_decode(args) -> int:
         out.close(create=False)  # an input error before any output leaves no empty file behind
         raise
     out.close()
+    for problem in getattr(plugin, "problems", ()):
+        print(f"waldecode: {problem}", file=sys.stderr)
     return report_decode_result(result, segments, start_lsn)
 
 

@@ -110,6 +110,12 @@ class Tracker:
         finally:
             self._end_line()
 
+    def begin(self) -> None:
+        """Start the line for a caller that reads on its own instead of iterating (the native
+        ``inspect``): it then keeps ``lsn`` and ``records`` up to date, and calls ``close()``."""
+        if self.on:
+            self._start()
+
     def close(self) -> None:
         """Erase the line and close the record iterator (idempotent)."""
         self._end_line()

@@ -6,7 +6,10 @@ Owns the output of src/bin/pg_waldump/pg_waldump.c (``XLogDumpDisplayRecord``,
 print the same text from pg_waldump.c itself) and the length split of
 ``XLogRecGetLen`` (src/backend/access/transam/xlogstats.c).  Takes
 ``DecodedRecord``s and the server's major version; hands strings to the CLI
-(``waldecode inspect``) and to tests that diff against pg_waldump.
+(``waldecode inspect``) and to tests that diff against pg_waldump.  ``inspect``
+runs a whole ``waldecode inspect``: this module's loop over the reader's records
+is the reference; under the Cython implementation ``waldecode._waldump`` does
+the same in one native loop over the segment bytes, byte for byte.
 """
 
 from __future__ import annotations
@@ -228,6 +231,84 @@ class WaldumpStats:
             "Total", self.count, "", total_rec_len, "[%.02f%%]" % rec_len_pct, total_fpi_len,
             "[%.02f%%]" % fpi_len_pct, total_len, "[100%]"))
         return "\n".join(lines) + "\n"
+
+
+BLOCK_SIZE = 1 << 20  # output is written in blocks of this size (or more: whole lines)
+
+
+def inspect(reader, write, *, stats: str | None = None, bkp_details: bool = False, rmids=None,
+            xid: int | None = None, limit: int | None = None, tracker=None, impl: str | None = None) -> int:
+    """What ``waldecode inspect`` prints for ``reader``'s range, handed to ``write`` in blocks:
+    pg_waldump's lines, or with ``stats`` ("record" or "rmgr") its --stats table.  A block is a
+    bytes-like object valid only during the call (as a file's ``write`` takes it).
+
+    ``rmids``, ``xid`` and ``limit`` are pg_waldump's --rmgr, --xid and --limit; ``tracker`` a
+    ``progress.Tracker`` of ``reader``.  ``impl`` forces "python" (this module's loop, the
+    reference) or "cython" (``waldecode._waldump``); by default the active implementation's.
+    Returns the number of records shown.  Whatever was printed before an error is written.
+    """
+    from . import _impl
+
+    native = None
+    if impl is None:
+        native = _impl.waldump()
+    elif impl == "cython":
+        from . import _waldump as native  # type: ignore[attr-defined]
+    elif impl != "python":
+        raise ValueError(f"unknown implementation {impl!r}")
+    table = WaldumpStats(reader.major, per_record=stats == "record") if stats else None
+    if native is not None:
+        mode = native.MODE_STATS if stats else (native.MODE_TEXT_DETAILED if bkp_details else native.MODE_TEXT)
+        dump = native.Dump(reader.major, mode, verify_crc=reader.verify_crc, rmids=rmids, xid=xid, limit=limit,
+                           write=write, block_size=BLOCK_SIZE, tracker=tracker)
+        if tracker is not None:
+            tracker.begin()
+        try:
+            dump.run(reader)
+        finally:
+            if tracker is not None:
+                tracker.close()
+        if table is not None:
+            write(dump.fill_stats(table).format().encode())
+        return dump.shown
+    return _inspect_records(reader, write, table, bkp_details, rmids, xid, limit, tracker)
+
+
+def _inspect_records(reader, write, table, bkp_details: bool, rmids, xid, limit, tracker) -> int:
+    """The reference loop of ``inspect``: one DecodedRecord at a time."""
+    major = reader.major
+    fmt = format_record_bkp_details if bkp_details else format_record
+    pending: list[bytes] = []
+    size = 0
+    shown = 0
+    records = tracker if tracker is not None else reader
+    try:
+        for rec in records:
+            if rmids is not None and rec.xl_rmid not in rmids:
+                continue
+            if xid is not None and rec.xl_xid != xid:
+                continue
+            if table is not None:
+                table.add(rec)
+            else:
+                line = (fmt(rec, major) + "\n").encode("utf-8", "surrogateescape")
+                pending.append(line)
+                size += len(line)
+                if size >= BLOCK_SIZE:
+                    write(b"".join(pending))
+                    pending.clear()
+                    size = 0
+            shown += 1
+            if limit is not None and shown >= limit:
+                break
+    finally:
+        if tracker is not None:
+            tracker.close()
+        if pending:
+            write(b"".join(pending))
+    if table is not None:
+        write(table.format().encode())
+    return shown
 
 
 class WaldumpLine(NamedTuple):

@@ -268,3 +268,15 @@ def test_startup_rejects_options_the_plugin_does_not_know():
     with pytest.raises(OutputPluginError, match=re.escape('option "include-xids" = "(null)" is unknown')):
         decode(fx, "test_decoding.jsonl", plugin, plugin_options={"include-xids": None})
     assert plugin.rows == []
+
+
+def test_spark_refuses_a_plugin_whose_output_spans_the_run():
+    """spark decode runs ranges in separate plugin instances: the sql plugin (DDL written once, undo
+    reversed over the whole run) is refused before any Spark work, with the command that serves it."""
+    from waldecode.errors import UsageError
+    from waldecode.output.sql import SqlOutput
+    from waldecode.spark.job import decode_spark
+
+    fx = next(f for f in all_fixtures() if f.path.parent.name == "pg15-off")
+    with pytest.raises(UsageError, match="spans the whole run .*waldecode decode"):
+        decode_spark(None, [fx.wal_dir], Catalog.load(fx.path / "snapshot.json.gz"), SqlOutput, None)

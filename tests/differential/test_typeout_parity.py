@@ -329,6 +329,23 @@ def test_money_locale():
             check("money", datums.int8(v), contexts)
 
 
+def test_money_layouts():
+    """Every placement cash_out knows (sign_posn 0-4, cs_precedes, sep_by_space 0-2), native and
+    Python alike: the machine's locales show few of them, so the conventions are set by hand."""
+    base = _context({})[1].monetary
+    contexts = []
+    for posn in range(5):
+        for precedes in (0, 1):
+            for sep in (0, 1, 2):
+                cat, ctx, _ = _context({})
+                ctx.monetary = dict(base, p_sign_posn=posn, n_sign_posn=(posn + 1) % 5, p_cs_precedes=precedes,
+                                    n_cs_precedes=1 - precedes, p_sep_by_space=sep, n_sep_by_space=(sep + 1) % 3,
+                                    positive_sign="+", negative_sign="-", currency_symbol="EUR")
+                contexts.append((cat, ctx, _typeout.TypeOut(ctx)))
+    for v in (0, 1, -1, 123456789, -123456789, 2**63 - 1, -2**63):
+        check("money", datums.int8(v), contexts)
+
+
 # -- arrays ------------------------------------------------------------------------------------------
 
 def _elem(name: str):

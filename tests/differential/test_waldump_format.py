@@ -99,6 +99,26 @@ def test_stats_match_pg_waldump(fixture: Path):
 
 @pytest.mark.skipif(not FIXTURE_DIRS, reason="no fixtures/*/*/waldump.txt yet")
 @pytest.mark.parametrize("fixture", FIXTURE_DIRS, ids=FIXTURE_IDS)
+def test_inspect_prints_what_pg_waldump_printed(fixture: Path, impl):
+    """``waldump.inspect`` (what ``waldecode inspect`` runs) under each implementation: the pure-Python loop
+    and the native one (waldecode._waldump) print pg_waldump's text and --stats=record table byte for byte."""
+    XLogReader = _reader_class()
+    meta = json.loads((fixture / "meta.json").read_text())
+    rng = (parse_lsn(meta["start_lsn"]), parse_lsn(meta["end_lsn"]))
+    got = bytearray()
+    waldump.inspect(XLogReader([fixture / "wal"], *rng), got.extend)
+    want = (fixture / "waldump.txt").read_bytes()
+    assert got == want, _describe_diffs(got.decode("utf-8", "surrogateescape").split("\n"),
+                                        want.decode("utf-8", "surrogateescape").split("\n"))
+    stats_file = fixture / "waldump-stats.txt"
+    if stats_file.exists():
+        got = bytearray()
+        waldump.inspect(XLogReader([fixture / "wal"], *rng), got.extend, stats="record")
+        assert got == stats_file.read_bytes()
+
+
+@pytest.mark.skipif(not FIXTURE_DIRS, reason="no fixtures/*/*/waldump.txt yet")
+@pytest.mark.parametrize("fixture", FIXTURE_DIRS, ids=FIXTURE_IDS)
 def test_parse_waldump_line_round_trip(fixture: Path):
     """Every pg_waldump line parses, and our lines parse to the same header fields."""
     for line in _expected_lines(fixture / "waldump.txt"):

@@ -1,6 +1,7 @@
 """Harness for live differential tests: a server's own test_decoding slot against waldecode.
 
-``live_cluster(schema, **settings)`` runs a module's throw-away PostgreSQL 15 with a database
+``live_cluster(schema, major=15, **settings)`` runs a module's throw-away PostgreSQL (15 unless
+``major`` says otherwise) with a database
 ``live`` holding ``schema``; ``SlotRun`` takes a catalog snapshot, a CHECKPOINT and a
 test_decoding slot, lets the test run its workload, then ``finish`` peeks the slot and
 decodes a copy of the WAL offline with the same options: ``(got, expected)``.
@@ -22,14 +23,14 @@ DB = "live"
 
 
 @contextmanager
-def live_cluster(schema: str, **settings):
+def live_cluster(schema: str, major: int = 15, **settings):
     from waldecode.testing.cluster import Cluster, ClusterError
 
     try:
-        c = Cluster(15, settings=settings)
+        c = Cluster(major, settings=settings)
         c.__enter__()
     except ClusterError as e:
-        pytest.skip(f"PostgreSQL 15 is not available: {e}")
+        pytest.skip(f"PostgreSQL {major} is not available: {e}")
     try:
         c.sql(f"CREATE DATABASE {DB}")
         with c.connect(DB) as conn:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import struct
 
-from waldecode.logical.txn import TransactionTracker
+from waldecode.logical.txn import TransactionListener, TransactionTracker
 from waldecode.rmgr import RM_HEAP2_ID, RM_HEAP_ID, RM_STANDBY_ID, RM_XACT_ID
 from waldecode.rmgr import xact as rm_xact
 from waldecode.rmgr.heap import XLOG_HEAP2_NEW_CID, XLOG_HEAP_INSERT
@@ -38,10 +38,14 @@ def running(oldest: int, next_xid: int) -> DecodedRecord:
     return record(RM_STANDBY_ID, XLOG_RUNNING_XACTS, 0, xl_running_xacts.pack(0, 0, 0, next_xid, oldest, next_xid - 1))
 
 
-class Listener:
+class Listener(TransactionListener):
     def __init__(self, tracker: TransactionTracker):
         self.tracker = tracker
         self.seen: list = []
+        self.assigned: list = []
+
+    def subxact_assigned(self, top, sub, lsn):
+        self.assigned.append((top, sub))
 
     def txn_committed(self, ev):
         self.seen.append(("commit", ev.xid, ev.subxacts, {s: self.tracker.top(s) for s in ev.subxacts}))
@@ -67,6 +71,9 @@ def test_assignments_ends_and_crashes():
     t.process(record(RM_XACT_ID, rm_xact.XLOG_XACT_ASSIGNMENT, 0, assignment))
     assert {x: t.top(x) for x in (100, 101, 102, 103, 104, 105)} == {100: 100, 101: 100, 102: 100, 103: 100,
                                                                         104: 100, 105: 105}
+    # what decode.c hands ReorderBufferAssignChild: not NEW_CID's top_xid (ReorderBufferAddNewTupleCids
+    # only), so a reorder buffer listening keeps 102 a transaction of its own until the commit says more
+    assert seen.assigned == [(100, 101), (100, 103), (100, 104)]
     t.process(commit(104, abort=True))  # a subtransaction rolled back: told with its top-level transaction known
     assert seen.seen[-1] == ("abort", 104, (), 100) and t.top(104) == 104
     t.process(record(RM_HEAP_ID, XLOG_HEAP_INSERT, 200))

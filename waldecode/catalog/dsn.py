@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import re
 import struct
+from dataclasses import replace
 from typing import Any
 
 from ..errors import WALError
@@ -63,7 +64,10 @@ _DEFAULT_CONNECT_TIMEOUT = 30
 #   ``type_name`` is "").  ``type_name`` is ``format_type(atttypid, NULL)``,
 #   the same ``format_type_extended`` call as test_decoding's
 #   ``format_type_be``; ``attmissingval`` is the output text of the single
-#   element of the ``anyarray`` in ``pg_attribute.attmissingval``.
+#   element of the ``anyarray`` in ``pg_attribute.attmissingval``.  ``attdefault``
+#   is ``pg_get_expr(adbin, adrelid)`` of its ``pg_attrdef`` row under the session's
+#   search_path and under an empty one (a replication connection's).
+# * ``primary_key``: the key columns of the primary key index by the same rule.
 # * types: all of ``pg_type``; ``typoutput`` is the output function's name,
 #   bare for functions in ``pg_catalog`` (``int4out``, ``array_out``…) and
 #   schema-qualified (``quote_ident``) otherwise, independent of search_path;
@@ -109,7 +113,7 @@ _Q_RELATIONS = """
 SELECT c.oid::int8, c.relname::text, n.nspname::text, c.relkind::text, c.relpersistence::text,
        COALESCE(NULLIF(c.relfilenode, 0), pg_relation_filenode(c.oid), 0)::int8,
        c.reltablespace::int8, c.relreplident::text, c.reltoastrelid::int8, c.relrewrite::int8,
-       c.relispartition, c.reltype::int8, k.indkey::text, k.indnkeyatts
+       c.relispartition, c.reltype::int8, k.indkey::text, k.indnkeyatts, pk.indkey::text, pk.indnkeyatts
 FROM pg_class c
 JOIN pg_namespace n ON n.oid = c.relnamespace
 -- the replica identity key: relcache.replica_identity_key, the same rule
@@ -121,6 +125,13 @@ LEFT JOIN LATERAL (
           ELSE false END
     ORDER BY i.indexrelid LIMIT 1
 ) k ON true
+-- the primary key (rd_pkindex): the same rule with indisprimary
+LEFT JOIN LATERAL (
+    SELECT i.indkey, i.indnkeyatts FROM pg_index i
+    WHERE i.indrelid = c.oid AND i.indislive AND i.indisvalid AND i.indisunique AND i.indimmediate
+      AND i.indpred IS NULL AND i.indisprimary
+    ORDER BY i.indexrelid LIMIT 1
+) pk ON true
 WHERE c.relkind = ANY(%s::"char"[])
 """
 
@@ -130,13 +141,24 @@ SELECT a.attrelid::int8, a.attnum, a.attname::text, a.atttypid::int8, a.atttypmo
        a.atthasmissing,
        -- attmissingval's element as text (relcache.missing_value_text): parse_single_element_array below
        CASE WHEN a.atthasmissing AND NOT a.attisdropped THEN a.attmissingval::text END,
-       a.attgenerated::text,
-       CASE WHEN a.attisdropped THEN '' ELSE format_type(a.atttypid, NULL) END
+       a.attgenerated::text, a.attidentity::text,
+       CASE WHEN a.attisdropped THEN '' ELSE format_type(a.atttypid, NULL) END,
+       a.atthasdef
 FROM pg_attribute a
 JOIN pg_class c ON c.oid = a.attrelid
 WHERE c.relkind = ANY(%s::"char"[]) AND a.attnum > 0
 ORDER BY a.attrelid, a.attnum
 """
+
+# Column defaults as wal2json prints them (pg_get_expr), under the session's search_path; read
+# again under an empty one, the search_path of replication connections (pg_recvlogical)
+_Q_DEFAULTS = """
+SELECT d.adrelid::int8, d.adnum, pg_get_expr(d.adbin, d.adrelid)
+FROM pg_attrdef d
+JOIN pg_class c ON c.oid = d.adrelid
+WHERE c.relkind = ANY(%s::"char"[])
+"""
+_Q_SEARCH_PATH = "SELECT current_setting('search_path'), set_config('search_path', %s, true)"
 
 _Q_TYPES = """
 SELECT t.oid::int8, t.typname::text, n.nspname::text, t.typlen, t.typbyval, t.typalign::text,
@@ -269,7 +291,8 @@ def _read_snapshot(cur, where: str, pages: "_PageReader") -> Catalog:
     cur.execute(_Q_ATTRIBUTES, (relkinds,))
     attrs: dict[int, list[Attribute]] = {}
     for (relid, attnum, attname, atttypid, atttypmod, attlen, attbyval, attalign, attstorage,
-         attisdropped, attnotnull, atthasmissing, missing_text, attgenerated, type_name) in cur:
+         attisdropped, attnotnull, atthasmissing, missing_text, attgenerated, attidentity, type_name,
+         atthasdef) in cur:
         attmissingval = None
         if missing_text is not None:
             try:
@@ -281,7 +304,12 @@ def _read_snapshot(cur, where: str, pages: "_PageReader") -> Catalog:
             attnum=attnum, attname=attname, atttypid=atttypid, atttypmod=atttypmod, attlen=attlen,
             attbyval=attbyval, attalign=attalign, attstorage=attstorage, attisdropped=attisdropped,
             attnotnull=attnotnull, atthasmissing=atthasmissing, attmissingval=attmissingval,
-            attgenerated=attgenerated or "", type_name=type_name or ""))
+            attgenerated=attgenerated or "", type_name=type_name or "", attidentity=attidentity or "",
+            atthasdef=atthasdef))
+    defaults = _read_defaults(cur, relkinds)
+    if defaults:
+        attrs = {relid: [replace(a, attdefault=defaults[(relid, a.attnum)]) if (relid, a.attnum) in defaults else a
+                         for a in atts] for relid, atts in attrs.items()}
 
     multirange = version_num >= 140000
     cur.execute(_Q_TYPES.format(multirange_join=_MULTIRANGE_JOIN if multirange else "",
@@ -304,15 +332,18 @@ def _read_snapshot(cur, where: str, pages: "_PageReader") -> Catalog:
     relations: dict[int, Relation] = {}
     views: dict[int, Relation] = {}
     for (oid, relname, nspname, relkind, relpersistence, relfilenode, reltablespace, relreplident,
-         reltoastrelid, relrewrite, relispartition, _reltype, indkey, indnkeyatts) in rel_rows:
+         reltoastrelid, relrewrite, relispartition, _reltype, indkey, indnkeyatts, pkkey, pknkeyatts) in rel_rows:
         key: tuple = ()
         if indkey is not None:
             key = tuple(int(x) for x in indkey.split()[:indnkeyatts])
+        pk: tuple = ()
+        if pkkey is not None:
+            pk = tuple(int(x) for x in pkkey.split()[:pknkeyatts])
         rel = Relation(
             oid=oid, relname=relname, nspname=nspname, relkind=relkind, relpersistence=relpersistence,
             relfilenode=relfilenode, reltablespace=reltablespace, relreplident=relreplident,
             reltoastrelid=reltoastrelid, relrewrite=relrewrite, replica_identity_key=key,
-            relispartition=relispartition, attributes=tuple(attrs.get(oid, ())))
+            relispartition=relispartition, attributes=tuple(attrs.get(oid, ())), primary_key=pk)
         (views if relkind == _RELKIND_VIEW else relations)[oid] = rel
     for oid in views_needed(relations, views, types):
         relations[oid] = views[oid]
@@ -325,6 +356,23 @@ def _read_snapshot(cur, where: str, pages: "_PageReader") -> Catalog:
                    database_oid=datoid, database_tablespace=dattablespace, settings=settings,
                    relations=relations, types=types, namespaces=namespaces, catalog_pages=catalog_pages,
                    catalog_pages_note=note)
+
+
+def _read_defaults(cur, relkinds) -> dict:
+    """(relid, attnum) -> ((search_path, pg_get_expr text), ...): each default printed under the session's
+    search_path and under an empty one, then the session's restored."""
+    out: dict = {}
+    cur.execute(_Q_SEARCH_PATH, ("",))
+    session_path = cur.fetchone()[0]
+    paths = [""] if session_path == "" else ["", session_path]
+    for path in paths:
+        cur.execute(_Q_SEARCH_PATH, (path,))
+        cur.execute(_Q_DEFAULTS, (relkinds,))
+        for relid, adnum, text in cur.fetchall():
+            if text is not None:
+                out.setdefault((relid, adnum), []).append((path, text))
+    cur.execute(_Q_SEARCH_PATH, (session_path,))
+    return {k: tuple(v) for k, v in out.items()}
 
 
 # -- catalog pages ------------------------------------------------------------------------------

@@ -75,6 +75,12 @@ class Attribute:
     attmissingval: str | None = None  # output text of the missing value (element of pg_attribute.attmissingval)
     attgenerated: str = ""
     type_name: str = ""  # format_type(atttypid, NULL), as test_decoding prints it
+    attidentity: str = ""  # 'a' GENERATED ALWAYS AS IDENTITY, 'd' BY DEFAULT, '' not an identity column
+    atthasdef: bool = False
+    # The column default's text, pg_get_expr(adbin, adrelid), per search_path it was printed under (the
+    # text qualifies what that path does not show): ((search_path, text), ...).  Empty when not known
+    # (a snapshot without it, or a default set inside the decoded range: the WAL carries only adbin).
+    attdefault: tuple = ()
 
 
 @dataclass(frozen=True)
@@ -92,6 +98,7 @@ class Relation:
     replica_identity_key: tuple = ()  # attnums of the identity index (DEFAULT: primary key; INDEX: that index)
     relispartition: bool = False
     attributes: tuple = ()  # tuple[Attribute, ...] in attnum order
+    primary_key: tuple = ()  # attnums of the primary key (relcache.c rd_pkindex), whatever the identity
 
     @property
     def is_catalog(self) -> bool:
@@ -358,9 +365,17 @@ def _rel_from_dict(d: dict) -> Relation:
     names = {f.name for f in fields(Relation)}
     kw = {k: v for k, v in d.items() if k in names}
     kw["replica_identity_key"] = tuple(d.get("replica_identity_key", ()))
+    kw["primary_key"] = tuple(d.get("primary_key", ()))
     anames = {f.name for f in fields(Attribute)}
-    kw["attributes"] = tuple(Attribute(**{k: v for k, v in a.items() if k in anames}) for a in d["attributes"])
+    kw["attributes"] = tuple(Attribute(**_att_kw(a, anames)) for a in d["attributes"])
     return Relation(**kw)
+
+
+def _att_kw(a: dict, names: set) -> dict:
+    kw = {k: v for k, v in a.items() if k in names}
+    if "attdefault" in kw:  # JSON lists back to the (search_path, text) pairs
+        kw["attdefault"] = tuple((str(p), str(t)) for p, t in kw["attdefault"])
+    return kw
 
 
 def _type_to_dict(t: TypeInfo) -> dict:

@@ -13,8 +13,11 @@ from __future__ import annotations
 import struct
 
 from ..heap.heaptuple import HEAP_NATTS_MASK, SizeofHeapTupleHeader, deform_tuple
-from ..pg.encoding import python_codec
 from ..heap.varlena import ToastPointer
+from ..pg.encoding import python_codec
+from ..pg.pg_type import (BOOLOID, BYTEAOID, CHAROID, FLOAT4OID, INT2OID, INT2VECTOROID,  # noqa: F401 (the
+                          INT4OID, NAMEOID, OIDOID, OIDVECTOROID, REGPROCOID, TEXTARRAYOID,  # types of the
+                          TEXTOID, XIDOID)  # catalog columns read here)
 
 # src/include/catalog/pg_*.h: the catalogs' own OIDs (identical 13-18)
 TypeRelationId = 1247
@@ -45,8 +48,8 @@ DECODED_COLUMNS = {
                          "reltoastrelid", "relpersistence", "relkind", "relreplident", "relispartition",
                          "relrewrite"),
     AttributeRelationId: ("attrelid", "attname", "atttypid", "attlen", "attnum", "atttypmod", "attbyval",
-                          "attalign", "attstorage", "attnotnull", "atthasmissing", "attgenerated",
-                          "attisdropped", "attmissingval"),
+                          "attalign", "attstorage", "attnotnull", "atthasdef", "atthasmissing", "attidentity",
+                          "attgenerated", "attisdropped", "attmissingval"),
     TypeRelationId: ("oid", "typname", "typnamespace", "typlen", "typbyval", "typtype", "typcategory",
                      "typdelim", "typrelid", "typsubscript", "typelem", "typarray", "typoutput", "typalign",
                      "typstorage", "typbasetype", "typtypmod"),
@@ -87,21 +90,6 @@ PG_TOAST_NAMESPACE = 99
 PG_PUBLIC_NAMESPACE = 2200
 FIXED_NAMESPACES = {PG_CATALOG_NAMESPACE: "pg_catalog", PG_TOAST_NAMESPACE: "pg_toast"}
 
-# src/include/catalog/pg_type.dat: the types of the catalog columns read here
-BOOLOID = 16
-BYTEAOID = 17
-CHAROID = 18
-NAMEOID = 19
-INT2OID = 21
-INT2VECTOROID = 22
-INT4OID = 23
-REGPROCOID = 24
-TEXTOID = 25
-OIDOID = 26
-XIDOID = 28
-OIDVECTOROID = 30
-FLOAT4OID = 700
-TEXTARRAYOID = 1009
 
 _u32 = struct.Struct("<I")
 _i32 = struct.Struct("<i")

@@ -13,6 +13,7 @@ from __future__ import annotations
 import struct
 from typing import Callable, NamedTuple
 
+from ..pg.pg_type import JSONOID
 from ..pg.quote import quote_identifier, split_identifier_string
 from .model import CatalogError
 
@@ -23,7 +24,6 @@ FORMAT_TYPE_SPECIAL = {
     1266: "time with time zone", 1114: "timestamp without time zone", 1184: "timestamp with time zone",
     1562: "bit varying", 1043: "character varying",
 }
-JSONOID = 114
 # src/include/catalog/pg_proc.dat: array_subscript_handler (IsTrueArrayType, 14+)
 F_ARRAY_SUBSCRIPT_HANDLER = 6179
 
@@ -121,6 +121,80 @@ def format_type(oid: int, row_of: Callable[[int], TypeRow | None], visible: Call
         if not visible(t):
             text = quote_identifier(t.nspname or "???", major, quote_all) + "." + text
     return text + "[]" if is_array else text
+
+
+# src/include/utils/timestamp.h, datetime.h: interval typmods (INTERVAL_TYPMOD(precision, range))
+INTERVAL_FULL_RANGE = 0x7FFF
+INTERVAL_FULL_PRECISION = 0xFFFF
+_YEAR, _MONTH, _DAY, _HOUR, _MINUTE, _SECOND = (1 << 2), (1 << 1), (1 << 3), (1 << 10), (1 << 11), (1 << 12)
+# timestamp.c intervaltypmodout: the fields' text, by INTERVAL_RANGE
+_INTERVAL_FIELDS = {
+    _YEAR: " year", _MONTH: " month", _DAY: " day", _HOUR: " hour", _MINUTE: " minute", _SECOND: " second",
+    _YEAR | _MONTH: " year to month", _DAY | _HOUR: " day to hour", _DAY | _HOUR | _MINUTE: " day to minute",
+    _DAY | _HOUR | _MINUTE | _SECOND: " day to second", _HOUR | _MINUTE: " hour to minute",
+    _HOUR | _MINUTE | _SECOND: " hour to second", _MINUTE | _SECOND: " minute to second",
+    INTERVAL_FULL_RANGE: "",
+}
+VARHDRSZ = 4
+
+
+def _typmodout(oid: int, typmod: int) -> str | None:
+    """The typmodout function's text of a built-in type (bpchartypmodout, numerictypmodout, ...)."""
+    if oid in (1042, 1043):  # bpchar, varchar
+        return "(%d)" % (typmod - VARHDRSZ)
+    if oid == 1700:  # numeric: precision, then the 11-bit signed scale (15+; 0..1000 before)
+        t = typmod - VARHDRSZ
+        return "(%d,%d)" % ((t >> 16) & 0xFFFF, ((t & 0x7FF) ^ 1024) - 1024)
+    if oid in (1083, 1266, 1114, 1184, 1560, 1562):  # time(tz), timestamp(tz): precision; bit, varbit: length
+        return "(%d)" % typmod
+    if oid == 1186:  # interval
+        fields = _INTERVAL_FIELDS.get((typmod >> 16) & 0x7FFF, " ???")
+        precision = typmod & 0xFFFF
+        return fields if precision == INTERVAL_FULL_PRECISION else "%s(%d)" % (fields, precision)
+    return None
+
+
+def format_type_typmod(text: str, oid: int, elem_oid: int, typmod: int, strict: bool = False) -> str:
+    """format_type(oid, typmod) from format_type(oid, NULL)'s ``text``: format_type.c puts a
+    built-in type's typmod text after its name, before " with(out) time zone"; an array's applies
+    to its element (``elem_oid``; the type itself otherwise).  Other types (a user type's
+    typmodout) print as without a typmod, or, ``strict``, are an error (wal2json must print it).
+    What a column definition needs: a typmod of -1 is "given", as format_type(atttypid, atttypmod)
+    gives it."""
+    suffix = ""
+    if text.endswith("[]"):
+        text, suffix = text[:-2], "[]"
+    base = elem_oid or oid
+    if typmod < 0:
+        # FORMAT_TYPE_TYPEMOD_GIVEN: a bpchar or bit without a length is the catalog name ("character"
+        # and "bit" are char(1) and bit(1)); "bit" is a keyword, quoted
+        return ("bpchar" if base == 1042 else '"bit"' if base == 1560 else text) + suffix
+    mod = _typmodout(base, typmod)
+    if mod is None:
+        if strict:
+            raise CatalogError(f"format_type of type {text} (OID {base}) with typmod {typmod}: its typmodout "
+                               "function is not known")
+        return text + suffix
+    for tail in (" without time zone", " with time zone"):
+        if text.endswith(tail):
+            return text[:-len(tail)] + mod + tail + suffix
+    return text + mod + suffix
+
+
+def catalog_only_name(t, major: int, quote_all: bool = False) -> str:
+    """format_type's name of a type without a name of its own under an empty search_path (what
+    replication connections run with): only pg_catalog is visible, other types are qualified."""
+    special = FORMAT_TYPE_SPECIAL.get(t.oid)
+    if special is not None:
+        return special
+    if t.oid == JSONOID and major >= 17:
+        return "json"
+    name = quote_identifier(t.typname, major, quote_all)
+    if t.nspname == "pg_catalog":
+        return name
+    return quote_identifier(t.nspname or "???", major, quote_all) + "." + name
+
+
 
 
 def quote_all_identifiers(settings: dict) -> bool:

@@ -24,7 +24,7 @@ from typing import NamedTuple
 from ..catalog import Catalog
 from ..catalog.history import CatalogHistory
 from ..errors import DecodeError, format_lsn
-from .txn import TransactionTracker, XactEvent, xact_event  # noqa: F401  (xact_event: re-exported)
+from .txn import RunningXacts, TransactionListener, TransactionTracker, XactEvent, xact_event  # noqa: F401
 from ..output.base import CatalogView, OutputPlugin, OutputPluginOptions, Transaction
 from .apply import Replayer
 from .reorderbuffer import (
@@ -55,7 +55,7 @@ from ..rmgr import standby as rm_standby
 from ..rmgr.logicalmsg import parse_message
 from .snapbuild import SNAPBUILD_CONSISTENT, SNAPBUILD_FULL_SNAPSHOT, SnapBuilder
 from ..wal.xlogrecord import DecodedRecord
-from ..wal.xlogreader import decode_named, record_end_lsn
+from ..wal.xlogreader import _end_lsn, decode_in
 from .. import _impl
 from ..rmgr.heap import (  # heapam_xlog.h, declared once in the rmgr module
     SizeOfHeapDelete,
@@ -248,8 +248,12 @@ class NotDecoded(NamedTuple):
         return f"transaction {self.xid}{gid} {self.outcome} at {format_lsn(self.lsn)}, not decoded: {self.reason}"
 
 
-class LogicalDecoder:
-    """LogicalDecodingProcessRecord for one database, as a slot created at the first record read."""
+class LogicalDecoder(TransactionListener):
+    """LogicalDecodingProcessRecord for one database, as a slot created at the first record read.
+
+    The reorder buffer learns which subtransactions belong to which transaction, and which
+    transactions crashed, from the transaction tracker, as the catalog history does: the decoder
+    listens to it on the reorder buffer's behalf."""
 
     def __init__(self, catalog: Catalog, plugin: OutputPlugin, *, plugin_options: dict | None = None,
                  two_phase: bool = False, spill_dir: str | None = None,
@@ -261,7 +265,7 @@ class LogicalDecoder:
         self.database = catalog.database_oid
         self.plugin = plugin
         # CreateDecodingContext: the plugin's startup parses its options before anything is decoded
-        snapshot = CatalogView(catalog)
+        snapshot = CatalogView(catalog, at=self._view_at)
         plugin_opts = plugin.startup(dict(plugin_options or {}), snapshot) or OutputPluginOptions()
         self.two_phase = two_phase and plugin.supports_two_phase()
         self.major = major or catalog.major
@@ -275,6 +279,7 @@ class LogicalDecoder:
         self.warnings: list[str] = []
         self.on_warning = on_warning
         self.txns = TransactionTracker(self.major)  # the one transaction tracker: the history listens to it
+        self.txns.subscribe(self)
         history = CatalogHistory(catalog, self.major, warn=self.warn, txns=self.txns) if catalog_history else None
         if history is not None and not history.active:
             self.warn(history.inactive_reason)
@@ -282,7 +287,7 @@ class LogicalDecoder:
         self.history = history
         self.replayer = Replayer(catalog, plugin, snapshot, plugin_opts.receive_rewrites, history=history,
                                  warn=self.warn, wal_tuples=plugin_opts.receive_wal_tuples)
-        self.crashed: list = []  # transactions dropped by ReorderBufferAbortOld
+        self.crashed: list = []  # transactions dropped by ReorderBufferAbortOld (reorderbuffer.TXN)
         self._filter_origin = plugin.filter_by_origin  # FilterByOrigin, asked per change
         self._dispatch = {
             RM_XLOG_ID: self._xlog,
@@ -293,19 +298,33 @@ class LogicalDecoder:
             RM_LOGICALMSG_ID: self._logicalmsg,
         }
 
-    # -- per record ----------------------------------------------------------------------------
+    def _view_at(self, lsn: int) -> CatalogView:
+        """CatalogView.at: the committed catalog at ``lsn``, from the history once there is one."""
+        history = getattr(self, "history", None)
+        if history is None:
+            return self.replayer.snapshot
+        view = history.view(lsn, 0)
+        return self.replayer.snapshot if view is self.catalog else CatalogView(view, view.output_context)
 
     def warn(self, message: str) -> None:
         self.warnings.append(message)
         if self.on_warning is not None:
             self.on_warning(message)
 
+    # -- what the transaction tracker tells ---------------------------------------------------------
+
+    def subxact_assigned(self, top: int, sub: int, lsn: int) -> None:
+        self.rb.assign_child(top, sub, lsn)
+
+    def running_xacts(self, ev: RunningXacts) -> None:
+        self.crashed.extend(self.rb.abort_crashed(ev.crashed))
+
+    # -- per record ----------------------------------------------------------------------------
+
     def process(self, rec: DecodedRecord) -> None:
-        self.txns.process(rec)
+        self.txns.process(rec)  # assignments and crashed transactions reach the reorder buffer from here
         if self.history is not None:
             self.history.process(rec)
-        if rec.toplevel_xid:
-            self.rb.assign_child(rec.toplevel_xid, rec.xl_xid, rec.lsn)
         handler = self._dispatch.get(rec.xl_rmid)
         if handler is None:
             self.rb.process_xid(rec.xl_xid, rec.lsn)
@@ -322,7 +341,7 @@ class LogicalDecoder:
         process = self.process
 
         def slow(rec: bytes, lsn: int, end_lsn: int) -> None:
-            r = decode_named(decode, rec, lsn, end_lsn, major, path)
+            r = decode_in(decode, rec, lsn, end_lsn, major, path)
             process(r)
             if after is not None:
                 after(r)
@@ -332,13 +351,13 @@ class LogicalDecoder:
             tick = None
             if after is not None:
                 def tick(rec: bytes, lsn: int, end_lsn: int) -> None:
-                    after(decode_named(decode, rec, lsn, end_lsn, major, path))
+                    after(decode_in(decode, rec, lsn, end_lsn, major, path))
             logical.decode_framed(self, records, start, major, slow, tick)
             return
         seg_size = self.rb.segment_size
         for lsn, raw_end, rec in records:
             if lsn >= start:
-                slow(rec, lsn, record_end_lsn(rec, lsn, raw_end, seg_size))
+                slow(rec, lsn, _end_lsn(rec, lsn, raw_end, seg_size))
 
     def _xlog(self, rec: DecodedRecord) -> None:
         # Checkpoints, switches, FPIs...: nothing for decoding offline (no serialized snapshots;
@@ -360,7 +379,6 @@ class LogicalDecoder:
                 self.first_running = (rec.lsn, set(struct.unpack_from(
                     f"<{xcnt + subxcnt}I", rec.main_data, rm_standby.xl_running_xacts.size)))
             self.snapbuild.process_running_xacts(rec.lsn, rec.end_lsn, nextXid, oldestRunningXid)
-            self.crashed.extend(self.rb.abort_old(oldestRunningXid))
         elif info not in (rm_standby.XLOG_STANDBY_LOCK, rm_standby.XLOG_INVALIDATIONS):
             raise DecodeError(f"unexpected RM_STANDBY_ID record type: {info}", lsn=rec.lsn)
 
@@ -443,11 +461,7 @@ class LogicalDecoder:
         rb.process_xid(rec.xl_xid, rec.lsn)
         info = rec.xl_info & XLOG_XACT_OPMASK
         if info == rm_xact.XLOG_XACT_ASSIGNMENT:
-            # 13 learns subtransactions from here; 14+ from XLR_BLOCK_ID_TOPLEVEL_XID as well
-            xtop, nsubxacts = rm_xact.xl_xact_assignment.unpack_from(rec.main_data, 0)
-            for sub in struct.unpack_from(f"<{nsubxacts}I", rec.main_data, 8):
-                rb.assign_child(xtop, sub, rec.lsn)
-            return
+            return  # the transaction tracker told the reorder buffer
         ended = self.snapbuild.state >= SNAPBUILD_FULL_SNAPSHOT
         if info == rm_xact.XLOG_XACT_INVALIDATIONS:
             # The catalog history follows the catalog rows themselves, not invalidations; but they

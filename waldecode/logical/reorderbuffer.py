@@ -448,17 +448,12 @@ class ReorderBuffer:
         """ReorderBufferForget: a transaction committed but is not to be decoded."""
         self.abort(xid)
 
-    def abort_old(self, oldest_running_xid: int) -> list[TXN]:
-        """ReorderBufferAbortOld: top-level transactions older than the oldest running one crashed."""
-        from ..pg.transam import xid_precedes
-
-        dropped = []
-        for txn in list(self.toplevel.values()):
-            if xid_precedes(txn.xid, oldest_running_xid):
-                dropped.append(txn)
-                self.cleanup(txn)
-            else:
-                break
+    def abort_crashed(self, xids) -> list[TXN]:
+        """ReorderBufferAbortOld: the top-level transactions among ``xids`` crashed (the transaction
+        tracker tells which, at each XLOG_RUNNING_XACTS); their changes are dropped."""
+        dropped = [txn for txn in self.toplevel.values() if txn.xid in xids]
+        for txn in dropped:
+            self.cleanup(txn)
         return dropped
 
     def oldest_first_lsn(self) -> int | None:

@@ -5,7 +5,8 @@ transaction each subtransaction belongs to (XLR_BLOCK_ID_TOPLEVEL_XID, XLOG_XACT
 and the top_xid of XLOG_HEAP2_NEW_CID), the ends xact records tell (commit, abort, prepare,
 with their subtransactions: ``xact_event``), and which transactions still open at an
 XLOG_RUNNING_XACTS precede its oldest running xid and so crashed.  The decoder feeds it every
-record once; it hands each end to its listeners (the catalog history) as it reads it.
+record once; it hands each assignment and end to its listeners (the reorder buffer, the catalog
+history) as it reads it, so that they never learn any of it on their own.
 """
 
 from __future__ import annotations
@@ -79,33 +80,62 @@ _COMMITS = (rm_xact.XLOG_XACT_COMMIT, rm_xact.XLOG_XACT_COMMIT_PREPARED)
 _ABORTS = (rm_xact.XLOG_XACT_ABORT, rm_xact.XLOG_XACT_ABORT_PREPARED)
 
 
+class TransactionListener:
+    """What a listener of the tracker is told; each method does nothing unless overridden.
+
+    Each is called while the tracker still knows the transaction (``top_of``); the tracker
+    forgets what ended afterwards."""
+
+    def subxact_assigned(self, top: int, sub: int, lsn: int) -> None:
+        """``sub`` was announced as a subtransaction of ``top`` by the record at ``lsn``
+        (XLR_BLOCK_ID_TOPLEVEL_XID or XLOG_XACT_ASSIGNMENT: ReorderBufferAssignChild's callers)."""
+
+    def txn_committed(self, ev: XactEvent) -> None:
+        """COMMIT or COMMIT PREPARED."""
+
+    def txn_aborted(self, ev: XactEvent) -> None:
+        """ABORT (of a transaction or a subtransaction) or ROLLBACK PREPARED."""
+
+    def txn_prepared(self, ev: XactEvent) -> None:
+        """PREPARE TRANSACTION: the transaction stays open until COMMIT/ROLLBACK PREPARED."""
+
+    def running_xacts(self, ev: RunningXacts) -> None:
+        """An XLOG_RUNNING_XACTS record, with the transactions it shows to have crashed."""
+
+
 class TransactionTracker:
     """The transactions of the records read: subtransactions' top-level transactions, the ones still
-    open, and their ends.
-
-    A listener has ``txn_committed(ev)``, ``txn_aborted(ev)``, ``txn_prepared(ev)`` (``XactEvent``)
-    and ``running_xacts(ev)`` (``RunningXacts``); each is called while the tracker still knows the
-    transaction (``top_of``), and the tracker forgets what ended afterwards."""
+    open, and their ends, told to ``TransactionListener``s as the records are taken."""
 
     def __init__(self, major: int):
         self.major = major
         self.top_of: dict[int, int] = {}  # subtransaction -> top-level transaction, while open
         self.open: set[int] = set()  # (sub)transactions seen and not ended
-        self._listeners: list = []
+        self._listeners: list[TransactionListener] = []
 
-    def subscribe(self, listener) -> None:
+    def subscribe(self, listener: TransactionListener) -> None:
         self._listeners.append(listener)
 
     def top(self, xid: int) -> int:
         """The top-level transaction of ``xid`` (itself when it is one, or when that is not known)."""
         return self.top_of.get(xid, xid)
 
-    def assign(self, top: int, sub: int) -> None:
-        """``sub`` is a subtransaction of ``top`` (ReorderBufferAssignChild's knowledge)."""
+    def saw(self, xid: int) -> None:
+        """A record of ``xid`` was read (for a reader that does not hand over every record whole)."""
+        if xid:
+            self.open.add(xid)
+
+    def assign(self, top: int, sub: int, lsn: int | None = None) -> None:
+        """``sub`` is a subtransaction of ``top``.  With the ``lsn`` of the record that announced it,
+        the listeners are told (ReorderBufferAssignChild); without, only the tracker learns it:
+        XLOG_HEAP2_NEW_CID's top_xid and a commit's subxacts are no announcement in decode.c."""
         if sub and top and sub != top:
             self.top_of[sub] = top
             self.open.add(top)
             self.open.add(sub)
+            if lsn is not None:
+                for listener in self._listeners:
+                    listener.subxact_assigned(top, sub, lsn)
 
     def process(self, rec) -> XactEvent | RunningXacts | None:
         """Take one record; the transaction end or running-xacts record it is, if so."""
@@ -113,7 +143,7 @@ class TransactionTracker:
         if xid:
             self.open.add(xid)
         if rec.toplevel_xid:
-            self.assign(rec.toplevel_xid, xid)
+            self.assign(rec.toplevel_xid, xid, rec.lsn)
         rmid = rec.xl_rmid
         if rmid == RM_XACT_ID:
             return self._xact(rec)
@@ -130,7 +160,7 @@ class TransactionTracker:
             # 13 learns subtransactions from here; 14+ from XLR_BLOCK_ID_TOPLEVEL_XID as well
             xtop, nsubxacts = rm_xact.xl_xact_assignment.unpack_from(rec.main_data, 0)
             for sub in struct.unpack_from(f"<{nsubxacts}I", rec.main_data, rm_xact.xl_xact_assignment.size):
-                self.assign(xtop, sub)
+                self.assign(xtop, sub, rec.lsn)
             return None
         ev = xact_event(rec, self.major)
         if ev is None:

@@ -12,4 +12,24 @@ from ..errors import OutputPluginError
 # A TOASTed value the change did not carry (test_decoding prints unchanged-toast-datum)
 UNCHANGED_TOAST = type("UnchangedToast", (), {"__repr__": lambda self: "UNCHANGED_TOAST"})()
 
-__all__ = ["UNCHANGED_TOAST", "OutputPluginError"]
+# --format NAME -> (module, class): the plugins ``decode`` and ``spark decode`` offer; each class
+# takes ``output=`` an ``base.OutputWriter`` (or ``write=`` a line callback)
+PLUGINS = {
+    "test_decoding": ("waldecode.output.test_decoding", "TestDecoding"),
+    "sql": ("waldecode.output.sql", "SqlOutput"),
+    "wal2json": ("waldecode.output.wal2json", "Wal2Json"),
+}
+
+
+def plugin_class(name: str):
+    """The output plugin class of ``--format name``."""
+    import importlib
+
+    try:
+        module, cls = PLUGINS[name]
+    except KeyError:
+        raise OutputPluginError(f"unknown output plugin {name!r} (known: {', '.join(PLUGINS)})") from None
+    return getattr(importlib.import_module(module), cls)
+
+
+__all__ = ["UNCHANGED_TOAST", "OutputPluginError", "PLUGINS", "plugin_class"]

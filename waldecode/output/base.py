@@ -90,19 +90,26 @@ class CatalogView:
     long as that state lasts, so plugins may cache per view (by identity).
     """
 
-    __slots__ = ("_catalog", "_make_context", "_context", "major", "settings")
+    __slots__ = ("_catalog", "_make_context", "_context", "_at", "major", "settings")
 
-    def __init__(self, catalog, output_context=None):
+    def __init__(self, catalog, output_context=None, at=None):
         """``catalog``: a ``catalog.Catalog`` or a historic view of it; ``output_context``: a
-        callable giving the catalog's own output context, if it keeps one."""
+        callable giving the catalog's own output context, if it keeps one; ``at``: a callable
+        giving the ``CatalogView`` of an LSN (``at``), where the decoder follows the history."""
         self._catalog = catalog
         self._make_context = output_context
+        self._at = at
         self._context: OutputContext | None = None
         self.major: int = catalog.major
         self.settings: dict = catalog.settings
 
     def __repr__(self) -> str:
         return f"<CatalogView of {self._catalog!r}>"
+
+    def at(self, lsn: int) -> "CatalogView":
+        """The catalog as the transactions committed before ``lsn`` left it (a view of the snapshot
+        decoding started from when no history is followed)."""
+        return self._at(lsn) if self._at is not None else self
 
     def relation(self, oid: int) -> Relation | None:
         return self._catalog.relation(oid)
@@ -178,6 +185,11 @@ class OutputPlugin(abc.ABC):
     ``begin``, ``change`` and ``commit`` are required; the others default to what
     PostgreSQL does when a plugin leaves the callback unset.
     """
+
+    #: Whether Spark may decode the transactions of different ranges in separate instances of the
+    #: plugin (``spark decode``): False for one whose output for a transaction depends on what it
+    #: printed for earlier ones beyond the event before it (SQL's DDL tracking, undo's reversal)
+    ranges_apart = True
 
     # -- life cycle --------------------------------------------------------------------------------
 

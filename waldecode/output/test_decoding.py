@@ -16,18 +16,9 @@ from . import UNCHANGED_TOAST, OutputPluginError
 from .base import (DELETE, INSERT, UPDATE, CatalogView, OutputPlugin, OutputPluginOptions, OutputWriter, Transaction,
                    unknown_option)
 from .quote import quote_identifier, quote_literal_cstr, quote_qualified_identifier
+from ..pg.pg_type import (BITOID, BOOLOID, FLOAT4OID, FLOAT8OID, INT2OID, INT4OID, INT8OID,  # the types
+                          NUMERICOID, OIDOID, VARBITOID)  # print_literal special-cases
 
-# pg_type OIDs print_literal special-cases (src/include/catalog/pg_type.dat)
-BOOLOID = 16
-INT8OID = 20
-INT2OID = 21
-INT4OID = 23
-OIDOID = 26
-FLOAT4OID = 700
-FLOAT8OID = 701
-NUMERICOID = 1700
-BITOID = 1560
-VARBITOID = 1562
 _UNQUOTED_OIDS = frozenset((INT2OID, INT4OID, INT8OID, OIDOID, FLOAT4OID, FLOAT8OID, NUMERICOID))
 _SPECIAL_OIDS = _UNQUOTED_OIDS | {BITOID, VARBITOID, BOOLOID}
 

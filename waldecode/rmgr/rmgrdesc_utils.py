@@ -12,13 +12,8 @@ from __future__ import annotations
 import struct
 import time
 
-# src/include/catalog/pg_tablespace.dat: DEFAULTTABLESPACE_OID, GLOBALTABLESPACE_OID
-DEFAULTTABLESPACE_OID = 1663
-GLOBALTABLESPACE_OID = 1664
-
-# src/common/relpath.c: forkNames[] (src/include/common/relpath.h: ForkNumber)
-MAIN_FORKNUM = 0
-forkNames = ("main", "fsm", "vm", "init")
+from ..pg.relpath import fork_name, relation_path
+from ..pg.relpath import tablespace_version_directory as _version_directory
 
 # src/include/catalog/catversion.h: CATALOG_VERSION_NO of each release branch
 # (read from 13.1, 14.13, 15.15, 16.2, 17.4 and 18.3 trees); it names the
@@ -78,28 +73,9 @@ def timestamptz_to_str(dt: int) -> str:
     return "%s.%06d %s" % (ts, c_mod(dt, USECS_PER_SEC), zone)
 
 
-def tablespace_version_directory(major: int) -> str:
-    """src/include/catalog/catalog.h: TABLESPACE_VERSION_DIRECTORY."""
-    return "PG_%d_%d" % (major, CATALOG_VERSION_NO[major])
-
-
 def relpathperm(spc: int, db: int, rel: int, forknum: int, major: int) -> str:
-    """src/common/relpath.c: GetRelationPath with InvalidBackendId."""
-    if spc == GLOBALTABLESPACE_OID:
-        path = "global/%u" % rel
-    elif spc == DEFAULTTABLESPACE_OID:
-        path = "base/%u/%u" % (db, rel)
-    else:
-        path = "pg_tblspc/%u/%s/%u/%u" % (spc, tablespace_version_directory(major), db, rel)
-    if forknum != MAIN_FORKNUM:
-        path += "_" + fork_name(forknum)
-    return path
-
-
-def fork_name(forknum: int) -> str:
-    if 0 <= forknum < len(forkNames):
-        return forkNames[forknum]
-    return "(invalid fork %d)" % forknum
+    """src/common/relpath.c: GetRelationPath with InvalidBackendId, with the release's catalog version."""
+    return relation_path(spc, db, rel, forknum, _version_directory(major, CATALOG_VERSION_NO[major]))
 
 
 def item_pointer(data: bytes, offset: int) -> tuple[int, int]:

@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import struct
 
-from .rmgrdesc_utils import MAIN_FORKNUM, relpathperm
+from ..pg.relpath import MAIN_FORKNUM
+from .rmgrdesc_utils import relpathperm
 
 # src/include/catalog/storage_xlog.h
 XLOG_SMGR_CREATE = 0x10

@@ -16,6 +16,7 @@ import sys
 import tempfile
 
 from .. import argtypes
+from ..output import PLUGINS
 from ..errors import Error, UsageError
 
 #: below this much WAL a single process is faster than Spark's fixed costs (design §1)
@@ -39,7 +40,7 @@ def add_arguments(sub) -> None:
     dec.add_argument("--conf", dest="confs", action="append", default=[], metavar="KEY=VALUE",
                      help="a Spark setting (repeatable)")
     dec.add_argument("--catalog", required=True, metavar="FILE", help="catalog snapshot written by 'waldecode catalog'")
-    dec.add_argument("--format", default="test_decoding", choices=("test_decoding",), help="output plugin")
+    dec.add_argument("--format", default="test_decoding", choices=tuple(PLUGINS), help="output plugin")
     dec.add_argument("-o", "--option", dest="options", action="append", default=[], metavar="NAME[=VALUE]",
                      help="output plugin option, as pg_recvlogical -o passes it (repeatable)")
     dec.add_argument("-s", "--start-lsn", type=argtypes.lsn, help="as for decode: the slot's confirmed position")
@@ -180,7 +181,7 @@ def _check_impl(seen: set, quiet: bool) -> None:
 def cmd_spark_decode(args) -> int:
     from ..catalog import Catalog
     from ..cli import fit_catalog, plugin_options, report_decode_result
-    from ..output.test_decoding import TestDecoding
+    from ..output import plugin_class
     from ..wal.segments import discover
     from .job import SparkExecutor, decode_spark
 
@@ -207,7 +208,7 @@ def cmd_spark_decode(args) -> int:
     try:
         executor = SparkExecutor(spark, args.ranges)
         try:
-            result = decode_spark(executor, segments, catalog, TestDecoding, out, plugin_options=options,
+            result = decode_spark(executor, segments, catalog, plugin_class(args.format), out, plugin_options=options,
                                   start_lsn=args.start_lsn, restart_lsn=args.restart_lsn, end_lsn=args.end_lsn,
                                   two_phase=args.two_phase, include_uncommitted=args.include_uncommitted,
                                   segments_per_run=args.segments_per_task, parts_dir=parts_dir, on_warning=warn)

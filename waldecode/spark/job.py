@@ -24,7 +24,7 @@ import tempfile
 from dataclasses import dataclass
 
 from ..catalog import Catalog
-from ..errors import Error, format_lsn
+from ..errors import Error, UsageError, format_lsn
 from ..output.base import CatalogView
 from ..logical.session import VersionMismatchError
 from ..logical.startpoint import reading_start
@@ -298,6 +298,9 @@ def decode_spark(executor, paths, catalog: Catalog, make_plugin, out, *, plugin_
     if segments.major != catalog.major:
         raise VersionMismatchError(f"the WAL was written by {segments.describe_version()} but the catalog snapshot "
                                    f"is from PostgreSQL {catalog.major}")
+    if not getattr(make_plugin, "ranges_apart", True):
+        raise UsageError(f"the {getattr(make_plugin, '__name__', 'output')} plugin's output spans the whole run "
+                         "(DDL written once, undo reversed): use 'waldecode decode' for it")
     probe = make_plugin(lambda line: None)
     probe.startup(dict(plugin_options or {}), CatalogView(catalog))  # bad options fail here, before reading
     filtered_origins = frozenset(o for o in range(1 << 16) if probe.filter_by_origin(o))

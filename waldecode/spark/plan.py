@@ -198,13 +198,14 @@ class DriverDecoder(LogicalDecoder):
             if (sb.state, sb.next_phase_at) != self.transitions[-1][1:]:
                 self.transitions.append((lsn, sb.state, sb.next_phase_at))
         elif kind == "x":
+            self.txns.saw(item[1])
             self.rb.process_xid(item[1], lsn)
         elif kind == "c":
             xid, n = item[1], item[2]
             if self.snapbuild.state >= SNAPBUILD_FULL_SNAPSHOT and self._process_change(xid, lsn) and n:
                 self.rb.txn_by_xid(xid, True, lsn).nentries += n
         elif kind == "a":
-            self.rb.assign_child(item[1], item[2], lsn)
+            self.txns.assign(item[1], item[2], lsn)  # the reorder buffer hears of it from the tracker
         else:
             raise ValueError(f"unknown control item {kind!r}")
 
@@ -276,8 +277,14 @@ def run_driver_pass(items, catalog: Catalog, plugin: OutputPlugin, *, plugin_opt
     nranges = max(1, min(nranges, len(events) or 1))
     range_of = []
     acc = 0
-    for w in weights:
-        range_of.append(min(nranges - 1, acc * nranges // total))
+    for ev, w in zip(events, weights):
+        # A call (a non-transactional message, a COMMIT/ROLLBACK PREPARED) stays in the range of the event
+        # before it: a plugin may print it after what it kept of the last transaction (wal2json's format 1
+        # puts a comma before such a message after a transaction of two or more changes)
+        if ev[0] == "call" and range_of:
+            range_of.append(range_of[-1])
+        else:
+            range_of.append(min(nranges - 1, acc * nranges // total))
         acc += w
     members = {}
     for order, ev in enumerate(events):

@@ -50,7 +50,7 @@ from ..rmgr import heap as rm_heap
 from ..rmgr.heap import XLOG_HEAP_OPMASK
 from ..logical.reorderbuffer import Change
 from ..wal.xlogpage import FrameState, ReadStop
-from ..wal.xlogreader import decode_named, record_end_lsn
+from ..wal.xlogreader import _end_lsn, decode_in
 
 # decode.py's knowingly ignored heap/heap2 record types: anything else non-extracting goes to the
 # driver whole, so that the sequential pass raises the decoder's own "unexpected record type" error
@@ -95,7 +95,7 @@ def read_run(segments, first: int, last: int, start: int | None, end_lsn: int | 
             for lsn, raw_end, rec in raw:
                 if lsn < run_start:
                     continue
-                yield decode_named(decode, rec, lsn, record_end_lsn(rec, lsn, raw_end, seg_size), major, path)
+                yield decode_in(decode, rec, lsn, _end_lsn(rec, lsn, raw_end, seg_size), major, path)
             if stop is not None:
                 if segno <= last or stop.lsn < (last + 1) * seg_size or stop.kind != "end":
                     yield ("stop", stop)

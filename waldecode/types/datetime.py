@@ -27,10 +27,10 @@ _timetz = struct.Struct("<qi")
 _interval = struct.Struct("<qii")
 
 # src/include/datatype/timestamp.h
-USECS_PER_DAY = 86_400_000_000
-USECS_PER_HOUR = 3_600_000_000
-USECS_PER_MINUTE = 60_000_000
-USECS_PER_SEC = 1_000_000
+USECS_PER_DAY: "int64" = 86_400_000_000  # INT64CONST: products with them are 64-bit in C
+USECS_PER_HOUR: "int64" = 3_600_000_000
+USECS_PER_MINUTE: "int64" = 60_000_000
+USECS_PER_SEC: "int64" = 1_000_000
 SECS_PER_DAY = 86400
 MONTHS_PER_YEAR = 12
 POSTGRES_EPOCH_JDATE = 2451545  # date2j(2000, 1, 1)

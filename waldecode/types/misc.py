@@ -15,6 +15,7 @@ are not UTF-8 are kept as surrogate escapes.
 from __future__ import annotations
 
 import struct
+from typing import NamedTuple
 
 from ..errors import CorruptRecordError
 
@@ -268,8 +269,24 @@ def monetary_conventions(lc_monetary: str) -> dict:
     return conv
 
 
-def cash_text(value: int, lconv: dict) -> str:
-    """cash_out."""
+class CashConventions(NamedTuple):
+    """What cash_out takes of struct lconv, with its fallbacks applied."""
+
+    points: int  # digits after the decimal point
+    mon_group: int  # digits per group
+    dsymbol: str  # decimal point
+    ssymbol: str  # group separator
+    csymbol: str  # currency symbol
+    psign: str
+    nsign: str
+    p_layout: str  # cash_layout of positive amounts
+    p_sep_by_space: int
+    n_layout: str
+    n_sep_by_space: int
+
+
+def cash_conventions(lconv: dict) -> CashConventions:
+    """cash_out's reading of struct lconv."""
     points = lconv["frac_digits"]
     if points < 0 or points > 10:
         points = 2
@@ -279,15 +296,21 @@ def cash_text(value: int, lconv: dict) -> str:
         mon_group = 3
     dp = lconv["mon_decimal_point"]
     dsymbol = dp if len(dp.encode()) == 1 else "."
-    ssymbol = lconv["mon_thousands_sep"] or ("," if dsymbol != "," else ".")
-    csymbol = lconv["currency_symbol"] or "$"
+    return CashConventions(points, mon_group, dsymbol, lconv["mon_thousands_sep"] or ("," if dsymbol != "," else "."),
+                           lconv["currency_symbol"] or "$", lconv["positive_sign"], lconv["negative_sign"] or "-",
+                           cash_layout(lconv["p_sign_posn"], lconv["p_cs_precedes"]), lconv["p_sep_by_space"],
+                           cash_layout(lconv["n_sign_posn"], lconv["n_cs_precedes"]), lconv["n_sep_by_space"])
+
+
+def cash_text(value: int, lconv: dict) -> str:
+    """cash_out."""
+    c = cash_conventions(lconv)
+    points, mon_group, dsymbol, ssymbol, csymbol = c.points, c.mon_group, c.dsymbol, c.ssymbol, c.csymbol
     if value < 0:
         value = -value
-        signsymbol = lconv["negative_sign"] or "-"
-        sign_posn, cs_precedes, sep_by_space = lconv["n_sign_posn"], lconv["n_cs_precedes"], lconv["n_sep_by_space"]
+        signsymbol, layout, sep_by_space = c.nsign, c.n_layout, c.n_sep_by_space
     else:
-        signsymbol = lconv["positive_sign"]
-        sign_posn, cs_precedes, sep_by_space = lconv["p_sign_posn"], lconv["p_cs_precedes"], lconv["p_sep_by_space"]
+        signsymbol, layout, sep_by_space = c.psign, c.p_layout, c.p_sep_by_space
     out = []
     digit_pos = points
     while True:
@@ -301,21 +324,23 @@ def cash_text(value: int, lconv: dict) -> str:
         if not (value or digit_pos >= 0):
             break
     buf = "".join(reversed(out))  # built right to left, as cash_out does
-    sp1 = " " if sep_by_space == 1 else ""
-    sp2 = " " if sep_by_space == 2 else ""
+    parts = {"N": buf, "C": csymbol, "S": signsymbol, "1": " " if sep_by_space == 1 else "",
+             "2": " " if sep_by_space == 2 else "", "(": "(", ")": ")"}
+    return "".join(parts[p] for p in layout)
+
+
+def cash_layout(sign_posn: int, cs_precedes: int) -> str:
+    """cash_out's placement of the parts, by the locale's sign_posn and cs_precedes: N the digits,
+    C the currency symbol, S the sign, 1 a space where sep_by_space is 1, 2 one where it is 2."""
     if sign_posn == 0:
-        return f"({csymbol}{sp1}{buf})" if cs_precedes else f"({buf}{sp1}{csymbol})"
+        return "(C1N)" if cs_precedes else "(N1C)"
     if sign_posn == 2:
-        return (f"{csymbol}{sp1}{buf}{sp2}{signsymbol}" if cs_precedes
-                else f"{buf}{sp1}{csymbol}{sp2}{signsymbol}")
+        return "C1N2S" if cs_precedes else "N1C2S"
     if sign_posn == 3:
-        return (f"{signsymbol}{sp2}{csymbol}{sp1}{buf}" if cs_precedes
-                else f"{buf}{sp1}{signsymbol}{sp2}{csymbol}")
+        return "S2C1N" if cs_precedes else "N1S2C"
     if sign_posn == 4:
-        return (f"{csymbol}{sp2}{signsymbol}{sp1}{buf}" if cs_precedes
-                else f"{buf}{sp1}{csymbol}{sp2}{signsymbol}")
-    return (f"{signsymbol}{sp2}{csymbol}{sp1}{buf}" if cs_precedes
-            else f"{signsymbol}{sp2}{buf}{sp1}{csymbol}")
+        return "C2S1N" if cs_precedes else "N1C2S"
+    return "S2C1N" if cs_precedes else "S2N1C"
 
 
 def cash_out(value, typ, ctx) -> str:

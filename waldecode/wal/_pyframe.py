@@ -21,8 +21,6 @@ from __future__ import annotations
 
 import struct
 
-from crc32c import crc32c
-
 from ..errors import CorruptRecordError, format_lsn
 from .xlogpage import (
     MaxAllocSize,
@@ -66,6 +64,14 @@ RM_MIN_CUSTOM_ID = 128
 # BKPIMAGE_COMPRESSED(info): pglz|lz4|zstd bits from 15, the single pglz bit before
 BKPIMAGE_COMPRESSED_MASK_V15 = 0x04 | 0x08 | 0x10
 BKPIMAGE_COMPRESSED_MASK_V13 = 0x02
+
+
+def crc32c(data, value: int = 0) -> int:
+    """crc32c.crc32c, imported on first use: the package loads importlib.metadata, 25 ms of
+    start-up that the Cython implementation (its own CRC in C) never needs."""
+    global crc32c
+    from crc32c import crc32c
+    return crc32c(data, value)
 
 
 def _rmid_valid(rmid: int, magic: int) -> bool:

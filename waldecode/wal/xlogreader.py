@@ -41,6 +41,7 @@ class XLogReader:
         self.stop: ReadStop | None = None
         self.first_lsn: int | None = None  # LSN of the first record returned
         self.last_end_lsn: int | None = None  # EndRecPtr of the last record returned
+        self.read_from: int = 0  # records before it are skipped (set when reading starts)
 
     @property
     def major(self) -> int:
@@ -52,21 +53,55 @@ class XLogReader:
 
     def __iter__(self) -> Iterator[DecodedRecord]:
         decode = _impl.decode_record
+        frame = _impl.frame_segment
         major = self.segments.major
-        for path, records, start in self.frames():
+        seg_size = self.segments.seg_size
+        verify = self.verify_crc
+        for seg_lsn, buf, path, st in self.segments_to_read():
+            records, stop = frame(buf, seg_lsn, st, verify, path)
             for lsn, raw_end, rec in records:
-                if lsn < start:
+                if lsn < self.read_from:
                     continue
-                end = record_end_lsn(rec, lsn, raw_end, self.segments.seg_size)
-                r = decode_named(decode, rec, lsn, end, major, path)
+                end = _end_lsn(rec, lsn, raw_end, seg_size)
+                r = decode_in(decode, rec, lsn, end, major, path)
+                if self.first_lsn is None:
+                    self.first_lsn = lsn
                 self.last_end_lsn = end
                 yield r
+            if stop is not None:
+                self.stop = stop
+                return
 
     def frames(self) -> Iterator[tuple]:
         """The records segment by segment, framed but not decoded: ``(path, records, start)`` with
         records ``(lsn, raw_end, bytes)`` (``frame_segment``'s), of which those before ``start``
-        are to be skipped.  ``first_lsn`` and ``last_end_lsn`` follow each segment once its
-        records were taken; ``stop`` is set at the end."""
+        are to be skipped (the logical decoding loop takes them so).  ``first_lsn`` and
+        ``last_end_lsn`` follow each segment once its records were taken; ``stop`` is set at the end."""
+        frame = _impl.frame_segment
+        seg_size = self.segments.seg_size
+        verify = self.verify_crc
+        for seg_lsn, buf, path, st in self.segments_to_read():
+            records, stop = frame(buf, seg_lsn, st, verify, path)
+            start = self.read_from
+            if records and records[-1][0] >= start:
+                if self.first_lsn is None:
+                    self.first_lsn = next(lsn for lsn, _e, _r in records if lsn >= start)
+                yield path, records, start
+                lsn, raw_end, rec = records[-1]
+                self.last_end_lsn = _end_lsn(rec, lsn, raw_end, seg_size)
+            if stop is not None:
+                self.stop = stop
+                return
+
+    def segments_to_read(self, mapped: bool = False) -> Iterator[tuple[int, bytes, object, FrameState]]:
+        """The segments of the range, in order, as ``(seg_lsn, buffer, path, frame_state)``.
+
+        The caller frames each one from ``frame_state`` and skips the records before
+        ``read_from`` (set before the first segment); when framing stops it sets ``stop``
+        itself and leaves.  When the range or the input is used up, ``stop`` is set here.
+        The native ``inspect`` (``waldecode._waldump``) walks the same segments, ``mapped``
+        (``SegmentSet.load``).
+        """
         segs = self.segments
         seg_size = segs.seg_size
         start = self.start_lsn
@@ -83,11 +118,10 @@ class XLogReader:
         if self.end_lsn is not None:
             last_segno = min(last_segno, (self.end_lsn - 1) // seg_size)
         segs.check_contiguous(first_segno, last_segno)
+        self.read_from = start
         # XLogFindNextRecord: begin at the page holding ``start`` and skip records before it
         page_start = start - start % segs.page_size
         st = FrameState(segs.page_size, seg_size, segs.magic, segs.sysid, page_start, 0, self.end_lsn or 0)
-        frame = _impl.frame_segment
-        verify = self.verify_crc
         segno = first_segno
         while True:
             if self.end_lsn is not None and segno * seg_size >= self.end_lsn:
@@ -96,17 +130,8 @@ class XLogReader:
             if segno > segs.last_segno:
                 self.stop = self._ran_out(st, segno)
                 return
-            buf, path = segs.load(segno)
-            records, stop = frame(buf, segno * seg_size, st, verify, path)
-            if records and records[-1][0] >= start:
-                if self.first_lsn is None:
-                    self.first_lsn = next(lsn for lsn, _e, _r in records if lsn >= start)
-                yield path, records, start
-                lsn, raw_end, rec = records[-1]
-                self.last_end_lsn = record_end_lsn(rec, lsn, raw_end, seg_size)
-            if stop is not None:
-                self.stop = stop
-                return
+            buf, path = segs.load(segno, mapped)
+            yield segno * seg_size, buf, path, st
             segno += 1
 
     def _ran_out(self, st: FrameState, segno: int) -> ReadStop:
@@ -146,15 +171,15 @@ def read_segment(segments: SegmentSet, segno: int, verify_crc: bool = True,
             st.stop_after_partial = True
             more, stop = _impl.frame_segment(next_head, (segno + 1) * seg_size, st, verify_crc, next_path)
             raw.extend(more)
-    records = [_impl.decode_record(rec, lsn, record_end_lsn(rec, lsn, raw_end, seg_size), major)
+    records = [_impl.decode_record(rec, lsn, _end_lsn(rec, lsn, raw_end, seg_size), major)
                for lsn, raw_end, rec in raw if rmid is None or rec[17] == rmid]  # XLogRecord.xl_rmid
     return records, stop
 
 
-def decode_named(decode, rec: bytes, lsn: int, end_lsn: int, major: int, path) -> DecodedRecord:
-    """``decode(rec, lsn, end_lsn, major)`` (``_impl.decode_record``), its errors naming ``path``."""
+def decode_in(decode, rec: bytes, lsn: int, end: int, major: int, path) -> DecodedRecord:
+    """``decode(rec, lsn, end, major)``, its error naming the segment file ``path``."""
     try:
-        return decode(rec, lsn, end_lsn, major)
+        return decode(rec, lsn, end, major)
     except WALError as e:
         if e.path is None:
             named = type(e)(e.reason, path=path)
@@ -163,7 +188,7 @@ def decode_named(decode, rec: bytes, lsn: int, end_lsn: int, major: int, path) -
         raise
 
 
-def record_end_lsn(rec: bytes, lsn: int, raw_end: int, seg_size: int) -> int:
+def _end_lsn(rec: bytes, lsn: int, raw_end: int, seg_size: int) -> int:
     """PostgreSQL's EndRecPtr: the aligned end, or the segment end after XLOG_SWITCH."""
     end = raw_end + 7 & ~7
     if rec[17] == 0 and rec[16] & 0xF0 == 0x40:

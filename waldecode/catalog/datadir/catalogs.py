@@ -30,14 +30,13 @@ from ..pg_catalog import (
     CatalogLayout,
     DatabaseRelationId,
 )
+from ...pg.relpath import database_path, tablespace_version_directory
 from .clog import TransactionStatus
 from .control import read_pg_control, read_pg_version
 from .heapscan import HeapScan, HeapTuple
 from .relmap import RELMAPPER_FILENAME, read_relmap_file
 
-# src/include/catalog/pg_tablespace.dat, pg_database.dat
-DEFAULTTABLESPACE_OID = 1663
-GLOBALTABLESPACE_OID = 1664
+# src/include/catalog/pg_database.dat
 Template1DbOid = 1
 # src/include/catalog/pg_database.h: datconnlimit of a database a DROP left half done (15.4+, 16+)
 DATCONNLIMIT_INVALID_DB = -2
@@ -113,12 +112,8 @@ class DataDir:
 
     # paths (src/common/relpath.c GetRelationPath / GetDatabasePath)
     def database_path(self, dboid: int, spcoid: int) -> str:
-        if spcoid == GLOBALTABLESPACE_OID:
-            return os.path.join(self.pgdata, "global")
-        if spcoid == DEFAULTTABLESPACE_OID:
-            return os.path.join(self.pgdata, "base", str(dboid))
-        return os.path.join(self.pgdata, "pg_tblspc", str(spcoid),
-                            f"PG_{self.major}_{self.control.catalog_version_no}", str(dboid))
+        version_directory = tablespace_version_directory(self.major, self.control.catalog_version_no)
+        return os.path.join(self.pgdata, database_path(spcoid, dboid, version_directory))
 
     def scan(self, path: str) -> HeapScan:
         return HeapScan(path, self.xact, self.control.relseg_size)
@@ -198,14 +193,15 @@ class AttributeRows:
         out = []
         for values, tup in self.rows.get(relid, ()):
             (attnum, attname, atttypid, atttypmod, attlen, attbyval, attalign, attstorage, attisdropped,
-             attnotnull, atthasmissing, attgenerated) = self.values(
+             attnotnull, atthasmissing, attgenerated, attidentity, atthasdef) = self.values(
                 values, "attnum", "attname", "atttypid", "atttypmod", "attlen", "attbyval", "attalign", "attstorage",
-                "attisdropped", "attnotnull", "atthasmissing", "attgenerated")
+                "attisdropped", "attnotnull", "atthasmissing", "attgenerated", "attidentity", "atthasdef")
             if attnum > 0:
                 out.append((Attribute(
                     attnum=attnum, attname=attname, atttypid=atttypid, atttypmod=atttypmod, attlen=attlen,
                     attbyval=attbyval, attalign=attalign, attstorage=attstorage, attisdropped=attisdropped,
-                    attnotnull=attnotnull, atthasmissing=atthasmissing, attgenerated=attgenerated), tup))
+                    attnotnull=attnotnull, atthasmissing=atthasmissing, attgenerated=attgenerated,
+                    attidentity=attidentity, atthasdef=atthasdef), tup))
         return out
 
     def layout(self, relid: int, what: str) -> tuple[Attribute, ...]:

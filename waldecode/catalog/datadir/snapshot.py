@@ -265,7 +265,8 @@ class _Database:
                 relpersistence=relpersistence, relfilenode=relfilenode, reltablespace=reltablespace,
                 relreplident=relreplident, reltoastrelid=reltoastrelid, relrewrite=relrewrite,
                 replica_identity_key=relcache.replica_identity_key(relreplident, indexes.get(oid, ())),
-                relispartition=relispartition, attributes=self.attributes(oid, fmt))
+                relispartition=relispartition, attributes=self.attributes(oid, fmt),
+                primary_key=relcache.replica_identity_key("d", indexes.get(oid, ())))
             (views if relkind == RELKIND_VIEW else relations)[oid] = rel
         for oid in relcache.views_needed(relations, views, types):
             relations[oid] = views[oid]

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
-from ...logical.txn import TransactionTracker
+from ...logical.txn import TransactionListener, TransactionTracker
 from ...pg.lsn import format_lsn
 from ...rmgr import RM_RELMAP_ID
 from ...rmgr.relmap import xl_relmap_update
@@ -72,7 +72,7 @@ class CatalogProblem(NamedTuple):
         return text
 
 
-class CatalogHistory:
+class CatalogHistory(TransactionListener):
     """The base catalog snapshot plus the catalog changes decoded from the WAL, by LSN.
 
     ``txns`` is the transaction tracker the decoder feeds (one of its own, fed by ``process``,
@@ -98,6 +98,13 @@ class CatalogHistory:
         self._pending_problems: dict[int, list] = {}  # xid -> problems not yet reported
         self._first_versions: set = set()  # (catalog, OID) whose old version the range showed
         self._temp_oids: set = set()  # temporary relations and their row types: never decoded
+
+    def __getstate__(self) -> dict:
+        # A pickled history (shipped to Spark tasks) answers queries and takes no more records: the
+        # tracker, and through it every listener (the decoder, its plugin), stays behind
+        state = self.__dict__.copy()
+        state["tracker"] = None
+        return state
 
     @property
     def active(self) -> bool:

@@ -359,7 +359,8 @@ class HistoricCatalog:
             relkind=row["relkind"], relpersistence=row["relpersistence"], relfilenode=relfilenode,
             reltablespace=row["reltablespace"], relreplident=relreplident, reltoastrelid=row["reltoastrelid"],
             relrewrite=row["relrewrite"] or 0, replica_identity_key=self._identity_key(oid, relreplident, base),
-            relispartition=bool(row["relispartition"]), attributes=self._attributes(oid, base))
+            relispartition=bool(row["relispartition"]), attributes=self._attributes(oid, base),
+            primary_key=self._index_key(oid, "d", base, base.primary_key if base is not None else None))
 
     def _mapped_filenode(self, oid: int, base: Relation | None) -> int:
         v = self._get(RELMAP, oid)
@@ -380,6 +381,9 @@ class HistoricCatalog:
         key = self._identity_key(base.oid, base.relreplident, base)
         if key != base.replica_identity_key:
             changes["replica_identity_key"] = key
+        pk = self._index_key(base.oid, "d", base, base.primary_key)
+        if pk != base.primary_key:
+            changes["primary_key"] = pk
         if base.relkind in RELKINDS_WITH_STORAGE:
             node = self._mapped_filenode(base.oid, base)
             if node != base.relfilenode:
@@ -435,8 +439,11 @@ class HistoricCatalog:
             attlen=row["attlen"], attbyval=bool(row["attbyval"]), attalign=row["attalign"],
             attstorage=row["attstorage"], attisdropped=dropped, attnotnull=bool(row["attnotnull"]),
             atthasmissing=bool(row["atthasmissing"]), attmissingval=missing,
-            attgenerated=row.get("attgenerated") or "",
-            type_name="" if dropped else self.format_type(row["atttypid"]))
+            attgenerated=row.get("attgenerated") or "", attidentity=row.get("attidentity") or "",
+            type_name="" if dropped else self.format_type(row["atttypid"]),
+            # the default's text is pg_attrdef's, which the history does not follow: a row the range
+            # wrote (ALTER COLUMN SET DEFAULT rewrites it) leaves it unknown
+            atthasdef=bool(row.get("atthasdef")))
 
     def _missing_text(self, row: dict) -> str | None:
         """The output text of the one element of pg_attribute.attmissingval (``relcache.missing_value_text``)."""
@@ -447,15 +454,21 @@ class HistoricCatalog:
                                      f"{e}") from None
 
     def _identity_key(self, oid: int, relreplident: str, base: Relation | None) -> tuple:
-        """``relcache.replica_identity_key`` over the pg_index rows of ``oid`` here: those the range changed,
-        else the snapshot's key while nothing says it went stale, else the snapshot's other indexes as
-        far as the pages seen show them."""
+        """The replica identity key here (``_index_key``)."""
+        same = base is not None and base.relreplident == relreplident
+        return self._index_key(oid, relreplident, base, base.replica_identity_key if same else None)
+
+    def _index_key(self, oid: int, relreplident: str, base: Relation | None, base_key: tuple | None) -> tuple:
+        """``relcache.replica_identity_key`` over the pg_index rows of ``oid`` here (``relreplident`` "d":
+        the primary key): those the range changed, else the snapshot's key ``base_key`` (None: it does not
+        apply) while nothing says it went stale, else the snapshot's other indexes as far as the pages
+        seen show them."""
         flag = relcache.identity_index_flag(relreplident)
         if flag is None:
             return ()
         keys = self._linked("index", oid)
-        if not keys and base is not None and base.relreplident == relreplident:
-            return base.replica_identity_key
+        if not keys and base is not None and base_key is not None:
+            return base_key
         rows = {}
         touched_old = []
         for _cat, indexrelid in keys:
@@ -469,10 +482,10 @@ class HistoricCatalog:
         key = relcache.replica_identity_key(relreplident, rows.values())
         if key:
             return key
-        if base is not None and base.relreplident == relreplident and base.replica_identity_key:
-            stale = any(relcache.index_key(r) == base.replica_identity_key for r in touched_old + list(rows.values()))
+        if base is not None and base_key:
+            stale = any(relcache.index_key(r) == base_key for r in touched_old + list(rows.values()))
             if not stale:
-                return base.replica_identity_key
+                return base_key
         if base is not None:  # the snapshot's other indexes, as far as pages seen show them
             touched = set(rows) | {r["indexrelid"] for r in touched_old}
             return relcache.replica_identity_key(

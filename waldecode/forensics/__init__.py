@@ -1,0 +1,1 @@
+"""Forensics: what the WAL tells after the fact (diverging timelines, applying what was lost)."""

@@ -1,0 +1,124 @@
+"""The forensic commands: ``waldecode timelines`` and ``waldecode diverge``.
+
+Owns their arguments and printing; the work is ``timelines`` and ``diverge``'s.  ``diverge``
+exits 0 when everything after the switch point was decoded, 1 when something could not be
+(named on stderr and in the report), 2 for usage errors.
+"""
+
+from __future__ import annotations
+
+import sys
+
+from .. import argtypes
+from ..errors import UsageError
+from ..output import PLUGINS
+
+EXIT_OK = 0
+EXIT_INCOMPLETE = 1
+
+
+def add_arguments(sub) -> None:
+    tl = sub.add_parser("timelines", help="the timelines in an archive: history files, switch points, segments",
+                        description="List the timelines of the WAL among PATHs: history files and switch points, "
+                                    "the segments (full or .partial) of each timeline, where each timeline's WAL "
+                                    "ends, and which timeline holds WAL past a switch point (what an old primary "
+                                    "wrote after a failover).")
+    tl.add_argument("paths", nargs="+", metavar="PATH", help="WAL segment files, history files or directories")
+    tl.add_argument("-s", "--start-lsn", type=argtypes.lsn,
+                    help="warn when a decode started here would lie past a switch point")
+    tl.set_defaults(func=cmd_timelines)
+
+    dv = sub.add_parser("diverge", help="what the old primary committed after a failover, and what to do about it",
+                        description="Decode the old timeline past the switch point (from the history file, or "
+                                    "--switch-lsn), starting by itself at a consistent point before it, and list "
+                                    "what the new timeline lacks: the transactions committed after the switch "
+                                    "point, prepared transactions whose fate differs (with the statement to run), "
+                                    "transactions open at the crash, the DDL; with --new or --dsn, the rows "
+                                    "changed on both sides.")
+    dv.add_argument("--old", nargs="+", required=True, metavar="PATH",
+                    help="the old primary's WAL (its pg_wal, or the archive): segments or directories")
+    dv.add_argument("--new", nargs="+", default=[], metavar="PATH",
+                    help="the new timeline's WAL and history file (the new primary's pg_wal or the archive)")
+    dv.add_argument("--catalog", required=True, metavar="FILE",
+                    help="catalog snapshot ('waldecode catalog') taken before the reading start, e.g. from the "
+                         "base backup the standby was made from")
+    dv.add_argument("--dsn", help="libpq connection string of the new primary (read-only queries): its prepared "
+                                  "transactions, and the current rows, when --new is not given")
+    dv.add_argument("--switch-lsn", type=argtypes.lsn, help="the switch point, when no history file is at hand")
+    dv.add_argument("--old-timeline", type=int, help="the old timeline (default: the parent in the newest "
+                                                     "history file)")
+    dv.add_argument("--format", default="report", choices=("report", "json", "sql"),
+                    help="report (text), json (versioned: see the README), or sql: the lost transactions as "
+                         "statements for the new primary (guarded: a row changed on both sides draws a WARNING)")
+    dv.add_argument("--changes", action="store_true",
+                    help="print each transaction's changes as the output plugin prints them")
+    dv.add_argument("--plugin", default="test_decoding", choices=tuple(PLUGINS),
+                    help="output plugin the changes are printed with (as decode --format)")
+    dv.add_argument("-o", "--option", dest="options", action="append", default=[], metavar="NAME[=VALUE]",
+                    help="output plugin option, as decode -o (repeatable)")
+    dv.add_argument("--set", dest="settings", action="append", default=[], metavar="NAME=VALUE",
+                    help="override a setting output depends on, as decode --set")
+    dv.add_argument("--spill-dir", help="directory for .spill files (default: a temporary directory)")
+    dv.add_argument("--output", metavar="FILE", help="write to this file instead of standard output")
+    dv.set_defaults(func=cmd_diverge)
+
+
+def cmd_timelines(args) -> int:
+    from ..wal.segments import scan
+    from .timelines import format_timelines, timelines
+
+    found = scan(args.paths)
+    tls = timelines(args.paths, found)
+    text = format_timelines(tls, found.seg_size, args.start_lsn)
+    sys.stdout.write(text)
+    return EXIT_OK
+
+
+def decode_start_warnings(paths, segments, start_lsn: int | None) -> list[str]:
+    """``decode --start-lsn`` in an input holding several timelines: what the start misses or means."""
+    if start_lsn is None or len(segments.timelines) < 2:
+        return []
+    from ..wal.segments import scan
+    from .timelines import start_warnings, timelines
+
+    return start_warnings(timelines(paths, scan(paths)), start_lsn, segments.tli)
+
+
+def cmd_diverge(args) -> int:
+    from ..catalog import Catalog
+    from ..cli import fit_catalog, plugin_options
+    from ..wal.segments import discover, scan
+    from .diverge import diverge
+    from .newprimary import NewPrimary
+    from .report import report, to_json, to_sql
+
+    options = plugin_options(args.options)
+    if args.format == "sql":
+        # the lost transactions as the sql plugin writes them, guarded against rows changed on both sides
+        if args.plugin not in ("test_decoding", "sql"):
+            raise UsageError("diverge --format sql writes the sql plugin's statements: leave out --plugin")
+        args.plugin, args.changes = "sql", True
+        options.setdefault("conflict", "guard")
+    catalog = Catalog.load(args.catalog)
+    # the WAL's version: from any one timeline's segments (the old one is chosen later, from the history)
+    fit_catalog(catalog, discover(args.old, args.old_timeline or max(scan(args.old).by_tli)), args.settings,
+                args.catalog)
+    warn = lambda m: print(f"waldecode: warning: {m}", file=sys.stderr)  # noqa: E731
+    newprimary = NewPrimary(args.dsn) if args.dsn else None
+    try:
+        d = diverge(args.old, catalog, new_paths=args.new, newprimary=newprimary, switch_lsn=args.switch_lsn,
+                    old_timeline=args.old_timeline, plugin=args.plugin, plugin_options=options,
+                    with_changes=args.changes, spill_dir=args.spill_dir, warn=warn)
+    finally:
+        if newprimary is not None:
+            newprimary.close()
+    text = to_json(d) if args.format == "json" else to_sql(d) if args.format == "sql" else report(d)
+    if args.output:
+        with open(args.output, "w", encoding="utf-8", errors="surrogateescape") as f:
+            f.write(text)
+    else:
+        sys.stdout.buffer.write(text.encode("utf-8", "surrogateescape"))
+        sys.stdout.flush()
+    for e in d.errors:
+        print(f"waldecode: error: {e}", file=sys.stderr)
+    return EXIT_OK if d.complete else EXIT_INCOMPLETE
