@@ -2,7 +2,8 @@
 
 waldecode._native: WAL pages and records; waldecode._typeout: tuples, type output and
 test_decoding's column lists; waldecode._waldump: ``inspect`` (pg_waldump's lines and --stats) in
-one loop over the segment bytes.  native/pgconsts.pxd, generated here by native/pgconsts.py,
+one loop over the segment bytes; waldecode._logical: the reorder buffer's change storage and the
+logical decoding record loop.  native/pgconsts.pxd, generated here by native/pgconsts.py,
 declares the PostgreSQL constants of the pure-Python modules for Cython; native/pgdefs.pxd
 the rest of what the native code needs of PostgreSQL's headers, native/wd_shortest.h the
 exact shortest float digits, native/wd_*.h the C of the WAL reader and pg_waldump's text.
@@ -35,6 +36,8 @@ if os.environ.get("WALDECODE_NO_NATIVE", "") in ("", "0"):
             Extension("waldecode._typeout", ["native/_typeout.pyx"], include_dirs=["native"],
                       extra_compile_args=["-O2"], depends=["native/pgdefs.pxd", "native/pgconsts.pxd", "native/_typeout.pxd",
                                                            "native/wd_shortest.h"]),
+            Extension("waldecode._logical", ["native/_logical.pyx"], include_dirs=["native"],
+                      extra_compile_args=["-O2"], depends=["native/pgdefs.pxd"]),
         ],
         include_path=["native"],
         compiler_directives={"language_level": "3"},

@@ -65,3 +65,27 @@ cdef enum:
     FLOAT_FIXED_LIMIT = 6           # f2s.c: fixed notation for decimal exponents below 6
     DOUBLE_MAX_EXPONENT = 0x7FF
     DOUBLE_FIXED_LIMIT = 15         # d2s.c: ... below 15
+
+# src/include/access/heapam_xlog.h: xl_heap_insert (offnum, flags), which rmgr/heap.py reads by offset
+cdef enum:
+    SizeOfHeapInsert = 3
+
+# waldecode/logical/reorderbuffer.py _ChangeHeader, "<QBIIHBiii": a queued change as the reorder
+# buffer holds it and spill files store it (lsn, action, spcOid, relNumber, origin,
+# clear_toast_afterwards, the lengths of newtuple, oldtuple, extra: -1 for none), its bytes after it
+cdef enum:
+    SizeOfQueuedChange = 32
+
+# src/include/access/xlogrecord.h: the record header, the block ids that are not blocks, block flags
+cdef enum:
+    SizeOfXLogRecord = 24
+    XLR_MAX_BLOCK_ID = 32
+    XLR_BLOCK_ID_DATA_SHORT = 255
+    XLR_BLOCK_ID_DATA_LONG = 254
+    XLR_BLOCK_ID_ORIGIN = 253
+    XLR_BLOCK_ID_TOPLEVEL_XID = 252
+    BKPBLOCK_HAS_IMAGE = 0x10
+    BKPBLOCK_HAS_DATA = 0x20
+    BKPBLOCK_SAME_REL = 0x80
+    BKPIMAGE_HAS_HOLE = 0x01
+    BLCKSZ = 8192

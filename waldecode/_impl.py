@@ -80,6 +80,27 @@ def waldump():
     return _companion("_waldump")
 
 
+_logical = None  # waldecode._logical once imported (logical() is asked per transaction)
+
+
+def logical():
+    """``waldecode._logical`` (the reorder buffer's change storage, the record loop) under the Cython
+    implementation, None under pure Python."""
+    global _logical
+    if IMPL != "cython":
+        return None
+    if _logical is None:
+        try:
+            from . import _logical as mod
+        except ImportError:
+            if _forced == "cython":
+                raise ImportError("WALDECODE_IMPL=cython but the extension waldecode._logical is not built; "
+                                  "install the package (pip install .) to build it") from None
+            return None
+        _logical = mod
+    return _logical
+
+
 def available() -> list[str]:
     """The implementations that can be loaded here."""
     names = ["python"]

@@ -72,6 +72,27 @@ class Tracker:
         self._gen = self._records()
         return self._gen
 
+    def frames(self) -> Iterator:
+        """The reader's ``frames()`` (segment by segment), the line following each segment."""
+        if not self.on:
+            self._gen = self.reader.frames()
+            return self._gen
+        self._gen = self._frames()
+        return self._gen
+
+    def _frames(self) -> Iterator:
+        self._start()
+        n = 0
+        try:
+            for item in self.reader.frames():
+                records = item[1]
+                n += len(records)
+                self.records = n
+                self.lsn = records[-1][0]
+                yield item
+        finally:
+            self._end_line()
+
     def count_changes(self, changes) -> None:
         """The changes written so far are ``changes()`` (e.g. the plugin's count of its change rows)."""
         self._changes = changes

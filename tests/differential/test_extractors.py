@@ -28,15 +28,17 @@ def test_segment_extraction_equals_the_sequential_decoder(fx, monkeypatch, impl)
     catalog = Catalog.load(fx.path / "snapshot.json.gz")
     slot = fx.meta["slots"][0]
     queued = []
-    real_queue = ReorderBuffer.queue_change
+    real_spill = ReorderBuffer.spill
 
-    def spy(self, xid, change):
-        queued.append((xid, change))
-        return real_queue(self, xid, change)
+    # Every change is spilled as soon as it is queued (a threshold of 1), whether the Python decoder
+    # queued it or the native record loop did: the spill sees each one, in queue order
+    def spy(self, txn):
+        queued.extend((txn.xid, c) for c in txn.changes)
+        return real_spill(self, txn)
 
-    monkeypatch.setattr(ReorderBuffer, "queue_change", spy)
+    monkeypatch.setattr(ReorderBuffer, "spill", spy)
     result = decode_wal([fx.wal_dir], catalog, TestDecoding(lambda row: None),
-                        start_lsn=parse_lsn(slot["confirmed_flush_lsn"]), end_lsn=fx.end_lsn)
+                        start_lsn=parse_lsn(slot["confirmed_flush_lsn"]), end_lsn=fx.end_lsn, spill_threshold=1)
     monkeypatch.undo()
     assert result.consistent_lsn is not None
     start, end = result.consistent_lsn, fx.end_lsn

@@ -17,15 +17,11 @@ import struct
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from waldecode.catalog import Attribute, Catalog, Relation, TypeInfo
+from model_catalog import DB, REL, SPC, make_catalog, tuple_bytes
 from waldecode.logical.decode import LogicalDecoder
 from waldecode.output.test_decoding import TestDecoding
 from waldecode.logical.reorderbuffer import Change
 from waldecode.wal.xlogrecord import BlockRef, DecodedRecord
-
-DB = 16384
-REL = 16400
-SPC = 1663
 
 RM_XACT_ID, RM_STANDBY_ID, RM_HEAP_ID = 1, 8, 10
 XLOG_XACT_COMMIT, XLOG_XACT_ABORT, XLOG_XACT_HAS_INFO = 0x00, 0x20, 0x80
@@ -33,24 +29,6 @@ XACT_XINFO_HAS_DBINFO, XACT_XINFO_HAS_SUBXACTS = 1, 2
 XLOG_RUNNING_XACTS = 0x10
 XLOG_HEAP_INSERT = 0x00
 XLH_INSERT_CONTAINS_NEW_TUPLE = 0x08
-
-
-def make_catalog() -> Catalog:
-    atts = (Attribute(1, "id", 23, -1, 4, True, "i", "p", False, type_name="integer"),
-            Attribute(2, "v", 25, -1, -1, False, "i", "x", False, type_name="text"))
-    rel = Relation(REL, "t", "public", "r", "p", REL, 0, "d", attributes=atts, replica_identity_key=(1,))
-    types = {23: TypeInfo(23, "int4", "pg_catalog", 4, True, "i", "p", "b", "N", ",", 0, 1007, 0, -1, 0,
-                          "int4out", "integer"),
-             25: TypeInfo(25, "text", "pg_catalog", -1, False, "i", "x", "b", "S", ",", 0, 1009, 0, -1, 0,
-                          "textout", "text")}
-    return Catalog("15.0", 150000, 15, 0, "db", DB, SPC, {"TimeZone": "UTC"}, {REL: rel}, types)
-
-
-def tuple_bytes(ident: int, text: str) -> bytes:
-    raw = text.encode()
-    body = b"\x00" + struct.pack("<i", ident) + bytes([((len(raw) + 1) << 1) | 1]) + raw
-    # xl_heap_header (natts 2, HEAP_HASVARWIDTH, t_hoff 24), then the byte of padding up to t_hoff
-    return struct.pack("<HHB", 2, 0x0002, 24) + body
 
 
 class WalModel:
@@ -239,16 +217,31 @@ _changes = st.lists(st.builds(Change, st.integers(0, 2**64 - 1), st.sampled_from
                               st.booleans(), _parts, _parts, _parts), max_size=20)
 
 
-@given(_changes)
-def test_spill_batches_of_both_implementations_agree(changes):
-    """A spill batch is the same bytes from either implementation and reads back the same changes."""
+@given(_changes, st.booleans())
+def test_change_stores_of_both_implementations_agree(changes, ordered):
+    """A transaction's changes held as bytes (ChangeBuffer) give back what the reference (ChangeList)
+    holds: the same changes, byte counts (the memory budget) and spill batches, which read back
+    the same changes."""
     from waldecode import _impl
-    from waldecode.logical.reorderbuffer import _deserialize, _serialize
+    from waldecode.logical.reorderbuffer import ChangeList, _deserialize
 
-    data = _serialize(changes)
-    assert _deserialize(data, len(changes)) == changes
-    if "cython" in _impl.available():
-        from waldecode import _native
+    if ordered:
+        changes = sorted(changes, key=lambda c: c.lsn)
+    ref = ChangeList()
+    for c in changes:
+        ref.append(c)
+    data = ref.getvalue()
+    assert _deserialize(data, len(changes)) == changes == list(ref)
+    if "cython" not in _impl.available():
+        return
+    from waldecode import _logical
 
-        assert _native.serialize_changes(changes) == data
-        assert _native.deserialize_changes(data, len(changes)) == changes
+    buf = _logical.ChangeBuffer()
+    for c in changes:
+        buf.append(c)
+    assert (len(buf), buf.nbytes, list(buf), buf.getvalue()) == (len(ref), ref.nbytes, changes, data)
+    assert buf.batches(1 << 20) == ref.batches(1 << 20)
+    assert list(_logical.from_batch(data, len(changes))) == changes
+    buf.clear()
+    ref.clear()
+    assert (len(buf), buf.nbytes, list(buf)) == (len(ref), ref.nbytes, list(ref)) == (0, 0, [])

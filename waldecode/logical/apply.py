@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import struct
 
+from .. import _impl
 from ..heap import heaptuple
 from ..heap import varlena
 from ..catalog import (
@@ -104,6 +105,18 @@ class ToastLookup:
             raise
 
 
+class ReplayState:
+    """What replaying one transaction carries from change to change: the TOAST chunks collected
+    (and the ``change_tuples`` lookup over them), a speculative insertion awaiting confirmation."""
+
+    __slots__ = ("toast_hash", "toast", "specinsert")
+
+    def __init__(self, toast: ToastLookup | None):
+        self.toast = toast
+        self.toast_hash: dict[int, ToastChunks] = toast.toast_hash if toast is not None else {}
+        self.specinsert: Change | None = None
+
+
 class Replayer:
     def __init__(self, catalog: Catalog, plugin: OutputPlugin, snapshot: CatalogView,
                  include_rewrites: bool = False, history=None, warn=None, wal_tuples: bool = False):
@@ -121,6 +134,7 @@ class Replayer:
         self._static = True  # this transaction decodes with the snapshot alone
         self._fates: dict = {}  # (spcOid, relNumber) -> (relation, fate) under _fates_catalog
         self._fates_catalog = None
+        self._row_targets: dict = {}  # (spcOid, relNumber) -> row_target's answer
 
     def _catalog_at(self, xid: int, lsn: int) -> tuple:
         """The catalog as transaction ``xid`` saw it at ``lsn``, and the plugin's view of it: a new
@@ -186,44 +200,78 @@ class Replayer:
 
     def replay(self, txn: Transaction, changes, end, prepare: bool = False) -> None:
         """Run one transaction's changes through the plugin: ``begin`` (``begin_prepare`` for one
-        decoded at PREPARE), its changes, then ``end()``, the callback that ends it."""
+        decoded at PREPARE), its changes, then ``end()``, the callback that ends it.
+
+        ``changes`` yields ``Change`` tuples, or (``ReorderBuffer.iter_changes`` under Cython)
+        ``ChangeBuffer``s holding runs of them: those go through ``waldecode._logical.replay``,
+        which writes the row changes of a plugin with a ``row_writer`` in C and hands every
+        other change to ``apply_change``, the rules' one copy."""
         plugin = self.plugin
         history = self.history
         # Without catalog changes anywhere the snapshot serves every change (and nothing changes
         # the history while a transaction is replayed)
         self._static = history is None or (self._shown is self.catalog and not history.has_changes)
-        toast_hash: dict[int, ToastChunks] = {}
-        toast = ToastLookup(toast_hash) if self.wal_tuples else None
-        specinsert: Change | None = None
+        state = ReplayState(ToastLookup({}) if self.wal_tuples else None)
         if prepare:
             plugin.begin_prepare(txn)
         else:
             plugin.begin(txn)
-        for change in changes:
-            action = change.action
-            if action == REORDER_BUFFER_CHANGE_INTERNAL_SPEC_INSERT:
-                # Held back until its confirmation; a still pending one failed
-                specinsert = change
-                continue
-            if action == REORDER_BUFFER_CHANGE_INTERNAL_SPEC_ABORT:
-                if specinsert is not None:
-                    toast_hash.clear()
-                    specinsert = None
-                continue
-            if action == REORDER_BUFFER_CHANGE_INTERNAL_SPEC_CONFIRM:
-                if specinsert is None:
-                    raise DecodeError("invalid ordering of speculative insertion changes", lsn=change.lsn)
-                change = specinsert._replace(action=REORDER_BUFFER_CHANGE_INSERT)
-                action = REORDER_BUFFER_CHANGE_INSERT
-            if action in _ACTION_NAMES:
-                self._apply_tuple_change(txn, change, toast_hash, toast)
-                specinsert = None
-            elif action == REORDER_BUFFER_CHANGE_TRUNCATE:
-                self._apply_truncate(txn, change)
-            elif action == REORDER_BUFFER_CHANGE_MESSAGE:
-                transactional, prefix, content = parse_message(change.extra)
-                plugin.message(txn, change.lsn, transactional, prefix, content)
+        logical = _impl.logical()
+        if logical is not None:
+            logical.replay(self, txn, state, changes, self._static and self.wal_tuples)
+        else:
+            apply = self.apply_change
+            for change in changes:
+                apply(txn, change, state)
         end()
+
+    def apply_change(self, txn: Transaction, change: Change, state: "ReplayState") -> None:
+        """One change of a transaction being replayed (ReorderBufferProcessTXN's switch)."""
+        action = change.action
+        if action == REORDER_BUFFER_CHANGE_INTERNAL_SPEC_INSERT:
+            # Held back until its confirmation; a still pending one failed
+            state.specinsert = change
+            return
+        if action == REORDER_BUFFER_CHANGE_INTERNAL_SPEC_ABORT:
+            if state.specinsert is not None:
+                state.toast_hash.clear()
+                state.specinsert = None
+            return
+        if action == REORDER_BUFFER_CHANGE_INTERNAL_SPEC_CONFIRM:
+            if state.specinsert is None:
+                raise DecodeError("invalid ordering of speculative insertion changes", lsn=change.lsn)
+            change = state.specinsert._replace(action=REORDER_BUFFER_CHANGE_INSERT)
+            action = REORDER_BUFFER_CHANGE_INSERT
+        if action in _ACTION_NAMES:
+            self._apply_tuple_change(txn, change, state.toast_hash, state.toast)
+            state.specinsert = None
+        elif action == REORDER_BUFFER_CHANGE_TRUNCATE:
+            self._apply_truncate(txn, change)
+        elif action == REORDER_BUFFER_CHANGE_MESSAGE:
+            transactional, prefix, content = parse_message(change.extra)
+            self.plugin.message(txn, change.lsn, transactional, prefix, content)
+
+    def row_target(self, spc: int, relnumber: int):
+        """For ``_logical.replay``, while the snapshot serves every change: what becomes of a row
+        change stored in (spc, relnumber) — False: nothing (a relation not decoded), a tuple
+        ``(append_change, buffer, head, writer)`` from the plugin's ``row_writer``: the line is
+        appended natively, None: ``apply_change`` decides (TOAST chunks, an unknown relation, a
+        plugin without a row writer).  Kept for the replayer's life: the snapshot does not change."""
+        key = (spc, relnumber)
+        hit = self._row_targets.get(key, self)
+        if hit is not self:
+            return hit
+        target = None
+        fate = self._relation_fate(self.catalog, spc, relnumber)
+        if fate is not None:
+            rel, what = fate
+            if what is _SKIP:
+                target = False
+            elif what is _ROW:
+                row_writer = getattr(self.plugin, "row_writer", None)
+                target = row_writer(self.snapshot, rel) if row_writer is not None else None
+        self._row_targets[key] = target
+        return target
 
     def _relation_fate(self, catalog, spc: int, relnumber: int) -> tuple | None:
         """(relation stored in (spc, relnumber), what becomes of its changes: _ROW, _TOAST or

@@ -55,6 +55,8 @@ from ..rmgr import standby as rm_standby
 from ..rmgr.logicalmsg import parse_message
 from .snapbuild import SNAPBUILD_CONSISTENT, SNAPBUILD_FULL_SNAPSHOT, SnapBuilder
 from ..wal.xlogrecord import DecodedRecord
+from ..wal.xlogreader import _end_lsn, decode_in
+from .. import _impl
 from ..rmgr.heap import (  # heapam_xlog.h, declared once in the rmgr module
     SizeOfHeapDelete,
     SizeOfHeapUpdate,
@@ -329,6 +331,34 @@ class LogicalDecoder(TransactionListener):
         else:
             handler(rec)
 
+    def process_framed(self, path, records: list, start: int, after=None) -> None:
+        """``process`` for one segment's framed records (``XLogReader.frames()``: ``(lsn, raw_end,
+        bytes)``, those before ``start`` skipped); ``after(rec)`` is called with every record
+        decoded here.  Under Cython the common records are decoded and queued in C
+        (``waldecode._logical.decode_framed``), ``after`` then called every 1024 of those only."""
+        decode = _impl.decode_record
+        major = self.major
+        process = self.process
+
+        def slow(rec: bytes, lsn: int, end_lsn: int) -> None:
+            r = decode_in(decode, rec, lsn, end_lsn, major, path)
+            process(r)
+            if after is not None:
+                after(r)
+
+        logical = _impl.logical()
+        if logical is not None:
+            tick = None
+            if after is not None:
+                def tick(rec: bytes, lsn: int, end_lsn: int) -> None:
+                    after(decode_in(decode, rec, lsn, end_lsn, major, path))
+            logical.decode_framed(self, records, start, major, slow, tick)
+            return
+        seg_size = self.rb.segment_size
+        for lsn, raw_end, rec in records:
+            if lsn >= start:
+                slow(rec, lsn, _end_lsn(rec, lsn, raw_end, seg_size))
+
     def _xlog(self, rec: DecodedRecord) -> None:
         # Checkpoints, switches, FPIs...: nothing for decoding offline (no serialized snapshots;
         # full-page images of catalog pages went to the catalog history).
@@ -564,7 +594,7 @@ class LogicalDecoder(TransactionListener):
             return
         ptxn = self._plugin_txn(txn, rec, parsed, commit_time)
         try:
-            self.replayer.replay(ptxn, rb.iter_changes(txn), lambda: self.plugin.commit(ptxn, rec.lsn))
+            self.replayer.replay(ptxn, rb.iter_changes(txn, runs=True), lambda: self.plugin.commit(ptxn, rec.lsn))
         finally:
             rb.cleanup(txn)
 
@@ -597,7 +627,7 @@ class LogicalDecoder(TransactionListener):
             return
         if txn.has_base_snapshot:
             ptxn = self._plugin_txn(txn, rec, parsed, prepare_time)
-            self.replayer.replay(ptxn, rb.iter_changes(txn), lambda: self.plugin.prepare(ptxn, rec.lsn),
+            self.replayer.replay(ptxn, rb.iter_changes(txn, runs=True), lambda: self.plugin.prepare(ptxn, rec.lsn),
                                  prepare=True)
         # The transaction stays known, without its changes, until COMMIT/ROLLBACK PREPARED
         rb.truncate(txn)
@@ -622,7 +652,7 @@ class LogicalDecoder(TransactionListener):
                     # a prepared transaction decoded at PREPARE kept nothing: its changes were printed
                     if txn.has_base_snapshot and not (txn.prepared and not txn.total_changes):
                         ptxn = Transaction(txn.xid, txn.first_lsn, 0, 0, 0, gid=txn.gid or None)
-                        self.replayer.replay(ptxn, self.rb.iter_changes(txn),
+                        self.replayer.replay(ptxn, self.rb.iter_changes(txn, runs=True),
                                              lambda ptxn=ptxn: self.plugin.uncommitted(ptxn))
         finally:
             self.rb.close()

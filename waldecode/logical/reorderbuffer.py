@@ -7,7 +7,10 @@ PostgreSQL's max_changes_in_memory) or the global memory budget is exceeded (the
 largest transaction is evicted first); and at commit a k-way merge of the
 transaction and its subtransactions by LSN, reading spilled changes back in order.
 It knows nothing of WAL records: changes arrive as ``Change`` tuples from the
-decoder, and leave the same way for the output stage.
+decoder (or, under Cython, straight from the record bytes: ``waldecode._logical``), and
+leave as ``Change`` tuples for the output stage.  A transaction's changes in memory are
+held as bytes (``_logical.ChangeBuffer``: the spill format, one arena per transaction;
+``ChangeList`` is the pure-Python reference), and the memory budget counts those bytes.
 
 Spill files are named as PostgreSQL names them, one per (sub)transaction and WAL
 segment of the changes: ``xid-<xid>-lsn-<HI>-<LO>.spill``, where HI-LO is the start
@@ -20,7 +23,7 @@ import heapq
 import os
 import struct
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from typing import NamedTuple
 
 import lz4.frame
@@ -41,7 +44,6 @@ REORDER_BUFFER_CHANGE_TRUNCATE = 10
 
 DEFAULT_SPILL_THRESHOLD = 4096  # max_changes_in_memory
 DEFAULT_MEMORY_BUDGET = 64 * 1024 * 1024  # logical_decoding_work_mem's default
-CHANGE_OVERHEAD = 120  # bytes counted per change besides its tuple data (object headers)
 
 
 class Change(NamedTuple):
@@ -58,8 +60,16 @@ class Change(NamedTuple):
     extra: bytes | None  # TRUNCATE: xl_heap_truncate; MESSAGE: xl_logical_message (main data)
 
 
+# A queued change as the reorder buffer holds it and spill batches store it: this header, then its
+# tuples (native/pgdefs.pxd: SizeOfQueuedChange).  The memory budget counts these bytes.
 _ChangeHeader = struct.Struct("<QBIIHBiii")  # lsn, action, spc, rel, origin, clear_toast, 3 lengths (-1: None)
 _BatchHeader = struct.Struct("<II")
+
+
+def change_size(c: Change) -> int:
+    """The bytes a change takes held or spilled: its header and its tuples."""
+    n, o, e = c.newtuple, c.oldtuple, c.extra
+    return _ChangeHeader.size + (len(n) if n else 0) + (len(o) if o else 0) + (len(e) if e else 0)
 
 
 def _serialize(changes) -> bytes:
@@ -76,14 +86,6 @@ def _serialize(changes) -> bytes:
         if e:
             out += e
     return bytes(out)
-
-
-def _spill_codec():
-    """(serialize, deserialize) of spill batches: the Cython implementation's when it is active,
-    else the reference above and below."""
-    if _impl.IMPL == "cython":
-        return _impl.impl.serialize_changes, _impl.impl.deserialize_changes
-    return _serialize, _deserialize
 
 
 def _deserialize(buf: bytes, count: int) -> list[Change]:
@@ -105,11 +107,53 @@ def _deserialize(buf: bytes, count: int) -> list[Change]:
     return out
 
 
+class ChangeList:
+    """A transaction's queued changes: the pure-Python reference of ``waldecode._logical.ChangeBuffer``,
+    which holds them as bytes.  The same API and the same numbers: ``append``, iteration in queue
+    order, ``len``, ``nbytes`` (``change_size`` summed), ``batches(segment_size)`` (the spill
+    batches, ``(segno, count, bytes)`` per WAL segment of the changes in the order first queued)."""
+
+    __slots__ = ("items", "nbytes")
+
+    def __init__(self):
+        self.items: list[Change] = []
+        self.nbytes = 0
+
+    def append(self, change: Change) -> None:
+        self.items.append(change)
+        self.nbytes += change_size(change)
+
+    def __len__(self) -> int:
+        return len(self.items)
+
+    def __iter__(self) -> Iterator[Change]:
+        return iter(self.items)
+
+    def clear(self) -> None:
+        self.items = []
+        self.nbytes = 0
+
+    def getvalue(self) -> bytes:
+        return _serialize(self.items)
+
+    def batches(self, segment_size: int) -> list[tuple[int, int, bytes]]:
+        groups: dict[int, list[Change]] = {}
+        for c in self.items:
+            groups.setdefault(c.lsn // segment_size, []).append(c)
+        return [(segno, len(changes), _serialize(changes)) for segno, changes in groups.items()]
+
+
+def new_change_store():
+    """A transaction's change store: bytes under the Cython implementation, else the reference."""
+    logical = _impl.logical()
+    return logical.ChangeBuffer() if logical is not None else ChangeList()
+
+
 class TXN:
     """ReorderBufferTXN: one (sub)transaction."""
 
     __slots__ = ("xid", "first_lsn", "final_lsn", "end_lsn", "toptxn", "subtxns", "changes", "nentries",
-                 "nentries_mem", "size", "spill_files", "has_base_snapshot", "is_known_as_subxact",
+                 "spill_files", "has_base_snapshot", "is_known_as_subxact",
                  "prepared", "gid", "xact_time", "origin", "has_catalog_changes")
 
     def __init__(self, xid: int, first_lsn: int):
@@ -119,10 +163,8 @@ class TXN:
         self.end_lsn = 0
         self.toptxn: TXN | None = None
         self.subtxns: list[TXN] = []
-        self.changes: list[Change] = []
+        self.changes = new_change_store()  # the changes in memory (ChangeBuffer or ChangeList)
         self.nentries = 0  # all changes, spilled ones included
-        self.nentries_mem = 0
-        self.size = 0  # bytes of the changes in memory
         self.spill_files: dict[int, str] = {}  # segment number -> path, in the order first written
         self.has_base_snapshot = False
         self.is_known_as_subxact = False
@@ -131,6 +173,15 @@ class TXN:
         self.xact_time = 0
         self.origin = 0
         self.has_catalog_changes = False
+
+    @property
+    def nentries_mem(self) -> int:
+        return len(self.changes)
+
+    @property
+    def size(self) -> int:
+        """Bytes of the changes in memory (what the memory budget counts)."""
+        return self.changes.nbytes
 
     @property
     def total_changes(self) -> int:
@@ -239,18 +290,20 @@ class ReorderBuffer:
 
     def queue_change(self, xid: int, change: Change) -> None:
         txn = self.by_xid.get(xid) or self.txn_by_xid(xid, True, change.lsn)
-        txn.changes.append(change)
+        store = txn.changes
+        before = store.nbytes
+        store.append(change)
         txn.nentries += 1
-        txn.nentries_mem += 1
-        # what the memory budget counts: the change's bytes and CHANGE_OVERHEAD
-        n, o, e = change.newtuple, change.oldtuple, change.extra
-        size = CHANGE_OVERHEAD + (len(n) if n else 0) + (len(o) if o else 0) + (len(e) if e else 0)
-        txn.size += size
-        self.size += size
-        if txn.nentries_mem >= self.spill_threshold:
+        self.size += store.nbytes - before
+        if len(store) >= self.spill_threshold:
             self.spill(txn)
+        if self.size > self.memory_budget:
+            self.enforce_budget()
+
+    def enforce_budget(self) -> None:
+        """Spill the largest transactions until the changes in memory fit the memory budget."""
         while self.size > self.memory_budget:
-            victim = max((t for t in self.by_xid.values() if t.nentries_mem), key=lambda t: t.size, default=None)
+            victim = max((t for t in self.by_xid.values() if len(t.changes)), key=lambda t: t.size, default=None)
             if victim is None:
                 break
             self.spill(victim)
@@ -263,34 +316,30 @@ class ReorderBuffer:
 
     def spill(self, txn: TXN) -> None:
         """ReorderBufferSerializeTXN: write the in-memory changes out, one file per WAL segment."""
-        if not txn.changes:
+        store = txn.changes
+        if not len(store):
             return
-        serialize = _spill_codec()[0]
-        groups: dict[int, list[Change]] = {}
-        for c in txn.changes:
-            groups.setdefault(c.lsn // self.segment_size, []).append(c)
-        for segno, changes in groups.items():
+        for segno, count, batch in store.batches(self.segment_size):
             path = txn.spill_files.get(segno)
             if path is None:
                 path = self._spill_path(txn.xid, segno)
                 txn.spill_files[segno] = path
-            payload = lz4.frame.compress(serialize(changes), compression_level=0)
+            payload = lz4.frame.compress(batch, compression_level=0)
             try:
                 with open(path, "ab") as f:
-                    f.write(_BatchHeader.pack(len(payload), len(changes)))
+                    f.write(_BatchHeader.pack(len(payload), count))
                     f.write(payload)
             except OSError as e:
                 raise SpillError(f"could not write spill file {path}: {e.strerror}") from None
             self.spilled_bytes += len(payload)
             crashpoint("spill")
-        self.size -= txn.size
-        txn.size = 0
-        txn.changes = []
-        txn.nentries_mem = 0
+        self.size -= store.nbytes
+        store.clear()
         self.spilled_txns += 1
 
-    def _read_spilled(self, txn: TXN) -> Iterator[Change]:
-        deserialize = _spill_codec()[1]
+    def _read_spilled(self, txn: TXN, runs: bool = False) -> Iterator:
+        """The spilled changes of ``txn``, in order; with ``runs`` (under Cython), a ChangeBuffer per batch."""
+        logical = _impl.logical()
         for segno in sorted(txn.spill_files):
             path = txn.spill_files[segno]
             try:
@@ -305,7 +354,13 @@ class ReorderBuffer:
                         payload = f.read(length)
                         if len(payload) != length:
                             raise SpillError(f"spill file {path} is truncated")
-                        yield from deserialize(lz4.frame.decompress(payload), count)
+                        batch = lz4.frame.decompress(payload)
+                        if logical is None:
+                            yield from _deserialize(batch, count)
+                        elif runs:
+                            yield logical.from_batch(batch, count)
+                        else:
+                            yield from logical.from_batch(batch, count)
             except OSError as e:
                 raise SpillError(f"could not read spill file {path}: {e.strerror}") from None
 
@@ -319,20 +374,29 @@ class ReorderBuffer:
 
     # -- finishing ----------------------------------------------------------------------------
 
-    def _txn_changes(self, txn: TXN) -> Iterator[Change]:
+    def _txn_changes(self, txn: TXN, runs: bool = False) -> Iterator:
         if txn.spill_files:
-            yield from self._read_spilled(txn)
-        yield from list(txn.changes)
+            yield from self._read_spilled(txn, runs)
+        if runs and not isinstance(txn.changes, ChangeList):
+            yield txn.changes
+        else:
+            yield from txn.changes
 
-    def iter_changes(self, txn: TXN) -> Iterator[Change]:
-        """All changes of a transaction and its subtransactions, in LSN order (ReorderBufferIterTXN)."""
-        parts = [txn] + [s for s in txn.subtxns if s.nentries]
-        if len(parts) == 1 or sum(1 for p in parts if p.nentries) <= 1:
-            for p in parts:
-                if p.nentries:
-                    yield from self._txn_changes(p)
-            return
-        yield from heapq.merge(*(self._txn_changes(p) for p in parts if p.nentries), key=lambda c: c.lsn)
+    def iter_changes(self, txn: TXN, runs: bool = False) -> Iterable:
+        """All changes of a transaction and its subtransactions, in LSN order (ReorderBufferIterTXN).
+
+        With ``runs``, under Cython, runs of them come as the ``ChangeBuffer``s holding them (the
+        transaction's own, one per spill batch read back) where no merge with subtransactions'
+        changes is needed: ``_logical.replay`` reads those without a tuple per change."""
+        parts = [p for p in (txn, *txn.subtxns) if p.nentries]
+        if len(parts) > 1:
+            return heapq.merge(*(self._txn_changes(p) for p in parts), key=lambda c: c.lsn)
+        if not parts:
+            return ()
+        p = parts[0]
+        if runs and not p.spill_files and not isinstance(p.changes, ChangeList):
+            return (p.changes,)  # the common case: one transaction's changes, all in memory
+        return self._txn_changes(p, runs)
 
     def commit_child(self, xid: int, subxid: int, commit_lsn: int, end_lsn: int) -> None:
         """ReorderBufferCommitChild."""
@@ -362,10 +426,9 @@ class ReorderBuffer:
             self.cleanup(sub)
         txn.subtxns = []
         self._remove_spill_files(txn)
-        self.size -= txn.size
-        txn.size = 0
-        txn.changes = []
-        txn.nentries = txn.nentries_mem = 0
+        self.size -= txn.changes.nbytes
+        txn.changes.clear()
+        txn.nentries = 0
 
     def cleanup(self, txn: TXN) -> None:
         """ReorderBufferCleanupTXN: forget a transaction and its subtransactions, spill files included."""

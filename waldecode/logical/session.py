@@ -66,8 +66,10 @@ def decode_wal(source, catalog: Catalog, plugin, *, plugin_options: dict | None 
     a slot created at ``restart_lsn`` (default: the input's first record) decodes.
     ``observer`` (e.g. ``slot.SlotKeeper``) is told ``begin(read_from, decoder)``, then
     ``after_record(rec, decoder)`` after each record, and ``finish(end, decoder)`` after
-    the last one unless an error ended the run.  ``track(reader)`` may wrap the reader (the
-    progress line); what it returns is iterated instead, and closed at the end.
+    the last one unless an error ended the run (under Cython ``after_record`` sees the records the
+    Python decoder takes, and every 1024th of the others).  ``track(reader)`` may wrap the reader
+    (the progress line): the ``frames()`` of what it returns are read instead, and it is closed at
+    the end.
     """
     segments = source if isinstance(source, SegmentSet) else discover(source, timeline)
     if segments.major != catalog.major:
@@ -84,17 +86,17 @@ def decode_wal(source, catalog: Catalog, plugin, *, plugin_options: dict | None 
     result = DecodeResult(plan, read_from, None, end_lsn, decoder=decoder)
     records = reader if track is None else track(reader)
     try:
-        if observer is None:
-            for rec in records:
-                decoder.process(rec)
-        else:
+        after = None
+        if observer is not None:
             observer.begin(read_from if read_from is not None else segments.first_segno * segments.seg_size, decoder)
-            after = observer.after_record
-            for rec in records:
-                decoder.process(rec)
-                after(rec, decoder)
-            if not decoder.not_decoded:
-                observer.finish(reader.last_end_lsn, decoder)
+            after_record = observer.after_record
+
+            def after(rec):
+                after_record(rec, decoder)
+        for path, framed, start in records.frames():
+            decoder.process_framed(path, framed, start, after)
+        if observer is not None and not decoder.not_decoded:
+            observer.finish(reader.last_end_lsn, decoder)
     finally:
         if records is not reader:
             records.close()  # the progress line goes before anything else is printed

@@ -36,10 +36,22 @@ class XactEvent(NamedTuple):
     parsed: object  # rmgr.xact.ParsedXact
 
 
+_last_event: list = [None, 0, None]  # (record, major, event) last asked for: the tracker, then the decoder ask
+
+
 def xact_event(rec, major: int) -> XactEvent | None:
     """The end of a transaction that a record tells (None for other records, assignments, invalidations)."""
     if rec.xl_rmid != RM_XACT_ID:
         return None
+    last = _last_event
+    if rec is last[0] and major == last[1]:
+        return last[2]
+    ev = _xact_event(rec, major)
+    last[0], last[1], last[2] = rec, major, ev
+    return ev
+
+
+def _xact_event(rec, major: int) -> XactEvent | None:
     info = rec.xl_info & rm_xact.XLOG_XACT_OPMASK
     if info in (rm_xact.XLOG_XACT_COMMIT, rm_xact.XLOG_XACT_COMMIT_PREPARED, rm_xact.XLOG_XACT_ABORT,
                 rm_xact.XLOG_XACT_ABORT_PREPARED):

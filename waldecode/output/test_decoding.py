@@ -316,6 +316,28 @@ class TestDecoding(OutputPlugin):
             out.wrote()
         self.native_changes += 1
 
+    # The replayer's native loop (``waldecode._logical.replay``) appends the lines of row changes
+    # itself: ``change_tuples`` without a Python call per change
+    def row_writer(self, catalog: CatalogView, relation: Relation):
+        """(``RelDesc.append_change``, the output buffer, b"table name:", block size) for ``relation``
+        under ``catalog``, or None when rows go through ``change_tuples`` (no OutputWriter)."""
+        if self.output is None or self._typeout_module is None:
+            return None
+        _rel, _view, head, desc = self._native_relation(catalog, relation)
+        return desc.append_change, self.output.buffer, head, self.output.block_size
+
+    def rows_begin(self, txn: Transaction) -> None:
+        """A row change of ``txn`` is about to be appended by the replayer's loop."""
+        if self.skip_empty_xacts and not self._wrote_changes:
+            self._begin_line(txn)
+        self._wrote_changes = True
+
+    def rows_written(self, n: int) -> None:
+        """The replayer's loop appended ``n`` change lines to the output buffer."""
+        self.changes_written += n
+        self.native_changes += n
+        self.output.wrote()
+
     def truncate(self, txn: Transaction, lsn: int, catalog: CatalogView, relations: list, restart_seqs: bool,
                  cascade: bool) -> None:
         self._mark_change(txn)

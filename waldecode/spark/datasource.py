@@ -378,8 +378,8 @@ class PgWalReader(DataSourceReader):
 _SURFACED = re.compile(r"waldecode-error:([A-Za-z0-9+/=]+):end")
 
 
-class SurfacedError(RuntimeError):
-    pass
+class SurfacedError(Error):
+    """A waldecode error on its way from a Python worker to the driver, inside Spark's exception text."""
 
 
 def surfaced(e: Error, warnings=()) -> SurfacedError:

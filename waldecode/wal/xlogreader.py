@@ -72,6 +72,27 @@ class XLogReader:
                 self.stop = stop
                 return
 
+    def frames(self) -> Iterator[tuple]:
+        """The records segment by segment, framed but not decoded: ``(path, records, start)`` with
+        records ``(lsn, raw_end, bytes)`` (``frame_segment``'s), of which those before ``start``
+        are to be skipped (the logical decoding loop takes them so).  ``first_lsn`` and
+        ``last_end_lsn`` follow each segment once its records were taken; ``stop`` is set at the end."""
+        frame = _impl.frame_segment
+        seg_size = self.segments.seg_size
+        verify = self.verify_crc
+        for seg_lsn, buf, path, st in self.segments_to_read():
+            records, stop = frame(buf, seg_lsn, st, verify, path)
+            start = self.read_from
+            if records and records[-1][0] >= start:
+                if self.first_lsn is None:
+                    self.first_lsn = next(lsn for lsn, _e, _r in records if lsn >= start)
+                yield path, records, start
+                lsn, raw_end, rec = records[-1]
+                self.last_end_lsn = _end_lsn(rec, lsn, raw_end, seg_size)
+            if stop is not None:
+                self.stop = stop
+                return
+
     def segments_to_read(self, mapped: bool = False) -> Iterator[tuple[int, bytes, object, FrameState]]:
         """The segments of the range, in order, as ``(seg_lsn, buffer, path, frame_state)``.
 

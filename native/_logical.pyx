@@ -1,0 +1,681 @@
+# cython: language_level=3, boundscheck=False, wraparound=False, cdivision=True, initializedcheck=False
+"""Cython hot path of logical decoding: the reorder buffer's change storage and the record loop.
+
+``ChangeBuffer`` holds a (sub)transaction's queued changes as bytes, one arena per
+transaction: each change is the spill format's header (``reorderbuffer._ChangeHeader``)
+followed by its tuples, so the memory budget counts those bytes and a spill writes them
+out as they are.  ``logical.reorderbuffer.ChangeList`` is the pure-Python reference with
+the same API (Change tuples in a list, the same byte counts and spill batches).
+
+``decode_framed`` runs ``LogicalDecoder.process`` over one segment's framed records for
+the records that are most of any WAL: a heap insert, update, delete or multi-insert of a
+transaction the decoder already knows, once the snapshot is consistent, is queued
+straight from the record bytes into its transaction's ``ChangeBuffer``; records that
+decoding ignores (indexes, pruning, visibility) are passed over.  Every other record —
+the first of a transaction, xact, standby and XLOG records, catalog pages the catalog
+history follows, subtransaction assignments, anything the checks below do not accept —
+is decoded into a ``DecodedRecord`` and handed to the Python decoder (``slow``), which
+stays the one place of decode.c's rules.
+"""
+
+from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize, PyBytes_GET_SIZE
+from cpython.dict cimport PyDict_GetItem
+from cpython.mem cimport PyMem_Free, PyMem_Malloc, PyMem_Realloc
+from cpython.ref cimport PyObject
+from cpython.set cimport PySet_Contains
+from libc.string cimport memcpy, memset
+
+from pgconsts cimport *
+from pgdefs cimport *
+
+from waldecode.errors import WALError
+from waldecode.logical.reorderbuffer import Change
+
+# A NamedTuple's own __new__ is Python code (a frame per call)
+cdef object _tuple_new = tuple.__new__
+
+# snapbuild.py: SnapBuildState
+cdef enum:
+    SNAPBUILD_FULL_SNAPSHOT = 1
+    SNAPBUILD_CONSISTENT = 2
+
+cdef inline void _put_u32(unsigned char *p, unsigned int v) noexcept nogil:
+    memcpy(p, &v, 4)
+
+
+# -- the change store ------------------------------------------------------------------------------
+
+cdef class ChangeBuffer:
+    """A transaction's queued changes as bytes (see the module docstring).
+
+    ``append(change)`` takes a ``reorderbuffer.Change``; iterating gives them back as
+    Change tuples in queue order; ``batches(segment_size)`` gives the spill batches,
+    ``(segno, count, bytes)`` per WAL segment of the changes' LSNs in the order first
+    queued; ``nbytes`` is what the memory budget counts."""
+
+    cdef unsigned char *data
+    cdef Py_ssize_t used
+    cdef Py_ssize_t cap
+    cdef Py_ssize_t count
+
+    def __dealloc__(self):
+        PyMem_Free(self.data)
+
+    def __len__(self):
+        return self.count
+
+    @property
+    def nbytes(self):
+        return self.used
+
+    cdef unsigned char *put(self, unsigned long long lsn, int action, unsigned int spc, unsigned int rel,
+                            unsigned int origin, bint clear, Py_ssize_t ln, Py_ssize_t lo,
+                            Py_ssize_t le) except NULL:
+        """Room for one change: its header written, a pointer to where its ln + lo + le bytes go
+        (a length of -1: no such part)."""
+        cdef Py_ssize_t need = SizeOfQueuedChange + (ln if ln > 0 else 0) + (lo if lo > 0 else 0) \
+            + (le if le > 0 else 0)
+        cdef Py_ssize_t cap
+        cdef unsigned char *p
+        cdef unsigned short origin16 = <unsigned short>origin
+        if self.used + need > self.cap:
+            cap = self.cap * 2 if self.cap else 256  # many transactions hold a change or two
+            while cap < self.used + need:
+                cap *= 2
+            p = <unsigned char *>PyMem_Realloc(self.data, cap)
+            if p == NULL:
+                raise MemoryError()
+            self.data = p
+            self.cap = cap
+        p = self.data + self.used
+        memcpy(p, &lsn, 8)
+        p[8] = <unsigned char>action
+        _put_u32(p + 9, spc)
+        _put_u32(p + 13, rel)
+        memcpy(p + 17, &origin16, 2)
+        p[19] = 1 if clear else 0
+        _put_u32(p + 20, <unsigned int>ln)
+        _put_u32(p + 24, <unsigned int>lo)
+        _put_u32(p + 28, <unsigned int>le)
+        self.used += need
+        self.count += 1
+        return p + SizeOfQueuedChange
+
+    def append(self, change):
+        """Queue a ``Change`` (its tuples are copied in)."""
+        cdef tuple c = <tuple>change
+        cdef object n = c[6], o = c[7], e = c[8]
+        if (n is not None and type(n) is not bytes) or (o is not None and type(o) is not bytes) \
+                or (e is not None and type(e) is not bytes):
+            n, o, e = [None if x is None else bytes(x) for x in (n, o, e)]
+        cdef Py_ssize_t ln = -1 if n is None else PyBytes_GET_SIZE(n)
+        cdef Py_ssize_t lo = -1 if o is None else PyBytes_GET_SIZE(o)
+        cdef Py_ssize_t le = -1 if e is None else PyBytes_GET_SIZE(e)
+        cdef unsigned char *p = self.put(c[0], c[1], c[2], c[3], c[4], c[5], ln, lo, le)
+        if ln > 0:
+            memcpy(p, PyBytes_AS_STRING(n), ln)
+            p += ln
+        if lo > 0:
+            memcpy(p, PyBytes_AS_STRING(o), lo)
+            p += lo
+        if le > 0:
+            memcpy(p, PyBytes_AS_STRING(e), le)
+
+    def clear(self):
+        """Forget every change (the arena is kept for the next ones, up to 1 MiB)."""
+        self.used = 0
+        self.count = 0
+        if self.cap > (1 << 20):
+            PyMem_Free(self.data)
+            self.data = NULL
+            self.cap = 0
+
+    def getvalue(self):
+        """The changes' bytes, as a spill batch holds them."""
+        return PyBytes_FromStringAndSize(<char *>self.data, self.used)
+
+    def batches(self, unsigned long long segment_size):
+        """The spill batches: (segno, count, bytes) per WAL segment of the changes' LSNs."""
+        cdef Py_ssize_t pos = 0, start = 0, n = 0, size
+        cdef unsigned long long segno, cur = 0
+        cdef list out = []
+        cdef set seen = set()
+        while pos < self.used:
+            segno = pg_u64(self.data + pos) // segment_size
+            size = _change_size(self.data + pos)
+            if n and segno != cur:
+                out.append((cur, n, PyBytes_FromStringAndSize(<char *>self.data + start, pos - start)))
+                seen.add(cur)
+                start = pos
+                n = 0
+            if not n:
+                if segno in seen:
+                    # changes out of LSN order across segments (never from the decoder): group them
+                    # as the reference does, in the order each segment first appears
+                    from waldecode.logical.reorderbuffer import ChangeList
+                    ref = ChangeList()
+                    for c in self:
+                        ref.append(c)
+                    return ref.batches(segment_size)
+                cur = segno
+            n += 1
+            pos += size
+        if n:
+            out.append((cur, n, PyBytes_FromStringAndSize(<char *>self.data + start, pos - start)))
+        return out
+
+    def __iter__(self):
+        return ChangeIter(self)
+
+
+cdef inline Py_ssize_t _part(const unsigned char *p, int k) noexcept nogil:
+    cdef int v = <int>pg_u32(p + 20 + 4 * k)
+    return v if v > 0 else 0
+
+
+cdef inline Py_ssize_t _change_size(const unsigned char *p) noexcept nogil:
+    return SizeOfQueuedChange + _part(p, 0) + _part(p, 1) + _part(p, 2)
+
+
+cdef class ChangeIter:
+    """The changes of a ChangeBuffer as Change tuples, in queue order."""
+
+    cdef ChangeBuffer buf
+    cdef Py_ssize_t pos
+
+    def __cinit__(self, ChangeBuffer buf):
+        self.buf = buf
+        self.pos = 0
+
+    def __iter__(self):
+        return self
+
+    def __next__(self):
+        cdef ChangeBuffer b = self.buf
+        if self.pos >= b.used:
+            raise StopIteration
+        cdef const unsigned char *p = b.data + self.pos
+        self.pos += _change_size(p)
+        return _change_at(p)
+
+
+cdef inline object _part_bytes(const unsigned char *p, int k, Py_ssize_t q):
+    cdef int length = <int>pg_u32(p + 20 + 4 * k)
+    return None if length < 0 else PyBytes_FromStringAndSize(<const char *>p + q, length)
+
+
+cdef object _change_at(const unsigned char *p):
+    """The Change tuple of the change held at ``p``."""
+    cdef Py_ssize_t q0 = SizeOfQueuedChange, q1 = q0 + _part(p, 0), q2 = q1 + _part(p, 1)
+    return _tuple_new(Change, (pg_u64(p), p[8], pg_u32(p + 9), pg_u32(p + 13), pg_u16(p + 17), p[19] != 0,
+                               _part_bytes(p, 0, q0), _part_bytes(p, 1, q1), _part_bytes(p, 2, q2)))
+
+
+def from_batch(bytes batch, Py_ssize_t count):
+    """A spill batch read back (``count`` changes): a ChangeBuffer holding them, or — for bytes that
+    do not hold ``count`` sound changes — what the reference makes of them (``_deserialize``)."""
+    cdef const unsigned char *b = <const unsigned char *>PyBytes_AS_STRING(batch)
+    cdef Py_ssize_t n = PyBytes_GET_SIZE(batch), pos = 0, i, size
+    cdef int k
+    cdef ChangeBuffer buf
+    for i in range(count):
+        if pos + SizeOfQueuedChange > n:
+            break
+        for k in range(3):
+            if <int>pg_u32(b + pos + 20 + 4 * k) < -1:
+                pos = n + 1
+        if pos > n:
+            break
+        size = _change_size(b + pos)
+        if pos + size > n:
+            break
+        pos += size
+    else:
+        if pos == n:
+            buf = ChangeBuffer()
+            if n:
+                buf.data = <unsigned char *>PyMem_Malloc(n)
+                if buf.data == NULL:
+                    raise MemoryError()
+                memcpy(buf.data, b, n)
+            buf.cap = buf.used = n
+            buf.count = count
+            return buf
+    from waldecode.logical.reorderbuffer import _deserialize
+    return _deserialize(batch, count)
+
+
+# -- the record loop --------------------------------------------------------------------------------
+
+cdef struct RecHead:
+    unsigned int xid
+    unsigned int toplevel
+    unsigned int origin
+    int nblocks
+    int first_block_id
+    unsigned int spc, db, rel                   # of the first block
+    const unsigned char *b0data
+    Py_ssize_t b0len
+    const unsigned char *main
+    Py_ssize_t mainlen
+
+
+cdef int _parse_head(const unsigned char *r, Py_ssize_t n, int major, RecHead *h) noexcept nogil:
+    """The parts of a record the fast path needs, with every check ``_native.decode_record`` makes
+    (xlogreader.c DecodeXLogRecord): 0 when the layout is sound, -1 to leave the record to it."""
+    cdef unsigned int tot_len = pg_u32(r)
+    cdef unsigned int compressed_mask = 0x1C if major >= 15 else 0x02
+    cdef Py_ssize_t pos = SizeOfXLogRecord, remaining, datatotal = 0, main_len = 0, data0 = 0
+    cdef int block_id, max_block_id = -1
+    cdef unsigned int fork_flags, data_len, bimg_len, hole_offset, bimg_info, hole_length
+    cdef bint has_rel = False
+    if tot_len != n or n < SizeOfXLogRecord:
+        return -1
+    h.xid = pg_u32(r + 4)
+    h.toplevel = 0
+    h.origin = 0
+    h.nblocks = 0
+    h.first_block_id = -1
+    h.b0len = 0
+    remaining = tot_len - SizeOfXLogRecord
+    while remaining > datatotal:
+        block_id = r[pos]
+        pos += 1
+        remaining -= 1
+        if block_id == XLR_BLOCK_ID_DATA_SHORT:
+            if remaining < 1:
+                return -1
+            main_len = r[pos]
+            pos += 1
+            remaining -= 1
+            datatotal += main_len
+            break
+        if block_id == XLR_BLOCK_ID_DATA_LONG:
+            if remaining < 4:
+                return -1
+            main_len = pg_u32(r + pos)
+            pos += 4
+            remaining -= 4
+            datatotal += main_len
+            break
+        if block_id == XLR_BLOCK_ID_ORIGIN:
+            if remaining < 2:
+                return -1
+            h.origin = pg_u16(r + pos)
+            pos += 2
+            remaining -= 2
+            continue
+        if block_id == XLR_BLOCK_ID_TOPLEVEL_XID and major >= 14:
+            if remaining < 4:
+                return -1
+            h.toplevel = pg_u32(r + pos)
+            pos += 4
+            remaining -= 4
+            continue
+        if block_id > XLR_MAX_BLOCK_ID or block_id <= max_block_id or remaining < 3:
+            return -1
+        max_block_id = block_id
+        fork_flags = r[pos]
+        data_len = pg_u16(r + pos + 1)
+        pos += 3
+        remaining -= 3
+        if (fork_flags & BKPBLOCK_HAS_DATA and data_len == 0) or (not fork_flags & BKPBLOCK_HAS_DATA
+                                                                   and data_len != 0):
+            return -1
+        bimg_len = hole_offset = bimg_info = hole_length = 0
+        if fork_flags & BKPBLOCK_HAS_IMAGE:
+            if remaining < 5:
+                return -1
+            bimg_len = pg_u16(r + pos)
+            hole_offset = pg_u16(r + pos + 2)
+            bimg_info = r[pos + 4]
+            pos += 5
+            remaining -= 5
+            if bimg_info & compressed_mask:
+                if bimg_info & BKPIMAGE_HAS_HOLE:
+                    if remaining < 2:
+                        return -1
+                    hole_length = pg_u16(r + pos)
+                    pos += 2
+                    remaining -= 2
+            else:
+                hole_length = BLCKSZ - bimg_len
+            if bimg_info & BKPIMAGE_HAS_HOLE:
+                if hole_offset == 0 or hole_length == 0 or bimg_len == BLCKSZ:
+                    return -1
+            elif hole_offset != 0 or hole_length != 0:
+                return -1
+            if bimg_info & compressed_mask and bimg_len == BLCKSZ:
+                return -1
+        if h.nblocks == 0:
+            h.first_block_id = block_id
+            data0 = datatotal + bimg_len  # the first block's data follows its image
+            h.b0len = data_len
+        datatotal += bimg_len + data_len
+        if not fork_flags & BKPBLOCK_SAME_REL:
+            if remaining < 16:
+                return -1
+            if h.nblocks == 0:
+                h.spc = pg_u32(r + pos)
+                h.db = pg_u32(r + pos + 4)
+                h.rel = pg_u32(r + pos + 8)
+            has_rel = True
+            pos += 16
+            remaining -= 16
+        else:
+            if not has_rel or remaining < 4:
+                return -1
+            pos += 4
+            remaining -= 4
+        h.nblocks += 1
+    if remaining != datatotal:
+        return -1
+    h.b0data = r + pos + data0
+    h.main = r + pos + datatotal - main_len
+    h.mainlen = main_len
+    return 0
+
+
+cdef class _Decoding:
+    """What the fast path reads of the Python decoder, fetched again after every record it hands
+    to the decoder (which may change any of it)."""
+
+    cdef object decoder
+    cdef object rb
+    cdef object by_xid                  # ReorderBuffer.by_xid
+    cdef object open_xids               # TransactionTracker.open
+    cdef object history
+    cdef object nodes                   # the catalogs the history follows: relfilenumber -> OID
+    cdef int state
+    cdef unsigned int database
+    cdef bint filter_local              # FilterByOrigin for changes of no origin
+    cdef object filter_origin
+    cdef Py_ssize_t spill_threshold
+    cdef object memory_budget
+    cdef unsigned char handled[256]     # rmids with a handler in LogicalDecoder._dispatch: 1 (heap: 2)
+
+    cdef refresh(self):
+        d = self.decoder
+        self.rb = d.rb
+        self.by_xid = self.rb.by_xid
+        self.open_xids = d.txns.open
+        self.history = d.history
+        self.nodes = self.history.redo.nodes if self.history is not None else None
+        self.state = d.snapbuild.state
+        self.spill_threshold = self.rb.spill_threshold
+        self.memory_budget = self.rb.memory_budget
+
+    cdef init_handled(self):
+        memset(self.handled, 0, sizeof(self.handled))
+        for rmid in self.decoder._dispatch:
+            self.handled[<unsigned char>rmid] = 1
+        if self.history is not None:
+            self.handled[RM_RELMAP_ID] = 1  # the catalog history follows the relation mapper
+        self.handled[RM_HEAP_ID] = self.handled[RM_HEAP2_ID] = 2  # decoded here
+
+    cdef int queued(self, txn, ChangeBuffer store, Py_ssize_t size) except -1:
+        """ReorderBuffer.queue_change's bookkeeping after a change went into ``store``."""
+        txn.nentries += 1
+        rb = self.rb
+        rb.size += size
+        if store.count >= self.spill_threshold:
+            rb.spill(txn)
+        if rb.size > self.memory_budget:
+            rb.enforce_budget()
+        return 0
+
+    cdef int fast(self, const unsigned char *r, RecHead *h, unsigned long long lsn) except -1:
+        """Decode one record without Python objects: 1 when done, 0 to hand it to the decoder."""
+        cdef unsigned int rmid = r[17], op = r[16] & XLOG_HEAP_OPMASK, xid = h.xid
+        cdef unsigned int flags, ntuples, datalen, k
+        cdef int action
+        cdef Py_ssize_t ln, lo, pos, size
+        cdef unsigned char *p
+        cdef PyObject *found
+        cdef ChangeBuffer store
+        txn = None
+        if xid:
+            # the transaction tracker and the reorder buffer know it already (else their Python
+            # code registers it: ReorderBufferProcessXid)
+            key = xid
+            if not PySet_Contains(self.open_xids, key):
+                return 0
+            found = PyDict_GetItem(self.by_xid, key)
+            if found == NULL:
+                return 0
+            txn = <object>found
+        if rmid != RM_HEAP_ID and rmid != RM_HEAP2_ID:
+            return 1  # no handler in the decoder: ReorderBufferProcessXid only
+        if self.nodes is not None and h.nblocks and PyDict_GetItem(self.nodes, h.rel) != NULL:
+            return 0  # a catalog page the catalog history follows
+        if rmid == RM_HEAP_ID:
+            if op == XLOG_HEAP_LOCK:
+                return 1
+            if op != XLOG_HEAP_INSERT and op != XLOG_HEAP_UPDATE and op != XLOG_HEAP_HOT_UPDATE \
+                    and op != XLOG_HEAP_DELETE:
+                return 0
+        else:
+            if op == XLOG_HEAP2_NEW_CID:
+                return 0
+            if op != XLOG_HEAP2_MULTI_INSERT:
+                return 1  # rewrite, prune, vacuum, freeze, visible, lock-updated: ignored
+        if self.state < SNAPBUILD_FULL_SNAPSHOT:
+            return 1
+        if self.state != SNAPBUILD_CONSISTENT or not xid or h.first_block_id != 0:
+            return 0
+        if type(txn.changes) is not ChangeBuffer:
+            return 0
+        store = <ChangeBuffer>txn.changes
+        # SnapBuildProcessChange: the transaction (and its top-level one) has a base snapshot
+        if not txn.has_base_snapshot:
+            txn.has_base_snapshot = True
+        top = txn.toptxn
+        if top is not None and not top.has_base_snapshot:
+            top.has_base_snapshot = True
+        # FilterByOrigin
+        if h.origin == 0:
+            if self.filter_local:
+                return 1
+        elif self.filter_origin(h.origin):
+            return 1
+        if h.db != self.database:
+            return 1
+        # decode.c DecodeInsert, DecodeUpdate, DecodeDelete, DecodeMultiInsert (as decode.py's extractors)
+        if rmid == RM_HEAP_ID:
+            if op == XLOG_HEAP_INSERT:
+                if h.mainlen < SizeOfHeapInsert:
+                    return 0
+                flags = h.main[2]
+                if not flags & XLH_INSERT_CONTAINS_NEW_TUPLE:
+                    return 1
+                action = REORDER_BUFFER_CHANGE_INTERNAL_SPEC_INSERT if flags & XLH_INSERT_IS_SPECULATIVE \
+                    else REORDER_BUFFER_CHANGE_INSERT
+                ln, lo = h.b0len, -1
+            elif op == XLOG_HEAP_DELETE:
+                if h.mainlen < SizeOfHeapDelete:
+                    return 0
+                flags = h.main[7]
+                action = REORDER_BUFFER_CHANGE_INTERNAL_SPEC_ABORT if flags & XLH_DELETE_IS_SUPER \
+                    else REORDER_BUFFER_CHANGE_DELETE
+                ln = -1
+                lo = h.mainlen - SizeOfHeapDelete \
+                    if flags & (XLH_DELETE_CONTAINS_OLD_TUPLE | XLH_DELETE_CONTAINS_OLD_KEY) else -1
+            else:
+                if h.mainlen < SizeOfHeapUpdate:
+                    return 0
+                flags = h.main[7]
+                action = REORDER_BUFFER_CHANGE_UPDATE
+                ln = h.b0len if flags & XLH_UPDATE_CONTAINS_NEW_TUPLE else -1
+                lo = h.mainlen - SizeOfHeapUpdate \
+                    if flags & (XLH_UPDATE_CONTAINS_OLD_TUPLE | XLH_UPDATE_CONTAINS_OLD_KEY) else -1
+            p = store.put(lsn, action, h.spc, h.rel, h.origin, True, ln, lo, -1)
+            if ln > 0:
+                memcpy(p, h.b0data, ln)
+            if lo > 0:
+                memcpy(p + (ln if ln > 0 else 0), h.main + (SizeOfHeapDelete if op == XLOG_HEAP_DELETE
+                                                            else SizeOfHeapUpdate), lo)
+            size = SizeOfQueuedChange + (ln if ln > 0 else 0) + (lo if lo > 0 else 0)
+            self.queued(txn, store, size)
+            return 1
+        # XLOG_HEAP2_MULTI_INSERT: one change per tuple, each given its xl_heap_header back
+        if h.mainlen < SizeOfHeapMultiInsert:
+            return 0
+        flags = h.main[0]
+        ntuples = pg_u16(h.main + 2)
+        if not flags & XLH_INSERT_CONTAINS_NEW_TUPLE:
+            return 1
+        # check every tuple first: one the reference would refuse or cut leaves the whole record to it
+        pos = 0
+        for k in range(ntuples):
+            pos += pos & 1  # SHORTALIGN
+            if pos + SizeOfMultiInsertTuple > h.b0len:
+                return 0
+            datalen = pg_u16(h.b0data + pos)
+            pos += SizeOfMultiInsertTuple + datalen
+            if pos > h.b0len:
+                return 0
+        pos = 0
+        for k in range(ntuples):
+            pos += pos & 1
+            datalen = pg_u16(h.b0data + pos)
+            p = store.put(lsn, REORDER_BUFFER_CHANGE_INSERT, h.spc, h.rel, h.origin,
+                          flags & XLH_INSERT_LAST_IN_MULTI and k + 1 == ntuples, SizeOfHeapHeader + datalen, -1, -1)
+            memcpy(p, h.b0data + pos + 2, SizeOfHeapHeader)  # t_infomask2, t_infomask, t_hoff
+            memcpy(p + SizeOfHeapHeader, h.b0data + pos + SizeOfMultiInsertTuple, datalen)
+            pos += SizeOfMultiInsertTuple + datalen
+            self.queued(txn, store, SizeOfQueuedChange + SizeOfHeapHeader + datalen)
+        return 1
+
+
+def decode_framed(decoder, list records, unsigned long long start, int major, slow, after=None,
+                  Py_ssize_t after_every=1024):
+    """``decoder.process`` for each framed record ``(lsn, raw_end, bytes)`` from ``start`` on.
+
+    Records the fast path cannot take are passed to ``slow(rec, lsn, end_lsn)``, which decodes
+    and processes them; ``after(rec, lsn, end_lsn)``, when given, is called every
+    ``after_every`` records taken here (the slot keeper's clock).  Returns how many records
+    were taken here."""
+    cdef _Decoding d = _Decoding()
+    cdef Py_ssize_t i, n = len(records), nfast = 0, since_after = 0
+    cdef tuple t
+    cdef bytes rec
+    cdef const unsigned char *r
+    cdef unsigned long long lsn, end = 0
+    cdef unsigned int rmid
+    cdef RecHead h
+    cdef bint done
+    d.decoder = decoder
+    d.database = decoder.database
+    d.filter_origin = decoder._filter_origin
+    d.filter_local = bool(d.filter_origin(0))
+    d.refresh()
+    d.init_handled()
+    for i in range(n):
+        t = <tuple>records[i]
+        lsn = t[0]
+        if lsn < start:
+            continue
+        rec = <bytes>t[2]
+        r = <const unsigned char *>PyBytes_AS_STRING(rec)
+        end = ((<unsigned long long>t[1]) + 7) & ~(<unsigned long long>7)
+        rmid = r[17]
+        done = False
+        if (d.handled[rmid] != 1 and _parse_head(r, PyBytes_GET_SIZE(rec), major, &h) == 0
+                and h.toplevel == 0):
+            done = d.fast(r, &h, lsn)
+        if done:
+            nfast += 1
+            if after is not None:
+                since_after += 1
+                if since_after >= after_every:
+                    since_after = 0
+                    after(rec, lsn, end)
+        else:
+            slow(rec, lsn, end)
+            d.refresh()
+    if d.history is not None and end:
+        d.history.position = end
+    return nfast
+
+
+# -- replay -----------------------------------------------------------------------------------------
+
+def replay(replayer, txn, state, changes, bint rows):
+    """The loop of ``apply.Replayer.replay`` over ``changes`` (``ReorderBuffer.iter_changes``: Change
+    tuples and ChangeBuffers).  With ``rows`` (the snapshot serves every change, the plugin takes
+    WAL tuples), a row change of a relation whose ``replayer.row_target`` is a row writer is
+    appended to the plugin's buffer here, one of a relation not decoded is passed over; every
+    other change goes to ``replayer.apply_change``, as all do without ``rows``."""
+    cdef ChangeBuffer buf
+    cdef const unsigned char *p
+    cdef Py_ssize_t pos, size, written = 0, flush_at
+    cdef unsigned int action
+    cdef bint begun = False, pending_spec = False, toast_held = False
+    cdef PyObject *found
+    apply = replayer.apply_change
+    if not rows:
+        for item in changes:
+            if type(item) is Change:
+                apply(txn, item, state)
+            else:
+                for change in item:
+                    apply(txn, change, state)
+        return
+    plugin = replayer.plugin
+    targets = replayer._row_targets
+    row_target = replayer.row_target
+    toast = state.toast
+    toast_hash = state.toast_hash
+    for item in changes:
+        if type(item) is not ChangeBuffer:
+            if written:
+                plugin.rows_written(written)
+                written = 0
+            for change in ((item,) if type(item) is Change else item):
+                apply(txn, change, state)
+            pending_spec = state.specinsert is not None
+            toast_held = len(toast_hash) > 0
+            continue
+        buf = <ChangeBuffer>item
+        pos = 0
+        while pos < buf.used:
+            p = buf.data + pos
+            size = _change_size(p)
+            pos += size
+            action = p[8]
+            if action <= REORDER_BUFFER_CHANGE_DELETE and not pending_spec:
+                found = PyDict_GetItem(targets, (pg_u32(p + 9), pg_u32(p + 13)))
+                target = <object>found if found != NULL else row_target(pg_u32(p + 9), pg_u32(p + 13))
+                if target is False:
+                    continue  # a relation not decoded (a catalog, unlogged, a sequence, a rewrite heap)
+                if target is not None:
+                    append, out, head, flush_at = <tuple>target
+                    if not begun:
+                        plugin.rows_begin(txn)
+                        begun = True
+                    try:
+                        append(out, head, action, _part_bytes(p, 0, SizeOfQueuedChange),
+                               _part_bytes(p, 1, SizeOfQueuedChange + _part(p, 0)), toast, True)
+                    except WALError:
+                        # the reference path names the row (or re-raises the TOAST value's error)
+                        if written:
+                            plugin.rows_written(written)
+                            written = 0
+                        apply(txn, _change_at(p), state)
+                        raise
+                    written += 1
+                    if p[19] and toast_held:  # clear_toast_afterwards
+                        toast_hash.clear()
+                        toast_held = False
+                    if len(out) >= flush_at:
+                        plugin.rows_written(written)
+                        written = 0
+                    continue
+            if written:
+                plugin.rows_written(written)
+                written = 0
+            apply(txn, _change_at(p), state)
+            pending_spec = state.specinsert is not None
+            toast_held = len(toast_hash) > 0
+    if written:
+        plugin.rows_written(written)
