@@ -17,6 +17,7 @@ UNCHANGED_TOAST = type("UnchangedToast", (), {"__repr__": lambda self: "UNCHANGE
 PLUGINS = {
     "test_decoding": ("waldecode.output.test_decoding", "TestDecoding"),
     "sql": ("waldecode.output.sql", "SqlOutput"),
+    "jsonl": ("waldecode.output.jsonl", "JsonLines"),
 }
 
 
