@@ -90,6 +90,7 @@ class SlotRun:
             conn.execute("SELECT pg_drop_replication_slot(%s)", (self.slot,))
         # A copy of the WAL, as an archive would hold it
         wal = self.c.archive_wal(tmp_path / "wal", first)
+        self.wal, self.end_lsn = wal, end_lsn  # for a test that decodes the same WAL again
         got: list[str] = []
         plugin = TestDecoding(got.append)
         spill = tmp_path / "spill"

@@ -267,6 +267,7 @@ class _FileWriter:
         self.rows: list = []
         self.size = 0
         self.writer = None
+        self.row_groups = 0  # written so far
 
     def add(self, row: tuple, size: int) -> None:
         self.rows.append(row)
@@ -285,6 +286,7 @@ class _FileWriter:
             os.makedirs(os.path.dirname(self.path), exist_ok=True)
             self.writer = pa.parquet.ParquetWriter(self.path, self.schema)
         self.writer.write_table(table, row_group_size=len(self.rows))
+        self.row_groups += 1
         self.rows = []
         self.size = 0
 

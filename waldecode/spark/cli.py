@@ -17,6 +17,7 @@ import tempfile
 
 from .. import argtypes
 from ..errors import Error, UsageError
+from ..output import PLUGINS, plugin_class
 
 #: below this much WAL a single process is faster than Spark's fixed costs (design §1)
 SMALL_INPUT = 128 << 20
@@ -39,7 +40,7 @@ def add_arguments(sub) -> None:
     dec.add_argument("--conf", dest="confs", action="append", default=[], metavar="KEY=VALUE",
                      help="a Spark setting (repeatable)")
     dec.add_argument("--catalog", required=True, metavar="FILE", help="catalog snapshot written by 'waldecode catalog'")
-    dec.add_argument("--format", default="test_decoding", choices=("test_decoding",), help="output plugin")
+    dec.add_argument("--format", default="test_decoding", choices=tuple(PLUGINS), help="output plugin")
     dec.add_argument("-o", "--option", dest="options", action="append", default=[], metavar="NAME[=VALUE]",
                      help="output plugin option, as pg_recvlogical -o passes it (repeatable)")
     dec.add_argument("-s", "--start-lsn", type=argtypes.lsn, help="as for decode: the slot's confirmed position")
@@ -166,6 +167,16 @@ class _LazyBinaryOutput:
             (self.f or open(self.path, "wb")).close()
 
 
+class _NoTextOutput:
+    """Where the text goes when Parquet files are the output: nowhere (the Parquet plugin prints none)."""
+
+    def write(self, data: bytes) -> int:
+        raise SparkJobError(f"the Parquet output printed {len(data)} bytes of text")
+
+    def close(self, create: bool = True) -> None:
+        pass
+
+
 def _check_impl(seen: set, quiet: bool) -> None:
     """The executors must have run the driver's implementation (design §6.2: --py-files loses Cython)."""
     from .. import _impl
@@ -179,13 +190,22 @@ def _check_impl(seen: set, quiet: bool) -> None:
 
 def cmd_spark_decode(args) -> int:
     from ..catalog import Catalog
-    from ..cli import fit_catalog, plugin_options, report_decode_result
-    from ..output.test_decoding import TestDecoding
+    from ..cli import fit_catalog, parquet_conflicts, plugin_options, report_decode_result
     from ..wal.segments import discover
     from .job import SparkExecutor, decode_spark
 
     if args.restart_lsn is not None and args.start_lsn is None:
         raise UsageError("--restart-lsn goes with --start-lsn (the slot's confirmed_flush_lsn)")
+    make_plugin = plugin_class(args.format)
+    if args.parquet:
+        import functools
+
+        from ..output.parquet import ParquetOutput, prepare_directory
+
+        parquet_conflicts(args)
+        prepare_directory(args.parquet)
+        # every range's task writes its own files into the one dataset (a directory the executors share)
+        make_plugin = functools.partial(ParquetOutput, directory=os.path.abspath(args.parquet))
     segments = discover(args.paths, args.timeline)
     catalog = Catalog.load(args.catalog)
     fit_catalog(catalog, segments, args.settings, args.catalog)
@@ -194,20 +214,16 @@ def cmd_spark_decode(args) -> int:
     if size < SMALL_INPUT and not args.quiet:
         print(f"waldecode: note: {size >> 20} MB of WAL: below about {SMALL_INPUT >> 20} MB a single process "
               "('waldecode decode') is faster than Spark", file=sys.stderr)
-    if args.parquet:
-        from .datasource import write_parquet
-
-        return write_parquet(args, segments, catalog, options)
     warn = lambda m: print(f"waldecode: warning: {m}", file=sys.stderr)  # noqa: E731
     confs = _confs(args.confs)
     spark = spark_session(args.master, confs)
     own_session = not getattr(spark, "_waldecode_shared", False)  # in-process callers (tests) keep theirs
-    out = _LazyBinaryOutput(args.output)
+    out = _LazyBinaryOutput(args.output) if not args.parquet else _NoTextOutput()
     parts_dir = args.parts_dir or (os.path.dirname(os.path.abspath(args.output)) if args.output else None)
     try:
         executor = SparkExecutor(spark, args.ranges)
         try:
-            result = decode_spark(executor, segments, catalog, TestDecoding, out, plugin_options=options,
+            result = decode_spark(executor, segments, catalog, make_plugin, out, plugin_options=options,
                                   start_lsn=args.start_lsn, restart_lsn=args.restart_lsn, end_lsn=args.end_lsn,
                                   two_phase=args.two_phase, include_uncommitted=args.include_uncommitted,
                                   segments_per_run=args.segments_per_task, parts_dir=parts_dir, on_warning=warn)
