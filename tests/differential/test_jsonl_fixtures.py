@@ -126,3 +126,33 @@ def _rows(pq, path):
         for k, r in enumerate(out):
             r[name] = {fname: (vals[k], is_text) for fname, is_text, vals in fields} if valid[k] else None
     return out
+
+
+def test_parquet_bounds_what_it_buffers(tmp_path, monkeypatch):
+    """Rows are written a row group at a time within a transaction (big_txn: 5150 changes in one), and
+    when all files' buffers together pass the bound the largest are written early (small_dml: many
+    tables): the same rows as without the bounds."""
+    from waldecode.output import parquet
+
+    pq = pytest.importorskip("pyarrow.parquet")
+    for name in ("big_txn", "small_dml"):
+        fx = next(f for f in all_fixtures() if f.name == f"pg15-off/{name}")
+        slot = next(s for s in fx.meta["slots"] if s["plugin"] == "test_decoding" and not s["two_phase"])
+        catalog = Catalog.load(fx.path / "snapshot.json.gz")
+        kw = dict(start_lsn=parse_lsn(slot["confirmed_flush_lsn"]), end_lsn=fx.end_lsn)
+
+        def decode(directory, rows=parquet.ROW_GROUP_ROWS, **limits):
+            for k, v in limits.items():
+                monkeypatch.setattr(parquet, k, v)
+            plugin = parquet.ParquetOutput(directory=str(directory), row_group_rows=rows)
+            decode_wal([fx.wal_dir], catalog, plugin, **kw)
+            plugin.shutdown()
+            monkeypatch.undo()
+            files = sorted(directory.rglob("*.parquet"), key=lambda f: f.relative_to(directory).parent)
+            return ([pq.read_table(f).to_pylist() for f in files],
+                    sum(pq.ParquetFile(f).metadata.num_row_groups for f in files))
+
+        whole, groups = decode(tmp_path / f"{name}-a")
+        bounded, bounded_groups = decode(tmp_path / f"{name}-b", BUFFERED_BYTES=800, rows=500)
+        assert bounded == whole
+        assert bounded_groups > groups

@@ -22,7 +22,8 @@ A file's metadata carries ``waldecode.schema_version`` and each column's Postgre
 DDL that changes a table's columns starts a new file of that table.
 
 Streaming: each file gets a row group every ``row_group_rows`` rows (or 32 MiB of values),
-whatever the transactions, so memory stays bounded however large a transaction is.
+whatever the transactions, and the largest buffers are written out early when all files' together
+pass 256 MiB: memory stays bounded however large a transaction is and however many tables it touches.
 """
 
 from __future__ import annotations
@@ -35,10 +36,11 @@ from decimal import Decimal
 from urllib.parse import quote
 
 from ..catalog import Relation
-from ..catalog.pg_catalog import (BOOLOID, BYTEAOID, DATEOID, FLOAT4OID, FLOAT8OID, INT2OID, INT4OID, INT8OID,
-                                  NUMERICOID, TIMESTAMPOID, TIMESTAMPTZOID, UUIDOID)
+from ..pg.pg_type import (BOOLOID, BYTEAOID, DATEOID, FLOAT4OID, FLOAT8OID, INT2OID, INT4OID, INT8OID,
+                          NUMERICOID, TIMESTAMPOID, TIMESTAMPTZOID, UUIDOID)
 from ..errors import OutputPluginError, UsageError
 from ..heap.heaptuple import MissingValue
+from ..heap.varlena import VARHDRSZ
 from ..types.datetime import DATEVAL_NOBEGIN, DATEVAL_NOEND, DT_NOBEGIN, DT_NOEND, POSTGRES_EPOCH_JDATE, \
     UNIX_EPOCH_JDATE, USECS_PER_DAY
 from ..types.numeric import numeric_text
@@ -49,8 +51,6 @@ from .rows import LEADING_FIELDS, SCHEMA_VERSION, TRUNCATE, RowPlugin, is_unchan
 _EPOCH_DAYS = POSTGRES_EPOCH_JDATE - UNIX_EPOCH_JDATE
 _EPOCH_USECS = _EPOCH_DAYS * USECS_PER_DAY
 _INT64_MAX = (1 << 63) - 1
-# src/include/c.h VARHDRSZ: numeric's typmod counts it
-VARHDRSZ = 4
 # decimal256's precision (Arrow)
 _MAX_DECIMAL_PRECISION = 76
 
@@ -65,6 +65,8 @@ _TEXT = object()
 
 ROW_GROUP_ROWS = 65536
 ROW_GROUP_BYTES = 32 << 20
+# All files' buffered rows together: past this, the largest buffer is written out (many tables at once)
+BUFFERED_BYTES = 256 << 20
 
 
 def _pa():
@@ -78,7 +80,7 @@ def _pa():
 
 def numeric_typmod(typmod: int) -> tuple[int, int] | None:
     """src/backend/utils/adt/numeric.c NUMERIC_TYPMOD_PRECISION / NUMERIC_TYPMOD_SCALE: (precision,
-    scale) of numeric(p,s), None for an unconstrained numeric (typmod -1)."""
+    scale) of numeric(p,s), None for an unconstrained numeric (typmod -1; the typmod counts VARHDRSZ)."""
     if typmod < VARHDRSZ:
         return None
     t = typmod - VARHDRSZ
@@ -320,6 +322,7 @@ class ParquetOutput(RowPlugin):
         self._columns: dict[int, tuple] = {}
         self._tables: dict[int, tuple] = {}  # relation OID -> (signature, _FileWriter)
         self._events: _FileWriter | None = None
+        self._buffered = 0  # bytes added since the last check of all buffers
 
     def startup(self, options: dict, catalog: CatalogView):
         _pa()  # fail before decoding when pyarrow is missing
@@ -425,6 +428,20 @@ class ParquetOutput(RowPlugin):
         if cols.struct is not None:
             row += (new_vals, old_vals)
         writer.add(row + (new_text, old_text, toast or None, old_toast or None), size)
+        self._buffered += size + 64
+        if self._buffered >= BUFFERED_BYTES >> 3:
+            self._bound_buffers()
+
+    def _bound_buffers(self) -> None:
+        """Keep every file's buffered rows together under BUFFERED_BYTES: write out the largest buffers."""
+        self._buffered = 0
+        writers = [w for _s, w in self._tables.values()] + ([self._events] if self._events is not None else [])
+        total = sum(w.size for w in writers)
+        for w in sorted(writers, key=lambda w: w.size, reverse=True):
+            if total < BUFFERED_BYTES:
+                break
+            total -= w.size
+            w.flush()
 
 
 def _escape(name: str) -> str:
