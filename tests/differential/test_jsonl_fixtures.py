@@ -156,3 +156,22 @@ def test_parquet_bounds_what_it_buffers(tmp_path, monkeypatch):
         bounded, bounded_groups = decode(tmp_path / f"{name}-b", BUFFERED_BYTES=800, rows=500)
         assert bounded == whole
         assert bounded_groups > groups
+
+
+def test_command_line_refusals(tmp_path, capfd):
+    """--parquet is the output: with --output, --slot or --format, or into a directory holding files, it is
+    refused before anything is read; the JSON lines and Parquet plugins know no -o option."""
+    fx = next(f for f in all_fixtures() if f.name == "pg15-off/small_dml")
+    base = ["decode", "--catalog", str(fx.path / "snapshot.json.gz"), "--quiet"]
+    (tmp_path / "full").mkdir()
+    (tmp_path / "full" / "x").write_text("")
+    for extra, message in (
+            (["--parquet", str(tmp_path / "p1"), "--output", str(tmp_path / "o")], "does not go with --output"),
+            (["--parquet", str(tmp_path / "p2"), "--format", "jsonl"], "does not go with"),
+            (["--parquet", str(tmp_path / "full")], "is not empty"),
+            (["--format", "jsonl", "-o", "include-xids=0"], 'option "include-xids" = "0" is unknown'),
+            (["--parquet", str(tmp_path / "p3"), "-o", "x"], 'option "x" = "(null)" is unknown')):
+        assert main([*base, *extra, str(fx.wal_dir)]) == 2, extra
+        err = capfd.readouterr().err
+        assert message in err and err.count("\n") == 1, err
+    assert not (tmp_path / "o").exists() and not (tmp_path / "p1").exists()
