@@ -242,7 +242,8 @@ def read_changes(directory: Path) -> tuple[dict, dict]:
                 continue
             s = cols[which]
             valid = s.is_valid().to_pylist()
-            fields = {s.type.field(j).name: (s.type.field(j).type, _plain(s.field(j))) for j in range(s.type.num_fields)}
+            fields = {s.type.field(j).name: (s.type.field(j).type, _plain(s.field(j)))
+                      for j in range(s.type.num_fields)}
             structs[which] = [None if not valid[r] else {k: (ty, vals[r]) for k, (ty, vals) in fields.items()}
                               for r in range(n)]
         for r in range(n):
