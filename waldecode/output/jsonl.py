@@ -71,7 +71,7 @@ class JsonLines(RowPlugin):
         return cols
 
     @staticmethod
-    def _values(ctx, cols: list, values: list, which) -> list:
+    def _values(text, cols: list, values: list, which) -> list:
         out = []
         for i in which:
             name, typ, typeoid = cols[i]
@@ -81,14 +81,14 @@ class JsonLines(RowPlugin):
             elif is_unchanged_toast(v):
                 out.append({"name": name, "type": typ, "value": None, "unchanged_toast": True})
             else:
-                out.append({"name": name, "type": typ, "value": ctx.output(typeoid, v)})
+                out.append({"name": name, "type": typ, "value": text(typeoid, v)})
         return out
 
     def change(self, txn: Transaction, lsn: int, catalog: CatalogView, relation: Relation, action: str,
                new, old) -> None:
         self.changes_written += 1
         cols = self._describe(catalog, relation)
-        ctx = catalog.output_context()
+        text = self.value_text(catalog)
         row = self.head(txn, lsn, action, relation.nspname, relation.relname)
         row["commit_lsn"] = format_lsn(row["commit_lsn"]) if row["commit_lsn"] is not None else None
         row["lsn"] = format_lsn(lsn)
@@ -96,6 +96,6 @@ class JsonLines(RowPlugin):
             row["commit_time"] = self.timestamp_text(row["commit_time"])
         out = {"v": SCHEMA_VERSION, **row}
         out["columns"] = (None if new is None else
-                          self._values(ctx, cols, new, [i for i, c in enumerate(cols) if c is not None]))
-        out["old"] = None if old is None else self._values(ctx, cols, old, old_columns(relation, old))
+                          self._values(text, cols, new, [i for i, c in enumerate(cols) if c is not None]))
+        out["old"] = None if old is None else self._values(text, cols, old, old_columns(relation, old))
         self._line(out)

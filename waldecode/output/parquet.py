@@ -201,9 +201,8 @@ class _Columns:
     """A relation's columns as one catalog view describes them: the Arrow struct of ``new``/``old`` and
     how each value gets there."""
 
-    def __init__(self, catalog: CatalogView, rel: Relation):
+    def __init__(self, catalog: CatalogView, rel: Relation, value_text):
         pa = _pa()
-        ctx = catalog.output_context()
         self.index = []  # attribute indexes of the reported columns
         self.names = []
         self.convert = []  # value -> typed value or _TEXT; None: the output text
@@ -220,7 +219,7 @@ class _Columns:
             self.convert.append(typed[1] if typed is not None else None)
             fields.append(pa.field(att.attname, typed[0] if typed is not None else pa.string()))
             described.append({"name": att.attname, "type": att.type_name})
-        self.output = ctx.output
+        self.output = value_text  # (typeoid, value) -> the output text
         self.struct = pa.struct(fields) if fields else None
         self.signature = (rel.oid, rel.nspname, rel.relname, tuple((f.name, str(f.type)) for f in fields),
                           tuple(d["type"] for d in described))
@@ -349,7 +348,7 @@ class ParquetOutput(RowPlugin):
         hit = self._columns.get(rel.oid)
         if hit is None or hit[0] is not rel.attributes or hit[1] is not catalog or hit[3] != rel.relname \
                 or hit[4] != rel.nspname:
-            cols = _Columns(catalog, rel)
+            cols = _Columns(catalog, rel, self.value_text(catalog))
             self._columns[rel.oid] = hit = (rel.attributes, catalog, cols, rel.relname, rel.nspname)
         cols = hit[2]
         current = self._tables.get(rel.oid)

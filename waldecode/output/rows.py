@@ -11,6 +11,7 @@ The schema is documented in ``docs/jsonl-parquet.md``.
 
 from __future__ import annotations
 
+from .. import _impl
 from ..catalog import Relation
 from ..heap.varlena import ToastPointer
 from ..types.datetime import USE_ISO_DATES, timestamptz_text
@@ -67,11 +68,15 @@ class RowPlugin(OutputPlugin):
     TimestampTz microseconds or None); ``change`` is the subclass's.  Knows no ``-o`` option
     unless the subclass parses some (``options``)."""
 
+    changes_written = 0  # rows of changes and messages (the progress line counts them)
+
     def startup(self, options: dict, catalog: CatalogView) -> OutputPluginOptions:
         self.options(dict(options))
         self.major = catalog.major
         self._session = catalog.output_context()
-        self.changes_written = 0  # rows of changes and messages (the progress line counts them)
+        self._time_text = (None, None)
+        self._value_text = (None, None)
+        self._typeout = _impl.typeout()
         return OutputPluginOptions()
 
     def options(self, options: dict) -> None:
@@ -83,8 +88,28 @@ class RowPlugin(OutputPlugin):
 
     def timestamp_text(self, ts: int) -> str:
         """A commit time as test_decoding's include-timestamp prints it (timestamptz_to_str: ISO in
-        the session TimeZone)."""
-        return timestamptz_text(ts, self._session.timezone, USE_ISO_DATES, 0)
+        the session TimeZone); the last one is kept (every row of a transaction prints it)."""
+        last, text = self._time_text
+        if ts != last:
+            text = timestamptz_text(ts, self._session.timezone, USE_ISO_DATES, 0)
+            self._time_text = (ts, text)
+        return text
+
+    def value_text(self, catalog: CatalogView):
+        """``fn(typeoid, value)``: the output text of a column value under ``catalog``'s output
+        context, printed in C (``_typeout.TypeOut``) under the Cython implementation."""
+        ctx = catalog.output_context()
+        last, fn = self._value_text
+        if ctx is not last:
+            if self._typeout is None:
+                fn = ctx.output
+            else:
+                native = self._typeout.TypeOut(ctx).value_text
+
+                def fn(typeoid, value):
+                    return native(typeoid, value).decode("utf-8", "surrogateescape")
+            self._value_text = (ctx, fn)
+        return fn
 
     @staticmethod
     def head(txn: Transaction | None, lsn: int | None, op: str, schema=None, table=None) -> dict:
