@@ -62,6 +62,9 @@ def _build_parser() -> argparse.ArgumentParser:
                           "old values (REPLICA IDENTITY FULL); what cannot be undone is listed")
     dec.add_argument("-o", "--option", dest="options", action="append", default=[], metavar="NAME[=VALUE]",
                      help="output plugin option, as pg_recvlogical -o passes it (repeatable)")
+    dec.add_argument("--parquet", metavar="DIR",
+                     help="write the changes as Parquet files in DIR (new or empty), partitioned by table, "
+                          "instead of text (docs/jsonl-parquet.md)")
     dec.add_argument("-s", "--start-lsn", type=argtypes.lsn,
                      help="decode what a logical slot confirmed up to this LSN (its confirmed_flush_lsn, "
                           "pg_recvlogical --startpos) decodes: every transaction committing at or after it, "
@@ -200,6 +203,8 @@ def cmd_decode(args) -> int:
 
     if args.restart_lsn is not None and args.start_lsn is None:
         raise UsageError("--restart-lsn goes with --start-lsn (the slot's confirmed_flush_lsn)")
+    if args.parquet:
+        parquet_conflicts(args)
     segments = discover(args.paths, args.timeline)
     options = plugin_options(args.options)
     if args.undo:
@@ -243,12 +248,19 @@ def cmd_decode(args) -> int:
             spill_dir = _fresh_dir(args.slot + ".spill")
     else:
         out = _LazyOutput(args.output)
-    plugin = plugin_class(args.format)(output=out.writer)
+    if args.parquet:
+        from .output.parquet import ParquetOutput, prepare_directory
+
+        prepare_directory(args.parquet)
+        plugin = ParquetOutput(directory=args.parquet)
+    else:
+        plugin = plugin_class(args.format)(output=out.writer)
     _settle_gc()
 
     def track(reader):
         # The progress line (on a terminal) counts the changes written
-        tracker = progress.track(reader, quiet=args.quiet, streams_stdout=not args.output, unit="changes")
+        tracker = progress.track(reader, quiet=args.quiet, streams_stdout=not (args.output or args.parquet),
+                                 unit="changes")
         tracker.count_changes(lambda: plugin.changes_written)
         return tracker
 
@@ -267,6 +279,12 @@ def cmd_decode(args) -> int:
     for problem in getattr(plugin, "problems", ()):
         print(f"waldecode: {problem}", file=sys.stderr)
     return report_decode_result(result, segments, start_lsn)
+
+
+def parquet_conflicts(args) -> None:
+    """``--parquet DIR`` is the output (decode and spark decode): no text output goes with it."""
+    if args.output or getattr(args, "slot", None) or args.format != "test_decoding":
+        raise UsageError("--parquet DIR is the output: it does not go with --output, --slot or --format")
 
 
 def report_decode_result(result, segments, start_lsn) -> int:

@@ -84,13 +84,15 @@ class SlotRun:
             end_lsn = conn.execute("SELECT pg_current_wal_insert_lsn()::text").fetchone()[0]
             self.end_lsn = end_lsn
             args = [x for kv in self.options.items() for x in kv]
-            rows = conn.execute("SELECT data FROM pg_logical_slot_peek_binary_changes(%s, %s::pg_lsn, NULL"
+            rows = conn.execute("SELECT lsn::text, data FROM pg_logical_slot_peek_binary_changes(%s, %s::pg_lsn, NULL"
                                 + ", %s" * len(args) + ")", (self.slot, end_lsn, *args)).fetchall()
-            expected = [bytes(r[0]).decode("utf-8", "surrogateescape") for r in rows]
+            expected = [bytes(r[1]).decode("utf-8", "surrogateescape") for r in rows]
+            self.peek_lsns = [r[0] for r in rows]
             first = conn.execute("SELECT pg_walfile_name(%s::pg_lsn)", (self.restart_lsn,)).fetchone()[0]
             conn.execute("SELECT pg_drop_replication_slot(%s)", (self.slot,))
         # A copy of the WAL, as an archive would hold it
         wal = self.c.archive_wal(tmp_path / "wal", first)
+        self.wal, self.end_lsn = wal, end_lsn  # for a test that decodes the same WAL again
         got: list[str] = []
         plugin = TestDecoding(got.append)
         spill = tmp_path / "spill"

@@ -19,6 +19,7 @@ PLUGINS = {
     "sql": ("waldecode.output.sql", "SqlOutput"),
     "pgoutput": ("waldecode.output.pgoutput", "PgOutput"),
     "wal2json": ("waldecode.output.wal2json", "Wal2Json"),
+    "jsonl": ("waldecode.output.jsonl", "JsonLines"),
 }
 
 

@@ -16,8 +16,8 @@ import sys
 import tempfile
 
 from .. import argtypes
-from ..output import PLUGINS
 from ..errors import Error, UsageError
+from ..output import PLUGINS, plugin_class
 
 #: below this much WAL a single process is faster than Spark's fixed costs (design §1)
 SMALL_INPUT = 128 << 20
@@ -167,6 +167,16 @@ class _LazyBinaryOutput:
             (self.f or open(self.path, "wb")).close()
 
 
+class _NoTextOutput:
+    """Where the text goes when Parquet files are the output: nowhere (the Parquet plugin prints none)."""
+
+    def write(self, data: bytes) -> int:
+        raise SparkJobError(f"the Parquet output printed {len(data)} bytes of text")
+
+    def close(self, create: bool = True) -> None:
+        pass
+
+
 def _check_impl(seen: set, quiet: bool) -> None:
     """The executors must have run the driver's implementation (design §6.2: --py-files loses Cython)."""
     from .. import _impl
@@ -180,8 +190,7 @@ def _check_impl(seen: set, quiet: bool) -> None:
 
 def cmd_spark_decode(args) -> int:
     from ..catalog import Catalog
-    from ..cli import _settle_gc, fit_catalog, plugin_options, report_decode_result
-    from ..output import plugin_class
+    from ..cli import _settle_gc, fit_catalog, parquet_conflicts, plugin_options, report_decode_result
     from ..wal.segments import discover
     from .hadoopfs import discover_hadoop, is_uri
     from .job import SparkExecutor, decode_spark
@@ -190,8 +199,19 @@ def cmd_spark_decode(args) -> int:
         raise UsageError("--restart-lsn goes with --start-lsn (the slot's confirmed_flush_lsn)")
     hadoop = any(is_uri(p) for p in args.paths)
     if hadoop and args.parquet:
-        raise UsageError("--parquet reads local paths only (the pgwal source plans outside the JVM): "
-                         "give the WAL as a local directory, or write the text output")
+        raise UsageError("--parquet goes with WAL in a local directory (the dataset is written to a directory "
+                         "the driver and the executors share): give the WAL as a local directory")
+    plugin = plugin_class(args.format)
+    make_plugin = plugin
+    if args.parquet:
+        import functools
+
+        from ..output.parquet import ParquetOutput, prepare_directory
+
+        parquet_conflicts(args)
+        prepare_directory(args.parquet)
+        # every range's task writes its own files into the one dataset (a directory the executors share)
+        make_plugin = functools.partial(ParquetOutput, directory=os.path.abspath(args.parquet))
     catalog = Catalog.load(args.catalog)
     options = plugin_options(args.options)
     segments = None
@@ -199,13 +219,8 @@ def cmd_spark_decode(args) -> int:
         segments = discover(args.paths, args.timeline)
         fit_catalog(catalog, segments, args.settings, args.catalog)
         _note_size(segments, args.quiet)
-        if args.parquet:
-            from .datasource import write_parquet
-
-            return write_parquet(args, segments, catalog, options)
-    plugin = plugin_class(args.format)
     ranges = args.ranges
-    if not plugin.ranges_apart and plugin.in_one_range:
+    if not plugin.ranges_apart and plugin.in_one_range and not args.parquet:
         # its output depends on everything written before (pgoutput: a relation's schema goes out once
         # until the catalog changes): one output range, decoded in order
         if ranges not in (None, 1):
@@ -216,7 +231,7 @@ def cmd_spark_decode(args) -> int:
     confs = _confs(args.confs)
     spark = spark_session(args.master, confs)
     own_session = not getattr(spark, "_waldecode_shared", False)  # in-process callers (tests) keep theirs
-    out = _LazyBinaryOutput(args.output)
+    out = _LazyBinaryOutput(args.output) if not args.parquet else _NoTextOutput()
     parts_dir = args.parts_dir or (os.path.dirname(os.path.abspath(args.output)) if args.output else None)
     try:
         if hadoop:
@@ -227,7 +242,7 @@ def cmd_spark_decode(args) -> int:
         executor = SparkExecutor(spark, ranges)
         _settle_gc()  # the driver's pass makes a long-lived plan of millions of small objects
         try:
-            result = decode_spark(executor, segments, catalog, plugin, out, plugin_options=options,
+            result = decode_spark(executor, segments, catalog, make_plugin, out, plugin_options=options,
                                   start_lsn=args.start_lsn, restart_lsn=args.restart_lsn, end_lsn=args.end_lsn,
                                   two_phase=args.two_phase, include_uncommitted=args.include_uncommitted,
                                   segments_per_run=args.segments_per_task, parts_dir=parts_dir, on_warning=warn)

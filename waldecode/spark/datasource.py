@@ -25,13 +25,14 @@ from __future__ import annotations
 
 import base64
 import re
-import sys
 
 from ..errors import Error
+from ..output.rows import leading_fields_ddl
 from ..output.test_decoding import TestDecoding
 
-SCHEMA = ("position long, seq long, commit_lsn long, lsn long, xid long, commit_time timestamp, op string, schema string, "
-          "table string, relid long, new array<struct<name: string, type: string, value: string>>, "
+# The fields of output.rows (what decode --parquet and --format jsonl write) lead, after the output order
+SCHEMA = ("position long, seq long, " + leading_fields_ddl() + ", "
+          "relid long, new array<struct<name: string, type: string, value: string>>, "
           "old array<struct<name: string, type: string, value: string>>, message_prefix string, "
           "message_content binary, transactional boolean, line binary")
 
@@ -419,42 +420,3 @@ class PgWalDataSource(DataSource):
 
     def reader(self, schema):
         return PgWalReader(self.options)
-
-
-def write_parquet(args, segments, catalog, options) -> int:
-    """``spark decode --parquet DIR``: the DataFrame, written partitioned by table."""
-    from .cli import spark_error, spark_session, _confs
-    from . import register
-
-    spark = spark_session(args.master, _confs(args.confs))
-    own_session = not getattr(spark, "_waldecode_shared", False)  # in-process callers (tests) keep theirs
-    try:
-        register(spark)
-        reader = spark.read.format("pgwal").option("catalog", args.catalog)
-        for name, value in options.items():
-            reader = reader.option(name, "on" if value is None else value)
-        for item in args.settings:
-            name, _sep, value = item.partition("=")
-            reader = reader.option(f"set.{name}", value)
-        for key, value in (("startLsn", args.start_lsn), ("restartLsn", args.restart_lsn), ("endLsn", args.end_lsn)):
-            if value is not None:
-                reader = reader.option(key, f"{value >> 32:X}/{value & 0xFFFFFFFF:X}")
-        if args.two_phase:
-            reader = reader.option("twoPhase", "true")
-        if args.include_uncommitted:
-            reader = reader.option("includeUncommitted", "true")
-        df = reader.load(",".join(str(p) for p in args.paths))
-        try:
-            df.write.mode("overwrite").partitionBy("table").parquet(args.parquet)
-        except Exception as e:
-            err, warnings = error_in(e)
-            for w in warnings:
-                print(f"waldecode: warning: {w}", file=sys.stderr)
-            err = err or spark_error(e)
-            if err is None:
-                raise
-            raise err from None
-    finally:
-        if own_session:
-            spark.stop()
-    return 0
