@@ -32,6 +32,7 @@ SOURCES = (
     "waldecode/types/network.py",
     "waldecode/types/float.py",
     "waldecode/wal/xlogpage.py",
+    "waldecode/wal/xlogrecord.py",
     "waldecode/rmgr/__init__.py",
     "waldecode/rmgr/xlog.py",
 )

@@ -76,16 +76,3 @@ cdef enum:
 cdef enum:
     SizeOfQueuedChange = 32
 
-# src/include/access/xlogrecord.h: the record header, the block ids that are not blocks, block flags
-cdef enum:
-    SizeOfXLogRecord = 24
-    XLR_MAX_BLOCK_ID = 32
-    XLR_BLOCK_ID_DATA_SHORT = 255
-    XLR_BLOCK_ID_DATA_LONG = 254
-    XLR_BLOCK_ID_ORIGIN = 253
-    XLR_BLOCK_ID_TOPLEVEL_XID = 252
-    BKPBLOCK_HAS_IMAGE = 0x10
-    BKPBLOCK_HAS_DATA = 0x20
-    BKPBLOCK_SAME_REL = 0x80
-    BKPIMAGE_HAS_HOLE = 0x01
-    BLCKSZ = 8192
