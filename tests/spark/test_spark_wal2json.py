@@ -13,7 +13,6 @@ import io
 import pytest
 
 from fixture_data import all_fixtures
-from test_spark import spark  # noqa: F401  (the session fixture)
 from waldecode.catalog import Catalog
 from waldecode.logical.session import decode_wal
 from waldecode.output.wal2json import Wal2Json
