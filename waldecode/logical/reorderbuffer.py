@@ -143,6 +143,20 @@ class ChangeList:
         return [(segno, len(changes), _serialize(changes)) for segno, changes in groups.items()]
 
 
+def changes_to_batch(changes) -> bytes:
+    """Changes in the spill format (a change store's bytes): what Spark's phase 2 ships them as."""
+    store = new_change_store()
+    for c in changes:
+        store.append(c)
+    return store.getvalue()
+
+
+def changes_of_batch(batch: bytes, count: int):
+    """The ``count`` changes of a batch in the spill format, in order."""
+    logical = _impl.logical()
+    return _deserialize(batch, count) if logical is None else logical.from_batch(batch, count)
+
+
 def new_change_store():
     """A transaction's change store: bytes under the Cython implementation, else the reference."""
     logical = _impl.logical()

@@ -290,11 +290,10 @@ BLOB_BYTES = 512 << 10
 def change_blobs(rows, run: int):
     """Phase 1 for phase 2, compactly: ``change_rows`` of one run as ``(order, rng, run, seq, n, blob)``,
     each blob ``n`` consecutive changes of one output event in LSN order, in the reorder buffer's spill
-    format (``reorderbuffer._spill_codec``).  Sorted by (order, run, seq), the blobs give each event's
+    format (``reorderbuffer.changes_to_batch``).  Sorted by (order, run, seq), the blobs give each event's
     changes in LSN order: runs are in LSN order, and a run's changes of one event are cut in order."""
-    from ..logical.reorderbuffer import _spill_codec
+    from ..logical.reorderbuffer import change_size, changes_to_batch as serialize
 
-    serialize = _spill_codec()[0]
     groups: dict = {}  # order -> [rng, next seq, changes, bytes]
     held = 0
 
@@ -310,7 +309,7 @@ def change_blobs(rows, run: int):
         if g is None:
             g = groups[order] = [rng, 0, [], 0]
         g[2].append(c)
-        size = 32 + len(c.newtuple or b"") + len(c.oldtuple or b"") + len(c.extra or b"")
+        size = change_size(c)
         g[3] += size
         held += size
         if len(g[2]) >= BLOB_CHANGES or g[3] >= BLOB_BYTES:
@@ -329,12 +328,11 @@ def change_blobs(rows, run: int):
 
 def changes_of_blobs(blobs):
     """The changes of ``(n, blob)`` pairs (``change_blobs``), in order; None blobs (event rows) skipped."""
-    from ..logical.reorderbuffer import _spill_codec
+    from ..logical.reorderbuffer import changes_of_batch
 
-    deserialize = _spill_codec()[1]
     for n, blob in blobs:
         if blob is not None:
-            yield from deserialize(blob, n)
+            yield from changes_of_batch(blob, n)
 
 
 # -- phase 2 ---------------------------------------------------------------------------------------
