@@ -13,7 +13,9 @@ from __future__ import annotations
 import struct
 from typing import Callable, NamedTuple
 
-from ..pg.pg_type import JSONOID
+from ..heap.varlena import VARHDRSZ
+from ..pg.pg_type import (BITOID, BPCHAROID, INTERVALOID, JSONOID, NUMERICOID, TIMEOID, TIMESTAMPOID, TIMESTAMPTZOID,
+                          TIMETZOID, VARBITOID, VARCHAROID)
 from ..pg.quote import quote_identifier, split_identifier_string
 from .model import CatalogError
 
@@ -135,19 +137,18 @@ _INTERVAL_FIELDS = {
     _HOUR | _MINUTE | _SECOND: " hour to second", _MINUTE | _SECOND: " minute to second",
     INTERVAL_FULL_RANGE: "",
 }
-VARHDRSZ = 4
 
 
 def _typmodout(oid: int, typmod: int) -> str | None:
     """The typmodout function's text of a built-in type (bpchartypmodout, numerictypmodout, ...)."""
-    if oid in (1042, 1043):  # bpchar, varchar
+    if oid in (BPCHAROID, VARCHAROID):
         return "(%d)" % (typmod - VARHDRSZ)
-    if oid == 1700:  # numeric: precision, then the 11-bit signed scale (15+; 0..1000 before)
+    if oid == NUMERICOID:  # precision, then the 11-bit signed scale (15+; 0..1000 before)
         t = typmod - VARHDRSZ
         return "(%d,%d)" % ((t >> 16) & 0xFFFF, ((t & 0x7FF) ^ 1024) - 1024)
-    if oid in (1083, 1266, 1114, 1184, 1560, 1562):  # time(tz), timestamp(tz): precision; bit, varbit: length
+    if oid in (TIMEOID, TIMETZOID, TIMESTAMPOID, TIMESTAMPTZOID, BITOID, VARBITOID):  # precision; bit length
         return "(%d)" % typmod
-    if oid == 1186:  # interval
+    if oid == INTERVALOID:
         fields = _INTERVAL_FIELDS.get((typmod >> 16) & 0x7FFF, " ???")
         precision = typmod & 0xFFFF
         return fields if precision == INTERVAL_FULL_PRECISION else "%s(%d)" % (fields, precision)
@@ -168,7 +169,7 @@ def format_type_typmod(text: str, oid: int, elem_oid: int, typmod: int, strict: 
     if typmod < 0:
         # FORMAT_TYPE_TYPEMOD_GIVEN: a bpchar or bit without a length is the catalog name ("character"
         # and "bit" are char(1) and bit(1)); "bit" is a keyword, quoted
-        return ("bpchar" if base == 1042 else '"bit"' if base == 1560 else text) + suffix
+        return ("bpchar" if base == BPCHAROID else '"bit"' if base == BITOID else text) + suffix
     mod = _typmodout(base, typmod)
     if mod is None:
         if strict:
