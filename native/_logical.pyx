@@ -22,7 +22,8 @@ from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize, PyBytes
 from cpython.dict cimport PyDict_GetItem
 from cpython.mem cimport PyMem_Free, PyMem_Malloc, PyMem_Realloc
 from cpython.ref cimport PyObject
-from cpython.set cimport PySet_Contains
+from cpython.set cimport PySet_Contains, PySet_Discard
+from libc.stdio cimport snprintf
 from libc.string cimport memcpy, memset
 
 from pgconsts cimport *
@@ -34,10 +35,10 @@ from waldecode.logical.reorderbuffer import Change
 # A NamedTuple's own __new__ is Python code (a frame per call)
 cdef object _tuple_new = tuple.__new__
 
-# snapbuild.py: SnapBuildState
+# The most changes a transaction may hold to be committed by _Decoding.commit: the per-transaction
+# cost it saves is nothing next to a larger one's changes
 cdef enum:
-    SNAPBUILD_FULL_SNAPSHOT = 1
-    SNAPBUILD_CONSISTENT = 2
+    FAST_COMMIT_MAX_CHANGES = 64
 
 cdef inline void _put_u32(unsigned char *p, unsigned int v) noexcept nogil:
     memcpy(p, &v, 4)
@@ -377,33 +378,99 @@ cdef int _parse_head(const unsigned char *r, Py_ssize_t n, int major, RecHead *h
 
 
 cdef class _Decoding:
-    """What the fast path reads of the Python decoder, fetched again after every record it hands
+    """What the fast paths read of the Python decoder, fetched again after every record it hands
     to the decoder (which may change any of it)."""
 
     cdef object decoder
     cdef object rb
     cdef object by_xid                  # ReorderBuffer.by_xid
+    cdef object toplevel                # ReorderBuffer.toplevel
     cdef object open_xids               # TransactionTracker.open
+    cdef object top_of                  # TransactionTracker.top_of
     cdef object history
     cdef object nodes                   # the catalogs the history follows: relfilenumber -> OID
     cdef int state
+    cdef unsigned long long start_decoding_at
     cdef unsigned int database
     cdef bint filter_local              # FilterByOrigin for changes of no origin
     cdef object filter_origin
     cdef Py_ssize_t spill_threshold
     cdef object memory_budget
     cdef unsigned char handled[256]     # rmids with a handler in LogicalDecoder._dispatch: 1 (heap: 2)
+    # the commit path (``commit``), set up by init_commits
+    cdef bint commits                   # the plugin, the replayer and the listeners allow it
+    cdef bint quiet                     # ... and, as of the last refresh, the catalog allows it
+    cdef object replayer
+    cdef object plugin
+    cdef object output                  # the plugin's OutputWriter
+    cdef object out_write               # its buffer's write
+    cdef object targets                 # Replayer._row_targets: (spc, relnumber) -> row_target's answer
+    cdef object row_target
+    cdef object toast                   # apply.ToastLookup of a transaction that wrote no TOAST value
+    cdef bytes begin_word
+    cdef bytes commit_word
+    cdef bint with_xids
+    cdef bint skip_empty
 
     cdef refresh(self):
         d = self.decoder
         self.rb = d.rb
         self.by_xid = self.rb.by_xid
+        self.toplevel = self.rb.toplevel
         self.open_xids = d.txns.open
+        self.top_of = d.txns.top_of
         self.history = d.history
         self.nodes = self.history.redo.nodes if self.history is not None else None
-        self.state = d.snapbuild.state
+        sb = d.snapbuild
+        self.state = sb.state
+        self.start_decoding_at = sb.start_decoding_at
         self.spill_threshold = self.rb.spill_threshold
         self.memory_budget = self.rb.memory_budget
+        self.quiet = self.commits and self.catalog_quiet()
+
+    cdef bint catalog_quiet(self) except -1:
+        """Would ``Replayer.replay`` replay with the snapshot alone (its ``_static``), and does a commit
+        change nothing in the catalog history but its position (``CatalogHistory.txn_committed`` of
+        an idle history)?  Only the Python decoder changes either."""
+        r = self.replayer
+        if r._shown is not r.catalog:
+            return False
+        h = self.history
+        return h is None or (not h.has_changes and h._idle())
+
+    cdef init_commits(self):
+        """Whether ``commit`` may write plain commits: the plugin gives a ``txn_writer``, the replayer
+        takes WAL tuples, and the transaction tracker's listeners are the decoder, which does nothing
+        at a commit, and the catalog history, whose ``txn_committed`` ``catalog_quiet`` answers for."""
+        from waldecode.catalog.history import CatalogHistory
+        from waldecode.logical.apply import ToastLookup
+        from waldecode.logical.txn import TransactionListener
+
+        d = self.decoder
+        self.commits = False
+        self.replayer = r = d.replayer
+        self.plugin = d.plugin
+        txn_writer = getattr(self.plugin, "txn_writer", None)
+        if txn_writer is None or not r.wal_tuples or r.history is not d.history:
+            return
+        if type(d).txn_committed is not TransactionListener.txn_committed:
+            return
+        if d.history is not None and type(d.history).txn_committed is not CatalogHistory.txn_committed:
+            return
+        for listener in d.txns._listeners:
+            if listener is not d and listener is not d.history:
+                return
+        w = txn_writer()
+        if w is None:
+            return
+        self.begin_word, self.commit_word, self.with_xids, self.skip_empty, self.output = w
+        if len(self.begin_word) > 16 or len(self.commit_word) > 16:
+            return
+        self.out_write = self.output.buffer.write
+        self.targets = r._row_targets
+        self.row_target = r.row_target
+        self.toast = ToastLookup({})
+        self.commits = True
 
     cdef init_handled(self):
         memset(self.handled, 0, sizeof(self.handled))
@@ -424,6 +491,12 @@ cdef class _Decoding:
             rb.enforce_budget()
         return 0
 
+    cdef object register(self, unsigned int xid, unsigned long long lsn):
+        """What the Python decoder does at a transaction's first record, of no toplevel xid, besides
+        decoding it: TransactionTracker.process, ReorderBufferProcessXid.  The new TXN."""
+        self.open_xids.add(xid)
+        return self.rb.txn_by_xid(xid, True, lsn)
+
     cdef int fast(self, const unsigned char *r, RecHead *h, unsigned long long lsn) except -1:
         """Decode one record without Python objects: 1 when done, 0 to hand it to the decoder."""
         cdef unsigned int rmid = r[17], op = r[16] & XLOG_HEAP_OPMASK, xid = h.xid
@@ -433,23 +506,27 @@ cdef class _Decoding:
         cdef unsigned char *p
         cdef PyObject *found
         cdef ChangeBuffer store
+        cdef bint first = False
         txn = None
         if xid:
-            # the transaction tracker and the reorder buffer know it already (else their Python
-            # code registers it: ReorderBufferProcessXid)
             key = xid
-            if not PySet_Contains(self.open_xids, key):
-                return 0
             found = PyDict_GetItem(self.by_xid, key)
-            if found == NULL:
+            if found != NULL and PySet_Contains(self.open_xids, key):
+                txn = <object>found  # the transaction tracker and the reorder buffer know it already
+            elif found == NULL and not PySet_Contains(self.open_xids, key) and self.state == SNAPBUILD_CONSISTENT:
+                first = True  # its first record: registered below if the record is one taken here
+            else:
                 return 0
-            txn = <object>found
         if rmid != RM_HEAP_ID and rmid != RM_HEAP2_ID:
-            return 1  # no handler in the decoder: ReorderBufferProcessXid only
+            if first:  # no handler in the decoder: ReorderBufferProcessXid only
+                self.register(xid, lsn)
+            return 1
         if self.nodes is not None and h.nblocks and PyDict_GetItem(self.nodes, h.rel) != NULL:
             return 0  # a catalog page the catalog history follows
         if rmid == RM_HEAP_ID:
             if op == XLOG_HEAP_LOCK:
+                if first:
+                    self.register(xid, lsn)
                 return 1
             if op != XLOG_HEAP_INSERT and op != XLOG_HEAP_UPDATE and op != XLOG_HEAP_HOT_UPDATE \
                     and op != XLOG_HEAP_DELETE:
@@ -458,11 +535,16 @@ cdef class _Decoding:
             if op == XLOG_HEAP2_NEW_CID:
                 return 0
             if op != XLOG_HEAP2_MULTI_INSERT:
-                return 1  # rewrite, prune, vacuum, freeze, visible, lock-updated: ignored
+                if first:  # rewrite, prune, vacuum, freeze, visible, lock-updated: ignored
+                    self.register(xid, lsn)
+                return 1
         if self.state < SNAPBUILD_FULL_SNAPSHOT:
             return 1
         if self.state != SNAPBUILD_CONSISTENT or not xid or h.first_block_id != 0:
             return 0
+        if first:
+            # A record refused below goes to the decoder, for which this is then done already
+            txn = self.register(xid, lsn)
         if type(txn.changes) is not ChangeBuffer:
             return 0
         store = <ChangeBuffer>txn.changes
@@ -546,12 +628,148 @@ cdef class _Decoding:
             self.queued(txn, store, SizeOfQueuedChange + SizeOfHeapHeader + datalen)
         return 1
 
+    cdef int commit(self, const unsigned char *r, RecHead *h, unsigned long long lsn,
+                    unsigned long long end) except -1:
+        """Write a plain COMMIT's transaction without Python objects: 1 when done, 0 to hand the
+        record to the decoder.  Plain: XLOG_XACT_COMMIT of our database, after the consistent
+        point and the decoding start, of no origin, with no subtransaction, invalidation,
+        dropped relation or two-phase part, of a transaction the reorder buffer holds whole in
+        its ChangeBuffer (a base snapshot, no catalog change, nothing spilled, at most
+        FAST_COMMIT_MAX_CHANGES changes) whose every change is a row change the replay would
+        append through the plugin's row writer or pass over — where decode.py's _decode_commit,
+        DecodeTXNNeedsSkip, Replayer.replay and the plugin come to exactly this."""
+        cdef unsigned int info = r[16], xid = h.xid, xinfo
+        cdef unsigned int plain = XACT_XINFO_HAS_DBINFO | XACT_XINFO_HAS_SUBXACTS | XACT_XINFO_HAS_AE_LOCKS \
+            | XACT_COMPLETION_APPLY_FEEDBACK | XACT_COMPLETION_UPDATE_RELCACHE_FILE \
+            | <unsigned int>XACT_COMPLETION_FORCE_SYNC_COMMIT
+        cdef const unsigned char *m = h.main
+        cdef Py_ssize_t size = MinSizeOfXactCommit + SizeOfXactXinfo + SizeOfXactDbinfo, pos, i
+        cdef PyObject *found
+        cdef PyObject *targets[FAST_COMMIT_MAX_CHANGES]
+        cdef const unsigned char *p
+        cdef ChangeBuffer store
+        if (info & XLOG_XACT_OPMASK) != XLOG_XACT_COMMIT or not info & XLOG_XACT_HAS_INFO:
+            return 0
+        if (not xid or h.nblocks or h.origin or self.filter_local or self.state != SNAPBUILD_CONSISTENT
+                or lsn < self.start_decoding_at or h.mainlen < size):
+            return 0
+        xinfo = pg_u32(m + MinSizeOfXactCommit)
+        if not xinfo & XACT_XINFO_HAS_DBINFO or xinfo & ~plain:
+            return 0
+        if pg_u32(m + MinSizeOfXactCommit + SizeOfXactXinfo) != self.database:
+            return 0
+        if xinfo & XACT_XINFO_HAS_SUBXACTS:  # PostgreSQL sets it with subtransactions only
+            if h.mainlen < size + MinSizeOfXactSubxacts or pg_i32(m + size) != 0:
+                return 0
+            size += MinSizeOfXactSubxacts
+        if h.mainlen != size:
+            return 0
+        key = xid
+        found = PyDict_GetItem(self.by_xid, key)
+        if found == NULL or PyDict_GetItem(self.top_of, key) != NULL:
+            return 0
+        txn = <object>found
+        changes = txn.changes
+        if type(changes) is not ChangeBuffer:
+            return 0
+        store = <ChangeBuffer>changes
+        if (store.count > FAST_COMMIT_MAX_CHANGES or txn.nentries != store.count or not txn.has_base_snapshot
+                or txn.has_catalog_changes or txn.toptxn is not None or txn.subtxns or txn.spill_files
+                or txn.prepared):
+            return 0
+        # every change a row change with a row writer (or of a relation not decoded): its target
+        pos = 0
+        i = 0
+        while pos < store.used:
+            p = store.data + pos
+            pos += _change_size(p)
+            if p[8] > REORDER_BUFFER_CHANGE_DELETE:
+                return 0
+            rel = (pg_u32(p + 9), pg_u32(p + 13))
+            found = PyDict_GetItem(self.targets, rel)
+            if found == NULL:
+                self.row_target(pg_u32(p + 9), pg_u32(p + 13))  # kept in targets for the replayer's life
+                found = PyDict_GetItem(self.targets, rel)
+                if found == NULL:
+                    return 0
+            target = <object>found
+            if target is not False and type(target) is not tuple:
+                return 0  # TOAST chunks, a relation not known: apply_change's
+            targets[i] = found
+            i += 1
+        # TransactionTracker: the listeners told (the catalog history, idle: its position), the
+        # transaction forgotten
+        PySet_Discard(self.open_xids, key)
+        if self.history is not None:
+            self.history.position = end
+        try:
+            self.write(xid, store, targets)
+        finally:
+            # ReorderBuffer.cleanup of a transaction with no subtransaction and no spill file
+            self.rb.size -= store.used
+            store.used = 0
+            store.count = 0
+            txn.nentries = 0
+            del self.by_xid[key]
+            self.toplevel.pop(key, None)
+        return 1
+
+    cdef int write(self, unsigned int xid, ChangeBuffer store, PyObject **targets) except -1:
+        """The transaction's lines, as ``Replayer.replay`` writes them with the snapshot serving
+        (``replay`` below) and the plugin's ``begin``, ``rows_begin`` and ``commit`` do."""
+        cdef Py_ssize_t pos = 0, i = 0, written = 0
+        cdef bint begun = False
+        cdef const unsigned char *p
+        if not self.skip_empty:
+            self.line(self.begin_word, xid)
+            begun = True
+        while pos < store.used:
+            p = store.data + pos
+            pos += _change_size(p)
+            target = <object>targets[i]
+            i += 1
+            if target is False:
+                continue
+            append, out, head, flush_at = <tuple>target
+            if not begun:
+                self.line(self.begin_word, xid)
+                begun = True
+            try:
+                append(out, head, p[8], _part_bytes(p, 0, SizeOfQueuedChange),
+                       _part_bytes(p, 1, SizeOfQueuedChange + _part(p, 0)), self.toast, True)
+            except WALError as e:
+                if written:
+                    self.plugin.rows_written(written)
+                raise self.replayer.row_error(pg_u32(p + 9), pg_u32(p + 13), e, pg_u64(p)) from None
+            written += 1
+            if len(out) >= flush_at:
+                self.plugin.rows_written(written)
+                written = 0
+        if begun:
+            self.line(self.commit_word, xid)
+        if written:
+            self.plugin.rows_written(written)
+        else:
+            self.output.wrote()
+        return 0
+
+    cdef int line(self, bytes word, unsigned int xid) except -1:
+        """``word``, `` <xid>`` with include-xids, a newline (at most 16 + 11 + 1 bytes)."""
+        cdef char buf[32]
+        cdef Py_ssize_t n = PyBytes_GET_SIZE(word)
+        memcpy(buf, PyBytes_AS_STRING(word), n)
+        if self.with_xids:
+            n += snprintf(buf + n, 12, " %u", xid)
+        buf[n] = b'\n'
+        self.out_write(PyBytes_FromStringAndSize(buf, n + 1))
+        return 0
+
 
 def decode_framed(decoder, list records, unsigned long long start, int major, slow, after=None,
                   Py_ssize_t after_every=1024):
     """``decoder.process`` for each framed record ``(lsn, raw_end, bytes)`` from ``start`` on.
 
-    Records the fast path cannot take are passed to ``slow(rec, lsn, end_lsn)``, which decodes
+    Records the fast paths cannot take are passed to ``slow(rec, lsn, end_lsn)``, which decodes
     and processes them; ``after(rec, lsn, end_lsn)``, when given, is called every
     ``after_every`` records taken here (the slot keeper's clock).  Returns how many records
     were taken here."""
@@ -568,6 +786,7 @@ def decode_framed(decoder, list records, unsigned long long start, int major, sl
     d.database = decoder.database
     d.filter_origin = decoder._filter_origin
     d.filter_local = bool(d.filter_origin(0))
+    d.init_commits()
     d.refresh()
     d.init_handled()
     for i in range(n):
@@ -580,9 +799,12 @@ def decode_framed(decoder, list records, unsigned long long start, int major, sl
         end = ((<unsigned long long>t[1]) + 7) & ~(<unsigned long long>7)
         rmid = r[17]
         done = False
-        if (d.handled[rmid] != 1 and _parse_head(r, PyBytes_GET_SIZE(rec), major, &h) == 0
-                and h.toplevel == 0):
-            done = d.fast(r, &h, lsn)
+        if d.handled[rmid] != 1:
+            if _parse_head(r, PyBytes_GET_SIZE(rec), major, &h) == 0 and h.toplevel == 0:
+                done = d.fast(r, &h, lsn)
+        elif rmid == RM_XACT_ID and d.quiet:
+            if _parse_head(r, PyBytes_GET_SIZE(rec), major, &h) == 0 and h.toplevel == 0:
+                done = d.commit(r, &h, lsn, end)
         if done:
             nfast += 1
             if after is not None:

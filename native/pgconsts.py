@@ -35,6 +35,8 @@ SOURCES = (
     "waldecode/wal/xlogrecord.py",
     "waldecode/rmgr/__init__.py",
     "waldecode/rmgr/xlog.py",
+    "waldecode/rmgr/xact.py",
+    "waldecode/logical/snapbuild.py",
 )
 
 _BINOPS = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul, ast.FloorDiv: operator.floordiv,

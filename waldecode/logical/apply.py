@@ -273,6 +273,13 @@ class Replayer:
         self._row_targets[key] = target
         return target
 
+    def row_error(self, spc: int, relnumber: int, e: WALError, lsn: int) -> DecodeError:
+        """The error ``apply_change`` raises for a row change of (spc, relnumber) at ``lsn`` whose tuple
+        the plugin's row writer refused with ``e``, while the snapshot serves every change: for
+        ``_logical``'s commit path, which replays without a ``Transaction`` to call it with."""
+        rel, _fate = self._relation_fate(self.catalog, spc, relnumber)
+        return _row_error(rel, e, lsn)
+
     def _relation_fate(self, catalog, spc: int, relnumber: int) -> tuple | None:
         """(relation stored in (spc, relnumber), what becomes of its changes: _ROW, _TOAST or
         _SKIP), kept while the catalog stays the same object; None when no relation is stored there."""

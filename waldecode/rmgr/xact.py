@@ -42,6 +42,8 @@ XACT_COMPLETION_FORCE_SYNC_COMMIT = 1 << 31
 
 # src/include/access/xact.h: xl_xact_commit / xl_xact_abort {TimestampTz xact_time}
 TimestampTz = struct.Struct("<q")
+MinSizeOfXactCommit = 8  # and MinSizeOfXactAbort: the xact_time
+MinSizeOfXactSubxacts = 4  # xl_xact_subxacts {int nsubxacts; TransactionId subxacts[]}
 uint32 = struct.Struct("<I")
 int32 = struct.Struct("<i")
 # xl_xact_dbinfo {dbId, tsId}
@@ -128,7 +130,7 @@ def _read_locators(data: bytes, pos: int, n: int) -> tuple[tuple, int]:
 def parse_commit_or_abort(info: int, data: bytes, major: int, is_commit: bool) -> ParsedXact:
     """ParseCommitRecord / ParseAbortRecord: the abort record has no invalidations."""
     xact_time = TimestampTz.unpack_from(data, 0)[0]
-    pos = 8  # MinSizeOfXactCommit / MinSizeOfXactAbort
+    pos = MinSizeOfXactCommit  # = MinSizeOfXactAbort
     xinfo = 0
     if info & XLOG_XACT_HAS_INFO:
         xinfo = uint32.unpack_from(data, pos)[0]
@@ -140,8 +142,8 @@ def parse_commit_or_abort(info: int, data: bytes, major: int, is_commit: bool) -
     subxacts: tuple = ()
     if xinfo & XACT_XINFO_HAS_SUBXACTS:
         n = int32.unpack_from(data, pos)[0]
-        subxacts = struct.unpack_from("<%dI" % n, data, pos + 4)
-        pos += 4 + 4 * n
+        subxacts = struct.unpack_from("<%dI" % n, data, pos + MinSizeOfXactSubxacts)
+        pos += MinSizeOfXactSubxacts + 4 * n
     xlocators: tuple = ()
     if xinfo & XACT_XINFO_HAS_RELFILELOCATORS:
         n = int32.unpack_from(data, pos)[0]
