@@ -404,6 +404,9 @@ cdef class _Decoding:
     cdef object plugin
     cdef object output                  # the plugin's OutputWriter
     cdef object out_write               # its buffer's write
+    cdef object out_buf                 # its buffer
+    cdef Py_ssize_t block_size          # its block size
+    cdef Py_ssize_t unreported          # row lines appended and not yet told to the plugin (rows_written)
     cdef object targets                 # Replayer._row_targets: (spc, relnumber) -> row_target's answer
     cdef object row_target
     cdef object toast                   # apply.ToastLookup of a transaction that wrote no TOAST value
@@ -466,7 +469,9 @@ cdef class _Decoding:
         self.begin_word, self.commit_word, self.with_xids, self.skip_empty, self.output = w
         if len(self.begin_word) > 16 or len(self.commit_word) > 16:
             return
-        self.out_write = self.output.buffer.write
+        self.out_buf = self.output.buffer
+        self.out_write = self.out_buf.write
+        self.block_size = self.output.block_size
         self.targets = r._row_targets
         self.row_target = r.row_target
         self.toast = ToastLookup({})
@@ -716,8 +721,10 @@ cdef class _Decoding:
 
     cdef int write(self, unsigned int xid, ChangeBuffer store, PyObject **targets) except -1:
         """The transaction's lines, as ``Replayer.replay`` writes them with the snapshot serving
-        (``replay`` below) and the plugin's ``begin``, ``rows_begin`` and ``commit`` do."""
-        cdef Py_ssize_t pos = 0, i = 0, written = 0
+        (``replay`` below) and the plugin's ``begin``, ``rows_begin`` and ``commit`` do.  The rows
+        are told to the plugin (``rows_written``) once a block is full, and at the end of the
+        records (``report``)."""
+        cdef Py_ssize_t pos = 0, i = 0
         cdef bint begun = False
         cdef const unsigned char *p
         if not self.skip_empty:
@@ -730,7 +737,7 @@ cdef class _Decoding:
             i += 1
             if target is False:
                 continue
-            append, out, head, flush_at = <tuple>target
+            append, out, head, _flush_at = <tuple>target
             if not begun:
                 self.line(self.begin_word, xid)
                 begun = True
@@ -738,18 +745,22 @@ cdef class _Decoding:
                 append(out, head, p[8], _part_bytes(p, 0, SizeOfQueuedChange),
                        _part_bytes(p, 1, SizeOfQueuedChange + _part(p, 0)), self.toast, True)
             except WALError as e:
-                if written:
-                    self.plugin.rows_written(written)
                 raise self.replayer.row_error(pg_u32(p + 9), pg_u32(p + 13), e, pg_u64(p)) from None
-            written += 1
-            if len(out) >= flush_at:
-                self.plugin.rows_written(written)
-                written = 0
+            self.unreported += 1
         if begun:
             self.line(self.commit_word, xid)
-        if written:
-            self.plugin.rows_written(written)
-        else:
+        if len(self.out_buf) >= self.block_size:
+            self.report()
+        return 0
+
+    cdef int report(self) except -1:
+        """Tell the plugin the row lines appended since the last time (``rows_written``, which writes
+        a full block out), or only write a full block out."""
+        cdef Py_ssize_t n = self.unreported
+        if n:
+            self.unreported = 0
+            self.plugin.rows_written(n)
+        elif self.commits:
             self.output.wrote()
         return 0
 
@@ -774,6 +785,28 @@ def decode_framed(decoder, list records, unsigned long long start, int major, sl
     ``after_every`` records taken here (the slot keeper's clock).  Returns how many records
     were taken here."""
     cdef _Decoding d = _Decoding()
+    cdef Py_ssize_t n = len(records), nfast
+    cdef tuple t
+    d.decoder = decoder
+    d.database = decoder.database
+    d.filter_origin = decoder._filter_origin
+    d.filter_local = bool(d.filter_origin(0))
+    d.init_commits()
+    d.refresh()
+    d.init_handled()
+    try:
+        nfast = _loop(d, records, start, major, slow, after, after_every)
+    finally:
+        d.report()
+    if d.history is not None and records:
+        t = <tuple>records[n - 1]
+        if <unsigned long long>t[0] >= start:
+            d.history.position = ((<unsigned long long>t[1]) + 7) & ~(<unsigned long long>7)
+    return nfast
+
+
+cdef Py_ssize_t _loop(_Decoding d, list records, unsigned long long start, int major, slow, after,
+                      Py_ssize_t after_every) except -1:
     cdef Py_ssize_t i, n = len(records), nfast = 0, since_after = 0
     cdef tuple t
     cdef bytes rec
@@ -782,13 +815,6 @@ def decode_framed(decoder, list records, unsigned long long start, int major, sl
     cdef unsigned int rmid
     cdef RecHead h
     cdef bint done
-    d.decoder = decoder
-    d.database = decoder.database
-    d.filter_origin = decoder._filter_origin
-    d.filter_local = bool(d.filter_origin(0))
-    d.init_commits()
-    d.refresh()
-    d.init_handled()
     for i in range(n):
         t = <tuple>records[i]
         lsn = t[0]
@@ -815,8 +841,6 @@ def decode_framed(decoder, list records, unsigned long long start, int major, sl
         else:
             slow(rec, lsn, end)
             d.refresh()
-    if d.history is not None and end:
-        d.history.position = end
     return nfast
 
 
