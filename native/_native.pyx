@@ -62,28 +62,47 @@ cdef extern from "wd_xlogpage.h":
                     unsigned int latest_tli) nogil
 
 
-cdef object _check_record_fast(bytes rec, unsigned long long lsn, st, bint verify_crc, path):
-    cdef const unsigned char *r = rec
+cdef inline bint _record_ok(const unsigned char *r, Py_ssize_t n, unsigned long long lsn, unsigned int magic,
+                            unsigned long long prev_lsn, bint rand_access, bint verify_crc) noexcept nogil:
+    """_pyframe._check_record's checks, on the state ``frame_segment`` keeps in C while it runs:
+    False sends the record to it for the ReadStop."""
     cdef unsigned int tot_len = wd_u32(r)
     cdef unsigned long long prev = wd_u64(r + 8)
-    cdef unsigned int rmid = r[17]
-    cdef bint ok = wd_rmid_valid(rmid, st.magic)
-    if ok:
-        if st.rand_access:
-            ok = prev < lsn
-        else:
-            ok = prev == <unsigned long long>st.prev_lsn
-    if ok and verify_crc:
-        ok = tot_len <= <unsigned int>len(rec) and wd_record_crc(r, tot_len) == wd_u32(r + 20)
-    if ok:
-        return None
-    return _pyframe._check_record(rec, lsn, st, verify_crc, path)
+    if not wd_rmid_valid(r[17], magic):
+        return False
+    if (prev >= lsn) if rand_access else (prev != prev_lsn):
+        return False
+    return not verify_crc or (tot_len <= n and wd_record_crc(r, tot_len) == wd_u32(r + 20))
 
 
 def frame_segment(buf, unsigned long long seg_lsn, st, bint verify_crc=True, path=None):
     cdef const unsigned char[:] view = buf
     cdef const unsigned char *b = &view[0] if view.shape[0] else NULL
     cdef Py_ssize_t buflen = view.shape[0]
+    # st.prev_lsn and st.rand_access, kept here while records are taken (``dirty``: not yet written
+    # back), written back before the reference is asked anything and on return
+    cdef unsigned long long prev_lsn = st.prev_lsn
+    cdef bint rand_access = st.rand_access, dirty = False
+    try:
+        return _frame_loop(buf, view, b, buflen, seg_lsn, st, verify_crc, path, &prev_lsn, &rand_access, &dirty)
+    finally:
+        if dirty:
+            st.prev_lsn = prev_lsn
+            st.rand_access = rand_access
+
+
+cdef inline int _sync(st, unsigned long long *prev_lsn, bint *rand_access, bint *dirty) except -1:
+    """Write the state ``frame_segment`` keeps in C back, for the reference to read."""
+    if dirty[0]:
+        st.prev_lsn = prev_lsn[0]
+        st.rand_access = rand_access[0]
+        dirty[0] = False
+    return 0
+
+
+cdef tuple _frame_loop(buf, const unsigned char[:] view, const unsigned char *b, Py_ssize_t buflen,
+                       unsigned long long seg_lsn, st, bint verify_crc, path, unsigned long long *prev_lsn,
+                       bint *rand_access, bint *dirty):
     cdef unsigned int page_size = st.page_size
     cdef unsigned long long seg_size = st.seg_size
     cdef unsigned int magic = st.magic
@@ -94,7 +113,7 @@ def frame_segment(buf, unsigned long long seg_lsn, st, bint verify_crc=True, pat
     cdef unsigned long long skip
     cdef unsigned int info = 0, rem_len = 0, tot_len
     cdef unsigned long long lsn, raw_end, prev
-    cdef bint fresh = st.partial is None and st.rand_access
+    cdef bint fresh = st.partial is None and rand_access[0]
     cdef list records = []
     cdef bytes rec
     while True:
@@ -112,12 +131,14 @@ def frame_segment(buf, unsigned long long seg_lsn, st, bint verify_crc=True, pat
                 return records, ReadStop(seg_lsn + pos, "end", reason, path)
             if cur_page < 0 and page_off != 0:
                 if not wd_page_ok(b, 0, seg_lsn, magic, page_size, seg_size, sysid, 0):
+                    _sync(st, prev_lsn, rand_access, dirty)
                     checked = _pyframe._check_page(buf, 0, seg_lsn, st, path, sequential=False)
                     if isinstance(checked, ReadStop):
                         return records, checked
             if not wd_page_ok(b + page_off, page_off, seg_lsn, magic, page_size, seg_size, sysid, st.latest_tli):
                 # The slow path names the failure exactly as the reference does
                 st.next_lsn = seg_lsn + pos
+                _sync(st, prev_lsn, rand_access, dirty)
                 records2, stop = _pyframe.frame_segment(buf, seg_lsn, st, verify_crc, path)
                 return records + records2, stop
             info = wd_u16(b + page_off + 2)
@@ -131,6 +152,7 @@ def frame_segment(buf, unsigned long long seg_lsn, st, bint verify_crc=True, pat
                 if (info & XLP_FIRST_IS_OVERWRITE_CONTRECORD or not info & XLP_FIRST_IS_CONTRECORD
                         or rem_len == 0 or rem_len != need):
                     st.next_lsn = seg_lsn + pos
+                    _sync(st, prev_lsn, rand_access, dirty)
                     records2, stop = _pyframe.frame_segment(buf, seg_lsn, st, verify_crc, path)
                     return records + records2, stop
                 take = min(<Py_ssize_t>rem_len, page_size - hdr)
@@ -145,13 +167,16 @@ def frame_segment(buf, unsigned long long seg_lsn, st, bint verify_crc=True, pat
                     st.next_lsn = lsn
                     return records, ReadStop(lsn, "limit", "end of requested range", path)
                 rec = bytes(partial)
-                bad = _check_record_fast(rec, lsn, st, verify_crc, path)
-                if bad is not None:
-                    st.next_lsn = lsn
-                    return records, bad
+                if not _record_ok(rec, len(rec), lsn, magic, prev_lsn[0], rand_access[0], verify_crc):
+                    _sync(st, prev_lsn, rand_access, dirty)
+                    bad = _pyframe._check_record(rec, lsn, st, verify_crc, path)
+                    if bad is not None:
+                        st.next_lsn = lsn
+                        return records, bad
                 records.append((lsn, raw_end, rec))
-                st.prev_lsn = lsn
-                st.rand_access = False
+                prev_lsn[0] = lsn
+                rand_access[0] = False
+                dirty[0] = True
                 pos = page_off + hdr + ((rem_len + 7) & ~7)
                 if st.stop_after_partial:
                     st.next_lsn = seg_lsn + pos
@@ -165,6 +190,7 @@ def frame_segment(buf, unsigned long long seg_lsn, st, bint verify_crc=True, pat
                 if info & XLP_FIRST_IS_CONTRECORD:
                     if not fresh:
                         st.next_lsn = seg_lsn + pos
+                        _sync(st, prev_lsn, rand_access, dirty)
                         records2, stop = _pyframe.frame_segment(buf, seg_lsn, st, verify_crc, path)
                         return records + records2, stop
                     skip = (<unsigned long long>rem_len + 7) & ~(<unsigned long long>7)
@@ -184,6 +210,7 @@ def frame_segment(buf, unsigned long long seg_lsn, st, bint verify_crc=True, pat
         tot_len = wd_u32(b + pos)
         if tot_len < 24 or tot_len > MaxAllocSize:
             st.next_lsn = lsn
+            _sync(st, prev_lsn, rand_access, dirty)
             records2, stop = _pyframe.frame_segment(buf, seg_lsn, st, verify_crc, path)
             return records + records2, stop
         avail = page_off + page_size - pos
@@ -192,13 +219,16 @@ def frame_segment(buf, unsigned long long seg_lsn, st, bint verify_crc=True, pat
                 st.next_lsn = lsn
                 return records, ReadStop(lsn, "limit", "end of requested range", path)
             rec = PyBytes_FromStringAndSize(<const char *>b + pos, tot_len)
-            bad = _check_record_fast(rec, lsn, st, verify_crc, path)
-            if bad is not None:
-                st.next_lsn = lsn
-                return records, bad
+            if not _record_ok(b + pos, tot_len, lsn, magic, prev_lsn[0], rand_access[0], verify_crc):
+                _sync(st, prev_lsn, rand_access, dirty)
+                bad = _pyframe._check_record(rec, lsn, st, verify_crc, path)
+                if bad is not None:
+                    st.next_lsn = lsn
+                    return records, bad
             records.append((lsn, lsn + tot_len, rec))
-            st.prev_lsn = lsn
-            st.rand_access = False
+            prev_lsn[0] = lsn
+            rand_access[0] = False
+            dirty[0] = True
             pos += (tot_len + 7) & ~7
             if b[pos - ((tot_len + 7) & ~7) + 17] == 0 and b[pos - ((tot_len + 7) & ~7) + 16] & 0xF0 == 0x40:
                 st.next_lsn = seg_lsn + seg_size
@@ -208,8 +238,9 @@ def frame_segment(buf, unsigned long long seg_lsn, st, bint verify_crc=True, pat
         if avail >= 24:
             prev = wd_u64(b + pos + 8)
             if not wd_rmid_valid(b[pos + 17], magic) or (
-                    (prev >= lsn) if st.rand_access else (prev != <unsigned long long>st.prev_lsn)):
+                    (prev >= lsn) if rand_access[0] else (prev != prev_lsn[0])):
                 st.next_lsn = lsn
+                _sync(st, prev_lsn, rand_access, dirty)
                 records2, stop = _pyframe.frame_segment(buf, seg_lsn, st, verify_crc, path)
                 return records + records2, stop
         st.partial = bytearray(view[pos:page_off + page_size])
