@@ -30,7 +30,7 @@ from pgconsts cimport *
 from pgdefs cimport *
 
 from waldecode.errors import WALError
-from waldecode.logical.reorderbuffer import Change
+from waldecode.logical.reorderbuffer import TXN, Change
 
 # A NamedTuple's own __new__ is Python code (a frame per call)
 cdef object _tuple_new = tuple.__new__
@@ -499,8 +499,13 @@ cdef class _Decoding:
     cdef object register(self, unsigned int xid, unsigned long long lsn):
         """What the Python decoder does at a transaction's first record, of no toplevel xid, besides
         decoding it: TransactionTracker.process, ReorderBufferProcessXid.  The new TXN."""
-        self.open_xids.add(xid)
-        return self.rb.txn_by_xid(xid, True, lsn)
+        key = xid
+        self.open_xids.add(key)
+        # ReorderBuffer.txn_by_xid's creation, its store given
+        txn = TXN(key, lsn, ChangeBuffer())
+        self.by_xid[key] = txn
+        self.toplevel[key] = txn
+        return txn
 
     cdef int fast(self, const unsigned char *r, RecHead *h, unsigned long long lsn) except -1:
         """Decode one record without Python objects: 1 when done, 0 to hand it to the decoder."""

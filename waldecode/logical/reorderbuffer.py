@@ -170,14 +170,15 @@ class TXN:
                  "spill_files", "has_base_snapshot", "is_known_as_subxact",
                  "prepared", "gid", "xact_time", "origin", "has_catalog_changes")
 
-    def __init__(self, xid: int, first_lsn: int):
+    def __init__(self, xid: int, first_lsn: int, changes=None):
         self.xid = xid
         self.first_lsn = first_lsn
         self.final_lsn = 0
         self.end_lsn = 0
         self.toptxn: TXN | None = None
         self.subtxns: list[TXN] = []
-        self.changes = new_change_store()  # the changes in memory (ChangeBuffer or ChangeList)
+        # the changes in memory (ChangeBuffer or ChangeList): a new one of the implementation in use
+        self.changes = new_change_store() if changes is None else changes
         self.nentries = 0  # all changes, spilled ones included
         self.spill_files: dict[int, str] = {}  # segment number -> path, in the order first written
         self.has_base_snapshot = False
@@ -256,9 +257,8 @@ class ReorderBuffer:
     def txn_by_xid(self, xid: int, create: bool, lsn: int = 0) -> TXN | None:
         txn = self.by_xid.get(xid)
         if txn is None and create:
-            txn = TXN(xid, lsn)
-            self.by_xid[xid] = txn
-            self.toplevel[xid] = txn
+            # a new transaction is a top-level one until it is assigned (``_logical`` creates them so too)
+            txn = self.by_xid[xid] = self.toplevel[xid] = TXN(xid, lsn)
         return txn
 
     def process_xid(self, xid: int, lsn: int) -> None:

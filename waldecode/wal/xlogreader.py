@@ -80,7 +80,8 @@ class XLogReader:
         frame = _impl.frame_segment
         seg_size = self.segments.seg_size
         verify = self.verify_crc
-        for seg_lsn, buf, path, st in self.segments_to_read():
+        # the framed records are copies: each segment is mapped, not read into a new bytes object
+        for seg_lsn, buf, path, st in self.segments_to_read(mapped=True):
             records, stop = frame(buf, seg_lsn, st, verify, path)
             start = self.read_from
             if records and records[-1][0] >= start:
