@@ -18,7 +18,6 @@ from ...logical.txn import TransactionListener, TransactionTracker
 from ...pg.lsn import format_lsn
 from ...rmgr import RM_RELMAP_ID
 from ...rmgr.relmap import xl_relmap_update
-from ..datadir.relmap import relmap_update_mappings
 from ..model import Catalog
 from ..pg_catalog import (
     PG_CATALOG_NAMESPACE,
@@ -377,6 +376,8 @@ class CatalogHistory(TransactionListener):
         dbid, _tsid, nbytes = xl_relmap_update.unpack_from(rec.main_data, 0)
         if dbid != self.db or nbytes < 8:
             return
+        from ..datadir.relmap import relmap_update_mappings  # the data-directory readers: only when needed
+
         mappings = relmap_update_mappings(rec.main_data[xl_relmap_update.size:xl_relmap_update.size + nbytes])
         if mappings is None:
             return

@@ -59,7 +59,6 @@ from ...rmgr.heap import (  # src/include/access/heapam_xlog.h, declared once in
     xl_heap_update,
     xl_multi_insert_tuple,
 )
-from ..datadir.heapscan import heap_page_tuples
 from ..model import Catalog, CatalogError, CatalogPages
 from ..pg_catalog import DECODED_COLUMNS, OPTIONAL_CATALOGS, TRACKED_CATALOGS, CatalogLayout
 
@@ -201,6 +200,8 @@ class CatalogRedo:
                 restored[key] = self._page(b.relNumber, b.blkno, rec.lsn)  # as it was before the image
                 where = f"full-page image at {format_lsn(rec.lsn)} of {b.spcOid}/{b.dbOid}/{b.relNumber}"
                 try:
+                    from ..datadir.heapscan import heap_page_tuples  # the data-directory readers: only when needed
+
                     tuples = heap_page_tuples(restore_block_image(b, self.major, rec.lsn), where, b.blkno)
                 except (DecompressionError, CatalogError) as e:
                     self.pages.pop(key, None)  # unknown from here on, until the next image
