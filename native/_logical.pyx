@@ -9,13 +9,18 @@ the same API (Change tuples in a list, the same byte counts and spill batches).
 
 ``decode_framed`` runs ``LogicalDecoder.process`` over one segment's framed records for
 the records that are most of any WAL: a heap insert, update, delete or multi-insert of a
-transaction the decoder already knows, once the snapshot is consistent, is queued
-straight from the record bytes into its transaction's ``ChangeBuffer``; records that
-decoding ignores (indexes, pruning, visibility) are passed over.  Every other record —
-the first of a transaction, xact, standby and XLOG records, catalog pages the catalog
-history follows, subtransaction assignments, anything the checks below do not accept —
-is decoded into a ``DecodedRecord`` and handed to the Python decoder (``slow``), which
-stays the one place of decode.c's rules.
+transaction, once the snapshot is consistent, is queued straight from the record bytes
+into its transaction's ``ChangeBuffer``; records that decoding ignores (indexes, pruning,
+visibility, row locks) are passed over.  A transaction's first record (of no toplevel xid)
+registers it as the tracker and the reorder buffer would.  A plain COMMIT (``_Decoding.commit``
+says which: no subtransaction, invalidation, catalog change, origin, two-phase part, of our
+database, nothing spilled, every change a row the plugin's row writer prints) is written
+whole here — the plugin's BEGIN and COMMIT lines (``txn_writer``), its rows (``row_writer``,
+as ``replay`` below appends them) — and the transaction forgotten, as the decoder, the
+tracker and an idle catalog history would.  Every other record — standby and XLOG records,
+other commits, aborts, catalog pages the catalog history follows, subtransactions, anything
+the checks below do not accept — is decoded into a ``DecodedRecord`` and handed to the
+Python decoder (``slow``), which stays the one place of decode.c's rules.
 """
 
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize, PyBytes_GET_SIZE

@@ -334,8 +334,9 @@ class LogicalDecoder(TransactionListener):
     def process_framed(self, path, records: list, start: int, after=None) -> None:
         """``process`` for one segment's framed records (``XLogReader.frames()``: ``(lsn, raw_end,
         bytes)``, those before ``start`` skipped); ``after(rec)`` is called with every record
-        decoded here.  Under Cython the common records are decoded and queued in C
-        (``waldecode._logical.decode_framed``), ``after`` then called every 1024 of those only."""
+        decoded here.  Under Cython the common records are decoded and queued in C, and plain
+        transactions written at their commit (``waldecode._logical.decode_framed``), ``after`` then
+        called every 1024 of those only."""
         decode = _impl.decode_record
         major = self.major
         process = self.process
