@@ -9,6 +9,7 @@ same messages, and the rare path stays in one place.
 """
 
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize
+from cpython.list cimport PyList_Append
 from libc.string cimport memcpy
 
 
@@ -53,6 +54,19 @@ DEF SizeOfXLogShortPHD = 24
 DEF SizeOfXLogLongPHD = 40
 DEF MaxAllocSize = 0x3FFFFFFF
 DEF BLCKSZ = 8192
+
+
+cdef extern from "Python.h":
+    void PyObject_GC_UnTrack(void *op)
+
+
+cdef inline int _append_record(list records, unsigned long long lsn, unsigned long long raw_end, bytes rec) except -1:
+    """records.append((lsn, raw_end, rec)), the tuple left out of garbage collection: it holds no
+    container (what the collector finds out about such a tuple itself, _PyTuple_MaybeUntrack, after
+    traversing it once) — a segment's records are tens of thousands of them."""
+    cdef tuple t = (lsn, raw_end, rec)
+    PyObject_GC_UnTrack(<void *>t)
+    return PyList_Append(records, t)
 
 
 cdef extern from "wd_xlogpage.h":
@@ -173,7 +187,7 @@ cdef tuple _frame_loop(buf, const unsigned char[:] view, const unsigned char *b,
                     if bad is not None:
                         st.next_lsn = lsn
                         return records, bad
-                records.append((lsn, raw_end, rec))
+                _append_record(records, lsn, raw_end, rec)
                 prev_lsn[0] = lsn
                 rand_access[0] = False
                 dirty[0] = True
@@ -225,7 +239,7 @@ cdef tuple _frame_loop(buf, const unsigned char[:] view, const unsigned char *b,
                 if bad is not None:
                     st.next_lsn = lsn
                     return records, bad
-            records.append((lsn, lsn + tot_len, rec))
+            _append_record(records, lsn, lsn + tot_len, rec)
             prev_lsn[0] = lsn
             rand_access[0] = False
             dirty[0] = True
