@@ -400,7 +400,11 @@ cdef class _Decoding:
     cdef bint filter_local              # FilterByOrigin for changes of no origin
     cdef object filter_origin
     cdef Py_ssize_t spill_threshold
-    cdef object memory_budget
+    cdef long long memory_budget
+    # ReorderBuffer.size as of the last refresh, with what was queued and freed here since: written
+    # back (sync_size) before any Python code of the decoder runs, and at the end
+    cdef long long size
+    cdef bint size_dirty
     cdef unsigned char handled[256]     # rmids with a handler in LogicalDecoder._dispatch: 1 (heap: 2)
     # the commit path (``commit``), set up by init_commits
     cdef bint commits                   # the plugin, the replayer and the listeners allow it
@@ -434,6 +438,8 @@ cdef class _Decoding:
         self.start_decoding_at = sb.start_decoding_at
         self.spill_threshold = self.rb.spill_threshold
         self.memory_budget = self.rb.memory_budget
+        self.size = self.rb.size
+        self.size_dirty = False
         self.quiet = self.commits and self.catalog_quiet()
 
     cdef bint catalog_quiet(self) except -1:
@@ -493,12 +499,23 @@ cdef class _Decoding:
     cdef int queued(self, txn, ChangeBuffer store, Py_ssize_t size) except -1:
         """ReorderBuffer.queue_change's bookkeeping after a change went into ``store``."""
         txn.nentries += 1
-        rb = self.rb
-        rb.size += size
+        self.size += size
+        self.size_dirty = True
         if store.count >= self.spill_threshold:
-            rb.spill(txn)
-        if rb.size > self.memory_budget:
-            rb.enforce_budget()
+            self.sync_size()
+            self.rb.spill(txn)
+            self.size = self.rb.size
+        if self.size > self.memory_budget:
+            self.sync_size()
+            self.rb.enforce_budget()
+            self.size = self.rb.size
+        return 0
+
+    cdef int sync_size(self) except -1:
+        """Write ``size`` back to the reorder buffer."""
+        if self.size_dirty:
+            self.rb.size = self.size
+            self.size_dirty = False
         return 0
 
     cdef object register(self, unsigned int xid, unsigned long long lsn):
@@ -721,7 +738,8 @@ cdef class _Decoding:
             self.write(xid, store, targets)
         finally:
             # ReorderBuffer.cleanup of a transaction with no subtransaction and no spill file
-            self.rb.size -= store.used
+            self.size -= store.used
+            self.size_dirty = True
             store.used = 0
             store.count = 0
             txn.nentries = 0
@@ -807,6 +825,7 @@ def decode_framed(decoder, list records, unsigned long long start, int major, sl
     try:
         nfast = _loop(d, records, start, major, slow, after, after_every)
     finally:
+        d.sync_size()
         d.report()
     if d.history is not None and records:
         t = <tuple>records[n - 1]
@@ -847,8 +866,10 @@ cdef Py_ssize_t _loop(_Decoding d, list records, unsigned long long start, int m
                 since_after += 1
                 if since_after >= after_every:
                     since_after = 0
+                    d.sync_size()
                     after(rec, lsn, end)
         else:
+            d.sync_size()
             slow(rec, lsn, end)
             d.refresh()
     return nfast

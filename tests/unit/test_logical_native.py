@@ -219,7 +219,7 @@ def decode_with(impl: str, framed, options, threshold, budget, spill_dir) -> tup
         _impl.use(previous)
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(ops=OPS, options=st.sampled_from([{}, {"skip-empty-xacts": "1"}, {"only-local": "1", "include-xids": "0"},
                                          {"include-timestamp": "1"}]))
 def test_native_record_loop_and_replay_write_what_the_reference_writes(ops, options, tmp_path_factory):
