@@ -8,9 +8,12 @@ concatenation of the ranges' part files, in order, into the output.  Errors the 
 process raises are raised here as the same exceptions, after the output that precedes
 them, so the CLI prints the same line and exits with the same status.
 
-Two executors run the tasks: ``SparkExecutor`` (DataFrames: ``mapInArrow`` over
-``spark.range`` for the runs, one hash shuffle whose keys map each range to its own
-partition, ``sortWithinPartitions`` for transaction and LSN order, so Spark's external
+Two executors run the tasks: ``SparkExecutor`` (DataFrames: one ``mapInArrow`` over
+``spark.range`` reads each run once, its change blobs persisted on the executors' disks and
+its control items written to files the driver's pass reads while later runs are still
+being read; phase 2 joins the blobs to the plan's members in the JVM, adds each range's
+own events as chunk rows, and one hash shuffle whose keys map each range to its own
+partition and ``sortWithinPartitions`` give transaction and LSN order, so Spark's external
 sorter holds big transactions instead of memory) and ``LocalExecutor`` (the same task
 functions in this process, for tests and for seeing what Spark adds).
 """
@@ -252,13 +255,11 @@ class SparkExecutor:
         def phase1(batches):
             import pyarrow as pa
 
-            _trace("p1 enter")
             s, nd, d = bc.value
             use_impl(s.impl)
             settle_gc()
             schema = _schema(BLOB_SCHEMA)
             for run, rs in _run_inputs(batches, s):
-                _trace(f"p1 start run {run}")
                 control: list = []
                 cols = ([], [], [], [], [], [], [])
                 held = 0
@@ -275,7 +276,6 @@ class SparkExecutor:
                     yield pa.RecordBatch.from_arrays([pa.array(c, t) for c, t in zip(cols, schema.types)],
                                                      schema=schema)
                 tasks.write_control(d, run, control)
-                _trace(f"p1 end run {run}")
 
         df = self._run_input(scan).mapInArrow(phase1, BLOB_SCHEMA).persist(StorageLevel.DISK_ONLY)
         self._blobs, self._bc1 = df, bc
@@ -287,7 +287,6 @@ class SparkExecutor:
             except BaseException as e:  # surfaced by the waiting driver
                 done["error"] = e
 
-        _trace("driver: phase 1 starts")
         thread = self._thread = threading.Thread(target=materialize, name="waldecode-phase1", daemon=True)
         thread.start()
         for run in range(len(scan.runs)):
@@ -335,7 +334,6 @@ class SparkExecutor:
         import pyarrow as pa
         from pyspark.sql import functions as F
 
-        _trace("driver: phase 2")
         self.wait()
         sc = self.spark.sparkContext
         keys = self._keys(p.nranges)
@@ -360,7 +358,6 @@ class SparkExecutor:
             "after": pa.array([0] * n, pa.int64()), "trim": pa.array([False] * n, pa.bool_()),
             "seq": pa.array([0] * n, pa.int64()), "n": pa.array([0] * n, pa.int64()),
             "blob": pa.array([c[2] for c in chunks], pa.binary())}))
-        _trace("driver: frames made")
         lo, hi, after = F.col("lo"), F.col("hi"), F.col("after")
         keep = hi > after
         trim = lo <= after
@@ -375,19 +372,15 @@ class SparkExecutor:
 
             from .. import _impl
 
-            _trace("p2 enter")
             use_impl(impl)
             settle_gc()
-            _trace("p2 start")
             c = _context(bc_ctx)
-            _trace("p2 ctx")
             rows = (row for batch in batches
                     for row in zip(*(batch.column(i).to_pylist() for i in range(batch.num_columns))))
             summary = tasks.decode_rows(rows, c, lambda rng: tasks.PartWriter(directory, rng))
             out = [{"rng": rng, "lines": info["lines"], "warnings": tasks.pack(info["warnings"]),
                     "error": tasks.pack(info["error"]) if info["error"] is not None else None, "impl": _impl.IMPL}
                    for rng, info in sorted(summary.items())]
-            _trace(f"p2 end {list(summary)}")
             if not out:
                 out = [{"rng": -1, "lines": 0, "warnings": None, "error": None, "impl": _impl.IMPL}]
             yield pa.RecordBatch.from_pylist(out, schema=_schema(SUMMARY_SCHEMA))
@@ -400,13 +393,11 @@ class SparkExecutor:
         batch = conf.get("spark.sql.execution.arrow.maxRecordsPerBatch")
         # A batch of blobs into the decoding task: a few MB, not thousands of blobs (the memory bound)
         conf.set("spark.sql.execution.arrow.maxRecordsPerBatch", str(BLOBS_PER_BATCH))
-        _trace("driver: collect")
         try:
             rows = df.collect()
         finally:
             conf.set("spark.sql.execution.arrow.maxRecordsPerBatch", batch)
             bc_ctx.unpersist()
-        _trace("driver: collected")
         out = []
         for r in rows:
             self.impl_seen.add(r["impl"])
@@ -415,14 +406,6 @@ class SparkExecutor:
             out.append((r["rng"], {"lines": r["lines"], "warnings": tasks.unpack(r["warnings"]),
                                    "error": tasks.unpack(r["error"]) if r["error"] is not None else None}))
         return sorted(out)
-
-
-def _trace(msg):
-    path = os.environ.get("WALDECODE_SPARK_TRACE")
-    if path:
-        import time
-        with open(path, "a") as f:
-            f.write(f"{time.time():.2f} {os.getpid()} cpu {time.process_time():.2f} {msg}\n")
 
 
 _schemas: dict = {}

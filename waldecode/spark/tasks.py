@@ -5,7 +5,7 @@ only from the single-process pieces: framing and record decoding (``_impl``, as
 ``xlogreader`` uses them), the pure change extractors of ``decode``, and, per transaction,
 ``replay.Replayer`` with the output plugin.  Nothing here keeps state across tasks.
 
-Phase 1 (``read_run`` then ``control_items`` / ``change_rows``): a run of segments is
+Phase 1 (``read_run`` then ``run_items`` and ``change_blobs``, one pass): a run of segments is
 framed as ``xlogreader.XLogReader`` frames it, from the first record that starts in its
 first segment, completing the record that crosses into the next run from that
 segment's head (``read_segment``'s rule).  It yields
@@ -17,13 +17,15 @@ segment's head (``read_segment``'s rule).  It yields
   record of a transaction in a segment (``x``), the last change record of a transaction in
   a segment with its number of changes (``c``, what sets a base snapshot), a subtransaction's
   top-level link (``a``), and where and why reading stopped or failed;
-* the *change rows* of phase 2: every change the decoder would queue (``decode.changes_of``
-  for this database, filtered by origin as the plugin asks), tuples kept as WAL bytes, for
-  the transactions the driver says are replayed, each tagged with its output order.
+* the *change blobs* of phase 2: every change the decoder would queue (``decode``'s
+  extractors, for this database, filtered by origin as the plugin asks), tuples kept as WAL
+  bytes, in the reorder buffer's spill format, per xid; which of them are replayed, and in
+  which event, the driver's pass says afterwards (phase 2 joins them to its members).
 
-Phase 2 (``write_partition``): rows sorted by (range, order, LSN) are cut into
-transactions and fed, as a stream, to ``Replayer.replay`` with the plugin writing into a
-part file per range: the partition's output, in commit order.
+Phase 2 (``decode_rows``): rows sorted by (range, order, LSN) — each range's events in chunk
+rows ahead of their changes — are cut into transactions, whose member xids' blobs are merged
+by LSN (``merged_changes``) and fed, as a stream, to ``Replayer.replay`` with the plugin
+writing into a part file per range: the partition's output, in commit order.
 """
 
 from __future__ import annotations
@@ -59,7 +61,7 @@ _HEAP2_QUIET = {rm_heap.XLOG_HEAP2_REWRITE, 0x10, 0x20, 0x30, rm_heap.XLOG_HEAP2
 XLOG_PARAMETER_CHANGE = 0x60
 _ALWAYS_WHOLE = frozenset((RM_XACT_ID, RM_STANDBY_ID, RM_RELMAP_ID, RM_LOGICALMSG_ID))
 _xl_xid = struct.Struct("<I").unpack_from
-#: the resource managers whose records phase 2 takes changes from (``change_rows``)
+#: the resource managers whose records phase 2 takes changes from (``run_items``)
 CHANGE_RMIDS = frozenset((RM_HEAP_ID, RM_HEAP2_ID, RM_LOGICALMSG_ID))
 
 
