@@ -264,7 +264,7 @@ def write_control(directory: str, run: int, control: list) -> None:
     path = control_path(directory, run)
     tmp = f"{path}.{os.getpid()}.tmp"
     with open(tmp, "wb") as f:
-        f.write(pack(control))
+        f.write(pack(control, compress=False))
     os.replace(tmp, path)
 
 
@@ -288,20 +288,21 @@ def _reduce_struct(s: struct.Struct):
 copyreg.pickle(struct.Struct, _reduce_struct)  # the catalog history's row converters hold precompiled structs
 
 
-def pack(obj) -> bytes:
-    """Compressed pickle; cloudpickle (pyspark's) where plain pickle cannot (the catalog history's
-    row converters are closures)."""
+def pack(obj, compress: bool = True) -> bytes:
+    """Compressed pickle (``compress``: else plain, cheaper for what is read once nearby); cloudpickle
+    (pyspark's) where plain pickle cannot (the catalog history's row converters are closures)."""
     try:
         data = pickle.dumps(obj, protocol=pickle.HIGHEST_PROTOCOL)
     except (pickle.PicklingError, AttributeError, TypeError):
         from pyspark import cloudpickle
 
         data = cloudpickle.dumps(obj, protocol=pickle.HIGHEST_PROTOCOL)
-    return zlib.compress(data, 1)
+    return zlib.compress(data, 1) if compress else data
 
 
 def unpack(blob: bytes):
-    return pickle.loads(zlib.decompress(blob))
+    # a pickle (protocol 2 and up) starts with PROTO (0x80), a zlib stream never does
+    return pickle.loads(blob if blob[:1] == b"\x80" else zlib.decompress(blob))
 
 
 #: a blob of phase 2 holds at most this many changes, or about this many bytes of tuples: small enough
@@ -468,12 +469,12 @@ def event_chunks(events, range_of, orders=None):
     for order in (range(len(events)) if orders is None else orders):
         r = range_of[order]
         if chunk and (r != rng or len(chunk) >= EVENTS_PER_CHUNK):
-            yield rng, chunk[0][0], pack(chunk)
+            yield rng, chunk[0][0], pack(chunk, compress=False)
             chunk = []
         rng = r
         chunk.append((order, events[order]))
     if chunk:
-        yield rng, chunk[0][0], pack(chunk)
+        yield rng, chunk[0][0], pack(chunk, compress=False)
 
 
 class _RowCursor:
