@@ -23,7 +23,7 @@ EXIT_USAGE = 2  # arguments, catalog snapshot or plugin options that do not fit
 
 _USAGE_ERRORS = (UsageError, CatalogError, OutputPluginError)
 
-def _build_parser() -> argparse.ArgumentParser:
+def _build_parser(command: str | None = None) -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="waldecode", description="Decode PostgreSQL WAL offline.")
     p.add_argument("--traceback", action="store_true", help="show the Python traceback on errors")
     sub = p.add_subparsers(dest="command", required=True)
@@ -112,6 +112,12 @@ def _build_parser() -> argparse.ArgumentParser:
     cat.add_argument("-o", "--output", required=True, metavar="FILE", help="where to write the JSON snapshot")
     cat.set_defaults(func=cmd_catalog)
 
+    for group in _command_groups(command):
+        group(sub)
+    return p
+
+
+def _bench_command(sub) -> None:
     from .bench import add_arguments as add_bench_arguments
 
     ben = sub.add_parser("bench", help="time waldecode against pg_waldump and PostgreSQL's own decoding",
@@ -120,19 +126,54 @@ def _build_parser() -> argparse.ArgumentParser:
     add_bench_arguments(ben)
     ben.set_defaults(func=cmd_bench)
 
-    from .spark.cli import add_arguments as add_spark_arguments
 
-    add_spark_arguments(sub)
+def _spark_commands(sub) -> None:
+    from .spark.cli import add_arguments
 
-    from .output.pgoutput_dump import add_arguments as add_pgoutput_dump_arguments
+    add_arguments(sub)
 
-    add_pgoutput_dump_arguments(sub)
 
-    from .forensics.cli import add_apply_arguments, add_arguments as add_forensics_arguments
+def _pgoutput_dump_command(sub) -> None:
+    from .output.pgoutput_dump import add_arguments
 
-    add_forensics_arguments(sub)
+    add_arguments(sub)
+
+
+def _forensics_commands(sub) -> None:
+    from .forensics.cli import add_apply_arguments, add_arguments
+
+    add_arguments(sub)
     add_apply_arguments(sub)
-    return p
+
+
+# The commands whose arguments live in modules of their own, which import what they need (bench,
+# Spark, psycopg...): only the group of the command given is imported, so that "inspect" or
+# "decode" does not pay for the others' imports at every start.
+_COMMAND_GROUPS = {
+    "bench": _bench_command,
+    "spark": _spark_commands,
+    "pgoutput-dump": _pgoutput_dump_command,
+    "timelines": _forensics_commands,
+    "diverge": _forensics_commands,
+    "apply": _forensics_commands,
+}
+_OWN_COMMANDS = ("inspect", "decode", "catalog")
+
+
+def _command_groups(command: str | None) -> list:
+    """The argument builders to run for ``command``: all of them unless it is known (for --help,
+    and for argparse's list of choices on a misspelt command)."""
+    if command in _OWN_COMMANDS:
+        return []
+    if command in _COMMAND_GROUPS:
+        return [_COMMAND_GROUPS[command]]
+    return list(dict.fromkeys(_COMMAND_GROUPS.values()))
+
+
+def _command_of(argv: list) -> str | None:
+    """The command named in ``argv``: the first argument that is not an option (the top level
+    has only flags that take no value)."""
+    return next((a for a in argv if not a.startswith("-")), None)
 
 
 def fit_catalog(catalog, segments, settings: list, source) -> None:
@@ -465,8 +506,8 @@ def cmd_bench(args) -> int:
 
 
 def main(argv=None) -> int:
-    parser = _build_parser()
     argv = list(sys.argv[1:] if argv is None else argv)
+    parser = _build_parser(_command_of(argv))
     # "--stats=rmgr" goes to the hidden "--stats=" option ("--stats= rmgr" to argparse)
     argv = [x for a in argv for x in (("--stats=", a[8:]) if a.startswith("--stats=") else (a,))]
     args = parser.parse_args(argv)

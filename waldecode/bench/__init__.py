@@ -76,6 +76,7 @@ def main_bench(args) -> int:
     from . import report
     from .measure import BenchError, rss_floor
     from .runner import remove_work_dir, run_workload
+    from .tools import compile_bytecode
 
     def say(msg: str) -> None:
         if not args.quiet:
@@ -105,12 +106,15 @@ def main_bench(args) -> int:
     args.output_dir.mkdir(parents=True, exist_ok=True)
     work_root = Path(tempfile.mkdtemp(prefix="waldecode-bench-"))
     floor = rss_floor()
+    bytecode = compile_bytecode()
+    say(f"bytecode: {bytecode}")
     document = {
         "command": ["waldecode", *sys.argv[1:]] if sys.argv and sys.argv[0].endswith("waldecode") else sys.argv,
         "started": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
         "options": {"workloads": args.workloads, "scale": args.scale, "runs": args.runs, "impls": impls,
                     "wal_compression": args.wal_compression, "spark": args.spark, "spark_memory": args.spark_memory},
         "load_average_at_start": list(os.getloadavg()),
+        "bytecode": bytecode,
         **report.environment(bindir),
         "rss": {"method": floor.rss_method, "floor_mb": floor.rss_mb,
                 "note": "peak RSS (ru_maxrss) of each tool's process; the floor is what /bin/true reports"},

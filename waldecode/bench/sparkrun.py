@@ -7,6 +7,11 @@ polls ``/proc`` while the run lasts, and reads each worker's ``VmHWM`` (its own 
 RSS, kept by the kernel, so a peak between two polls is not missed); the driver's and
 the JVM's peaks are reported beside it.  A worker that starts and ends between two polls
 (10 per second) is not seen: phase tasks last longer.
+
+CPU time is the tree's too: the JVM and its workers are not waited for by the driver, so
+the kernel's children totals (``os.times``) would count the driver alone.  Each process's own
+user+system time is read from ``/proc/PID/stat`` at every poll and the last value seen is
+summed: the CPU a process spends after its last poll (at most 0.1 s of it) is not counted.
 """
 
 from __future__ import annotations
@@ -34,8 +39,13 @@ def spark_decode_argv(w, out: Path, master: str, memory: str | None, parts_dir: 
     return argv + [str(w.wal_dir)]
 
 
-def _children() -> dict:
+_CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
+
+
+def _processes() -> tuple[dict, dict]:
+    """(parent pid -> child pids, pid -> own user+system CPU seconds) of every process."""
     kids: dict = {}
+    cpu: dict = {}
     for name in os.listdir("/proc"):
         if not name.isdigit():
             continue
@@ -44,13 +54,14 @@ def _children() -> dict:
                 stat = f.read()
         except OSError:
             continue
-        ppid = int(stat.rsplit(b")", 1)[1].split()[1])
-        kids.setdefault(ppid, []).append(int(name))
-    return kids
+        # proc(5): after "(comm)", field 4 is ppid, fields 14 and 15 utime and stime
+        fields = stat.rsplit(b")", 1)[1].split()
+        kids.setdefault(int(fields[1]), []).append(int(name))
+        cpu[int(name)] = (int(fields[11]) + int(fields[12])) / _CLOCK_TICKS
+    return kids, cpu
 
 
-def _tree(root: int) -> list[int]:
-    kids = _children()
+def _tree(root: int, kids: dict) -> list[int]:
     out, todo = [], [root]
     while todo:
         pid = todo.pop()
@@ -86,30 +97,36 @@ def _kind(pid: int) -> str | None:
 
 
 def run_spark_measured(argv: list[str], *, env: dict | None = None, what: str | None = None) -> Measurement:
-    """Run a ``spark decode`` to completion; its wall and CPU time, and the peak RSS of its Python workers
-    (``rss_mb``), of the driver and of the JVM (``extra``)."""
+    """Run a ``spark decode`` to completion; its wall time, the CPU time of its whole process tree, and
+    the peak RSS of its Python workers (``rss_mb``), of the driver and of the JVM (``extra``, with
+    the CPU seconds of each)."""
     peaks = {"worker": 0, "jvm": 0, "driver": 0}
     kinds: dict = {}
+    cpu_seen: dict = {}  # pid -> own CPU seconds at the last poll
     with tempfile.TemporaryFile() as err:
         t0 = time.perf_counter()
-        before = os.times()
         proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=err, env=env)
         while proc.poll() is None:
-            for pid in _tree(proc.pid):
+            kids, cpu = _processes()
+            for pid in _tree(proc.pid, kids):
                 kind = kinds.get(pid)
                 if kind is None:
                     kind = kinds[pid] = _kind(pid) or "other"
                 if kind in peaks:
                     peaks[kind] = max(peaks[kind], _peak_kb(pid))
+                if pid in cpu:
+                    cpu_seen[pid] = cpu[pid]
             time.sleep(POLL_SECONDS)
         wall = time.perf_counter() - t0
-        after = os.times()
         if proc.returncode != 0:
             err.seek(0)
             tail = err.read().decode(errors="replace").strip()[-2000:]
             raise BenchError(f"{what or argv[0]} exited with status {proc.returncode}: {tail or '(no stderr)'}")
-    cpu = (after.children_user - before.children_user) + (after.children_system - before.children_system)
-    m = Measurement(wall, peaks["worker"] / 1024, cpu, "VmHWM of the Python workers (polled /proc)")
+    cpu_by_kind = {"worker": 0.0, "jvm": 0.0, "driver": 0.0, "other": 0.0}
+    for pid, seconds in cpu_seen.items():
+        cpu_by_kind[kinds.get(pid, "other")] += seconds
+    m = Measurement(wall, peaks["worker"] / 1024, sum(cpu_by_kind.values()), "VmHWM of the Python workers (polled /proc)")
     m.extra = {"driver_rss_mb": peaks["driver"] / 1024, "jvm_rss_mb": peaks["jvm"] / 1024,
-               "workers_seen": sum(1 for k in kinds.values() if k == "worker")}
+               "workers_seen": sum(1 for k in kinds.values() if k == "worker"),
+               **{f"{k}_cpu_s": round(v, 2) for k, v in cpu_by_kind.items()}}
     return m

@@ -276,7 +276,7 @@ def plan_partitions(options: dict, bounds: tuple = (None, None)) -> list:
     except Error as e:
         # The reader refuses the range before its first record: the decoder still finishes (and warns)
         scan, refused = None, e
-    executor = LocalExecutor()
+    executor = LocalExecutor(keep_blobs=False)
     nodes = _plan.tracked_relfilenodes(catalog)
     while True:
         items = executor.control(scan, nodes) if scan is not None else iter([(0, ("error", refused))])
@@ -290,8 +290,8 @@ def plan_partitions(options: dict, bounds: tuple = (None, None)) -> list:
         nodes = nodes | p.nodes
     if p.error is not None:
         raise surfaced(p.error, p.result.warnings)
-    ctx = tasks.Phase2(catalog, RowPlugin, plugin_options, p.timeline, p.events)
-    shared = tasks.pack((scan, ctx, p.cutoff))
+    ctx = tasks.Phase2(catalog, RowPlugin, plugin_options, p.timeline, p.cutoff)
+    shared = tasks.pack((scan, ctx))
     parts = []
     keep = [lo is None and hi is None or _within(_event_commit_lsn(ev), lo, hi) for ev in p.events]
     for rng in range(p.nranges):
@@ -299,7 +299,7 @@ def plan_partitions(options: dict, bounds: tuple = (None, None)) -> list:
         orders = [o for o in range(len(p.events)) if p.range_of[o] == rng and keep[o]]
         if not orders:
             continue
-        parts.append(tasks.pack((rng, members, orders)))
+        parts.append(tasks.pack((rng, members, list(tasks.event_chunks(p.events, p.range_of, orders)))))
     return [shared, parts]
 
 
@@ -318,11 +318,11 @@ def options_key(options: dict, lower: str) -> str:
 def read_partition(shared: bytes, part: bytes):
     """The rows of one output range (in the executor)."""
     from . import tasks
-    from .job import phase2_rows
+    from .job import phase2_rows, scan_blobs
 
-    scan, ctx, cutoff = tasks.unpack(shared)
-    rng, members, orders = tasks.unpack(part)
-    rows = phase2_rows(scan, members, cutoff, orders, {o: rng for o in orders})
+    scan, ctx = tasks.unpack(shared)
+    rng, members, chunks = tasks.unpack(part)
+    rows = phase2_rows(scan_blobs(scan, members), members, ctx.cutoff, chunks)
     sink = RowSink()
     summary = tasks.decode_rows(iter(rows), ctx, lambda _rng: sink)
     info = summary.get(rng)

@@ -8,9 +8,12 @@ concatenation of the ranges' part files, in order, into the output.  Errors the 
 process raises are raised here as the same exceptions, after the output that precedes
 them, so the CLI prints the same line and exits with the same status.
 
-Two executors run the tasks: ``SparkExecutor`` (DataFrames: ``mapInArrow`` over
-``spark.range`` for the runs, one hash shuffle whose keys map each range to its own
-partition, ``sortWithinPartitions`` for transaction and LSN order, so Spark's external
+Two executors run the tasks: ``SparkExecutor`` (DataFrames: one ``mapInArrow`` over
+``spark.range`` reads each run once, its change blobs persisted on the executors' disks and
+its control items written to files the driver's pass reads while later runs are still
+being read; phase 2 joins the blobs to the plan's members in the JVM, adds each range's
+own events as chunk rows, and one hash shuffle whose keys map each range to its own
+partition and ``sortWithinPartitions`` give transaction and LSN order, so Spark's external
 sorter holds big transactions instead of memory) and ``LocalExecutor`` (the same task
 functions in this process, for tests and for seeing what Spark adds).
 """
@@ -34,10 +37,9 @@ from . import plan as _plan
 from . import tasks
 from .hadoopfs import HadoopSegmentSet
 
-CHANGE_SCHEMA = "key long, rng long, order long, run long, seq long, n int, blob binary"
-DECODE_COLUMNS = ("rng", "order", "n", "blob")
+BLOB_SCHEMA = "xid long, lo long, hi long, run long, seq long, n long, blob binary"
+DECODE_COLUMNS = ("rng", "order", "lo", "hi", "after", "trim", "n", "blob")
 SUMMARY_SCHEMA = "rng long, lines long, warnings binary, error binary, impl string"
-CONTROL_SCHEMA = "run long, items binary"
 RUN_FILE_SCHEMA = "key long, run long, segno long, content binary"
 BLOBS_PER_BATCH = 16
 
@@ -105,36 +107,50 @@ def _segments_per_run(segments: SegmentSet, first: int, last: int, slots: int, p
     return max(1, min(by_cores, by_size) if n >= 3 * slots else by_cores)
 
 
+def run_phase1(scan: Scan, run_index: int, nodes: frozenset, control: list, keep=None):
+    """Phase 1 of one run, one read of its WAL: yields its change blobs (``tasks.change_blobs``: xid, lo,
+    hi, run, seq, n, blob) and appends its control items to ``control`` (complete at the end).
+    ``keep(xid, rmid)``: decode only those records (for callers that want only some changes)."""
+    first, last = scan.runs[run_index]
+    records = tasks.read_run(scan.segments, first, last, scan.start, scan.end_lsn, keep=keep)
+    return tasks.change_blobs(tasks.run_items(records, nodes, scan.database, scan.filtered_origins, control),
+                              run_index)
+
+
 def run_control(scan: Scan, run_index: int, nodes: frozenset) -> list:
-    first, last = scan.runs[run_index]
-    records = tasks.read_run(scan.segments, first, last, scan.start, scan.end_lsn)
-    return tasks.control_items(records, nodes, scan.database, scan.filtered_origins)
+    """The control items of one run (its blobs dropped)."""
+    control: list = []
+    for _ in run_phase1(scan, run_index, nodes, control):
+        pass
+    return control
 
 
-def run_changes(scan: Scan, run_index: int, members: dict, cutoff):
-    first, last = scan.runs[run_index]
-    rmids = tasks.CHANGE_RMIDS
-    # Only the records change_rows takes are decoded (the control pass has decoded, and checked, them all)
-    records = tasks.read_run(scan.segments, first, last, scan.start, scan.end_lsn,
-                             keep=lambda xid, rmid: rmid in rmids and xid in members)
-    return tasks.change_rows(records, scan.database, scan.filtered_origins, members, cutoff)
-
-
-def run_blobs(scan: Scan, run_index: int, members: dict, cutoff):
-    """``tasks.change_blobs`` of one run: (order, rng, run, seq, n, blob)."""
-    return tasks.change_blobs(run_changes(scan, run_index, members, cutoff), run_index)
-
-
-def phase2_rows(scan: Scan, members: dict, cutoff, events_of: list, range_of) -> list:
-    """Phase 2's input in this process, sorted: (rng, order, n, blob) of every run's changes and an event
-    row for each order in ``events_of``."""
+def phase2_rows(blobs, members: dict, cutoff, chunks) -> list:
+    """Phase 2's input in this process, as Spark's join and sort make it: (rng, order, lo, hi, after, trim,
+    n, blob) of the ``blobs`` of members (xid -> (order, collect-after LSN, range)) and the ``chunks``
+    of events (``tasks.event_chunks``), sorted by (rng, order, lo, seq)."""
     rows = []
-    for i in range(len(scan.runs)):
-        for order, rng, run, seq, n, blob in run_blobs(scan, i, members, cutoff):
-            rows.append((rng, order, run, seq, n, blob))
-    rows += [(range_of[o], o, -1, 0, 0, None) for o in events_of]
+    for xid, lo, hi, _run, seq, n, blob in blobs:
+        m = members.get(xid)
+        if m is None:
+            continue
+        order, after, rng = m
+        if hi <= after or (cutoff is not None and lo >= cutoff):
+            continue
+        trim = lo <= after or (cutoff is not None and hi >= cutoff)
+        rows.append((rng, order, lo, seq, hi, after, trim, n, blob))
+    rows += [(rng, order, tasks.CHUNK, 0, tasks.CHUNK, 0, False, 0, blob) for rng, order, blob in chunks]
     rows.sort(key=lambda r: r[:4])
-    return [(r[0], r[1], r[4], r[5]) for r in rows]
+    return [(r[0], r[1], r[2], r[4], r[5], r[6], r[7], r[8]) for r in rows]
+
+
+def scan_blobs(scan: Scan, members: dict) -> list:
+    """Every run's change blobs of ``members``' xids, read in this process."""
+    rmids = tasks.CHANGE_RMIDS
+    out = []
+    for i in range(len(scan.runs)):
+        out += run_phase1(scan, i, frozenset(), [], keep=lambda xid, rmid: rmid in rmids and xid in members)
+    return out
 
 
 # -- executors -------------------------------------------------------------------------------------
@@ -146,14 +162,26 @@ class LocalExecutor:
     slots = 1
     impl_seen: set = set()
 
-    def control(self, scan: Scan, nodes: frozenset):
+    def __init__(self, keep_blobs: bool = True):
+        self.keep_blobs = keep_blobs  # False: only the driver's pass is wanted (the DataFrame source plans)
+        self.blobs: list = []
+
+    def control(self, scan: Scan, nodes: frozenset, directory: str | None = None):
+        self.blobs = []
         for i in range(len(scan.runs)):
-            yield from run_control(scan, i, nodes)
+            control: list = []
+            for blob in run_phase1(scan, i, nodes, control):
+                if self.keep_blobs:
+                    self.blobs.append(blob)
+            yield from control
 
     def phase2(self, scan: Scan, p: _plan.Plan, ctx: tasks.Phase2, directory: str) -> list:
-        rows = phase2_rows(scan, p.members, p.cutoff, range(len(p.events)), p.range_of)
+        rows = phase2_rows(self.blobs, p.members, p.cutoff, tasks.event_chunks(p.events, p.range_of))
         summary = tasks.decode_rows(iter(rows), ctx, lambda rng: tasks.PartWriter(directory, rng))
         return sorted(summary.items())
+
+    def release(self) -> None:
+        self.blobs = []
 
 
 class SparkExecutor:
@@ -209,58 +237,36 @@ class SparkExecutor:
         markers = self.spark.createDataFrame([(keys[r], r, -1, None) for r in range(n)], RUN_FILE_SCHEMA)
         return files.unionByName(markers).repartition(n, "key").sortWithinPartitions("run", "segno")
 
-    def control(self, scan: Scan, nodes: frozenset):
+    def control(self, scan: Scan, nodes: frozenset, directory: str):
+        """Phase 1 as one Spark job, each run read once: its change blobs into a persisted DataFrame (phase
+        2's input), its control items into a file under ``directory``, which this generator yields from
+        in run order while later runs are still being read (the driver's pass overlaps phase 1)."""
+        import threading
+
+        from pyspark import StorageLevel
+
+        self.release()
+        for run in range(len(scan.runs)):  # a previous pass's (new catalog relfilenodes make another)
+            if os.path.exists(tasks.control_path(directory, run)):
+                os.remove(tasks.control_path(directory, run))
         sc = self.spark.sparkContext
-        bc = sc.broadcast((scan, nodes))
+        bc = sc.broadcast((scan, nodes, directory))
 
         def phase1(batches):
             import pyarrow as pa
 
-            s, nd = bc.value
+            s, nd, d = bc.value
             use_impl(s.impl)
             settle_gc()
+            schema = _schema(BLOB_SCHEMA)
             for run, rs in _run_inputs(batches, s):
-                items = run_control(rs, run, nd)
-                yield pa.RecordBatch.from_pydict({"run": [run], "items": [tasks.pack(items)]},
-                                                 schema=_schema(CONTROL_SCHEMA))
-
-        df = self._run_input(scan).mapInArrow(phase1, CONTROL_SCHEMA)
-        # All runs at once (toLocalIterator would run them one task at a time); the items are small
-        try:
-            rows = df.collect()
-        finally:
-            bc.unpersist()
-        for expected, row in enumerate(rows):
-            if row["run"] != expected:
-                raise RuntimeError(f"phase 1 returned run {row['run']} where run {expected} was due")
-        for row in rows:
-            yield from tasks.unpack(row["items"])
-
-    def _keys(self, n: int) -> list:
-        """A key per range whose hash sends it to the partition of the same number (``partition_keys``)."""
-        return partition_keys(n)
-
-    def phase2(self, scan: Scan, p: _plan.Plan, ctx: tasks.Phase2, directory: str) -> list:
-        sc = self.spark.sparkContext
-        keys = self._keys(p.nranges)
-        bc_scan = sc.broadcast((scan, p.members, p.cutoff, p.range_of, keys))
-        bc_ctx = sc.broadcast((os.urandom(8).hex(), tasks.pack(ctx)))
-        nevents = len(p.events)
-
-        def changes(batches):
-            import pyarrow as pa
-
-            s, members, cutoff, _range_of, ks = bc_scan.value
-            use_impl(s.impl)
-            settle_gc()
-            schema = _schema(CHANGE_SCHEMA)
-            for run, rs in _run_inputs(batches, s):
+                control: list = []
                 cols = ([], [], [], [], [], [], [])
                 held = 0
-                for order, rng, _run, seq, n, blob in run_blobs(rs, run, members, cutoff):
-                    for col, v in zip(cols, (ks[rng], rng, order, run, seq, n, blob)):
+                for row in run_phase1(rs, run, nd, control):
+                    for col, v in zip(cols, row):
                         col.append(v)
-                    held += len(blob)
+                    held += len(row[6])
                     if held >= 8 << 20:
                         yield pa.RecordBatch.from_arrays([pa.array(c, t) for c, t in zip(cols, schema.types)],
                                                          schema=schema)
@@ -269,28 +275,104 @@ class SparkExecutor:
                 if cols[0]:
                     yield pa.RecordBatch.from_arrays([pa.array(c, t) for c, t in zip(cols, schema.types)],
                                                      schema=schema)
+                tasks.write_control(d, run, control)
 
-        def event_rows(batches):
-            import pyarrow as pa
+        df = self._run_input(scan).mapInArrow(phase1, BLOB_SCHEMA).persist(StorageLevel.DISK_ONLY)
+        self._blobs, self._bc1 = df, bc
+        done = self._phase1 = {"error": None}
 
-            _s, _m, _c, range_of, ks = bc_scan.value
-            schema = _schema(CHANGE_SCHEMA)
-            for batch in batches:
-                orders = batch.column(0).to_pylist()
-                rngs = [range_of[o] for o in orders]
-                n = len(orders)
-                yield pa.RecordBatch.from_arrays(
-                    [pa.array([ks[r] for r in rngs], pa.int64()), pa.array(rngs, pa.int64()),
-                     pa.array(orders, pa.int64()), pa.array([-1] * n, pa.int64()), pa.array([0] * n, pa.int64()),
-                     pa.array([0] * n, pa.int32()), pa.nulls(n, pa.binary())], schema=schema)
+        def materialize():
+            try:
+                df.count()
+            except BaseException as e:  # surfaced by the waiting driver
+                done["error"] = e
+
+        thread = self._thread = threading.Thread(target=materialize, name="waldecode-phase1", daemon=True)
+        thread.start()
+        for run in range(len(scan.runs)):
+            path = tasks.control_path(directory, run)
+            while not os.path.exists(path):
+                if not thread.is_alive():
+                    if os.path.exists(path):
+                        break
+                    self.wait()
+                    from .cli import SparkJobError
+
+                    raise SparkJobError(f"phase 1 left no control items for run {run} in {directory}: the "
+                                        "executors must share it with this process (--parts-dir)")
+                thread.join(0.02)
+            yield from tasks.read_control(path)
+
+    def wait(self) -> None:
+        """Phase 1 complete (its error raised)."""
+        thread = getattr(self, "_thread", None)
+        if thread is not None:
+            thread.join()
+            self._thread = None
+            if self._phase1["error"] is not None:
+                raise self._phase1["error"]
+
+    def release(self) -> None:
+        self.wait_quietly()
+        blobs = getattr(self, "_blobs", None)
+        if blobs is not None:
+            blobs.unpersist()
+            self._bc1.unpersist()
+            self._blobs = None
+
+    def wait_quietly(self) -> None:
+        try:
+            self.wait()
+        except Exception:
+            pass
+
+    def _keys(self, n: int) -> list:
+        """A key per range whose hash sends it to the partition of the same number (``partition_keys``)."""
+        return partition_keys(n)
+
+    def phase2(self, scan: Scan, p: _plan.Plan, ctx: tasks.Phase2, directory: str) -> list:
+        import pyarrow as pa
+        from pyspark.sql import functions as F
+
+        self.wait()
+        sc = self.spark.sparkContext
+        keys = self._keys(p.nranges)
+        bc_ctx = sc.broadcast((os.urandom(8).hex(), tasks.pack(ctx)))
+        impl = scan.impl
+        # xid -> its event, range and the LSN its changes count after: joined to the blobs in the JVM
+        xids = list(p.members)
+        ms = p.members.values()
+        members = self.spark.createDataFrame(pa.table({
+            "xid": pa.array(xids, pa.int64()),
+            "key": pa.array([keys[m[2]] for m in ms], pa.int64()),
+            "rng": pa.array([m[2] for m in ms], pa.int64()),
+            "order": pa.array([m[0] for m in ms], pa.int64()),
+            "after": pa.array([m[1] for m in ms], pa.int64())}))
+        chunks = list(tasks.event_chunks(p.events, p.range_of))
+        n = len(chunks)
+        events = self.spark.createDataFrame(pa.table({
+            "key": pa.array([keys[c[0]] for c in chunks], pa.int64()),
+            "rng": pa.array([c[0] for c in chunks], pa.int64()),
+            "order": pa.array([c[1] for c in chunks], pa.int64()),
+            "lo": pa.array([tasks.CHUNK] * n, pa.int64()), "hi": pa.array([tasks.CHUNK] * n, pa.int64()),
+            "after": pa.array([0] * n, pa.int64()), "trim": pa.array([False] * n, pa.bool_()),
+            "seq": pa.array([0] * n, pa.int64()), "n": pa.array([0] * n, pa.int64()),
+            "blob": pa.array([c[2] for c in chunks], pa.binary())}))
+        lo, hi, after = F.col("lo"), F.col("hi"), F.col("after")
+        keep = hi > after
+        trim = lo <= after
+        if p.cutoff is not None:
+            keep = keep & (lo < F.lit(p.cutoff))
+            trim = trim | (hi >= F.lit(p.cutoff))
+        changes = (self._blobs.join(F.broadcast(members), "xid").where(keep)
+                   .select("key", "rng", "order", "lo", "hi", "after", trim.alias("trim"), "seq", "n", "blob"))
 
         def decode(batches):
             import pyarrow as pa
-            from pyspark import TaskContext  # noqa: F401  (the executor's own)
 
             from .. import _impl
 
-            use_impl(bc_scan.value[0].impl)
+            use_impl(impl)
             settle_gc()
             c = _context(bc_ctx)
             rows = (row for batch in batches
@@ -303,10 +385,8 @@ class SparkExecutor:
                 out = [{"rng": -1, "lines": 0, "warnings": None, "error": None, "impl": _impl.IMPL}]
             yield pa.RecordBatch.from_pylist(out, schema=_schema(SUMMARY_SCHEMA))
 
-        ch = self._run_input(scan).mapInArrow(changes, CHANGE_SCHEMA)
-        ev = self.spark.range(0, nevents, 1, max(1, min(p.nranges, nevents))).mapInArrow(event_rows, CHANGE_SCHEMA)
-        df = (ch.unionByName(ev).repartition(p.nranges, "key")
-              .sortWithinPartitions("key", "order", "run", "seq")
+        df = (changes.unionByName(events).repartition(p.nranges, "key")
+              .sortWithinPartitions("key", "order", "lo", "seq")
               .select(*DECODE_COLUMNS)
               .mapInArrow(decode, SUMMARY_SCHEMA))
         conf = self.spark.conf
@@ -317,7 +397,6 @@ class SparkExecutor:
             rows = df.collect()
         finally:
             conf.set("spark.sql.execution.arrow.maxRecordsPerBatch", batch)
-            bc_scan.unpersist()
             bc_ctx.unpersist()
         out = []
         for r in rows:
@@ -456,22 +535,23 @@ def decode_spark(executor, paths, catalog: Catalog, make_plugin, out, *, plugin_
         # The reader refuses the range before its first record: the decoder still finishes (and warns)
         scan, refused = None, e
     nodes = _plan.tracked_relfilenodes(catalog)
-    while True:
-        items = executor.control(scan, nodes) if scan is not None else iter([(0, ("error", refused))])
-        p = _plan.run_driver_pass(items, catalog, make_plugin(lambda line: None),
-                                  plugin_options=plugin_options, start_plan=start_plan, read_from=read_from,
-                                  start_lsn=start_lsn, end_lsn=end_lsn, two_phase=two_phase,
-                                  include_uncommitted=include_uncommitted, segments=segments,
-                                  nranges=getattr(executor, "ranges", 1), nodes=nodes, on_warning=on_warning)
-        if p.nodes <= nodes:
-            break
-        # A catalog rewrite or relation-map update made new catalog relfilenodes: read their records too
-        nodes = nodes | p.nodes
-    result = p.result
-    ctx = tasks.Phase2(catalog, make_plugin, plugin_options, p.timeline, p.events)
     directory = tempfile.mkdtemp(prefix="waldecode-spark-", dir=parts_dir)
     error = None
     try:
+        while True:
+            items = (executor.control(scan, nodes, directory) if scan is not None
+                     else iter([(0, ("error", refused))]))
+            p = _plan.run_driver_pass(items, catalog, make_plugin(lambda line: None),
+                                      plugin_options=plugin_options, start_plan=start_plan, read_from=read_from,
+                                      start_lsn=start_lsn, end_lsn=end_lsn, two_phase=two_phase,
+                                      include_uncommitted=include_uncommitted, segments=segments,
+                                      nranges=getattr(executor, "ranges", 1), nodes=nodes, on_warning=on_warning)
+            if p.nodes <= nodes:
+                break
+            # A catalog rewrite or relation-map update made new catalog relfilenodes: read their records too
+            nodes = nodes | p.nodes
+        result = p.result
+        ctx = tasks.Phase2(catalog, make_plugin, plugin_options, p.timeline, p.cutoff)
         if p.events and scan is not None:
             summary = executor.phase2(scan, p, ctx, directory)
         else:
@@ -493,6 +573,9 @@ def decode_spark(executor, paths, catalog: Catalog, make_plugin, out, *, plugin_
                 error = info["error"]
                 break
     finally:
+        release = getattr(executor, "release", None)
+        if release is not None:
+            release()
         shutil.rmtree(directory, ignore_errors=True)
     if error is None:
         error = p.error  # a replay's error comes before the reading error: it was output earlier

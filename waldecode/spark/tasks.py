@@ -5,7 +5,7 @@ only from the single-process pieces: framing and record decoding (``_impl``, as
 ``xlogreader`` uses them), the pure change extractors of ``decode``, and, per transaction,
 ``replay.Replayer`` with the output plugin.  Nothing here keeps state across tasks.
 
-Phase 1 (``read_run`` then ``control_items`` / ``change_rows``): a run of segments is
+Phase 1 (``read_run`` then ``run_items`` and ``change_blobs``, one pass): a run of segments is
 framed as ``xlogreader.XLogReader`` frames it, from the first record that starts in its
 first segment, completing the record that crosses into the next run from that
 segment's head (``read_segment``'s rule).  It yields
@@ -17,13 +17,15 @@ segment's head (``read_segment``'s rule).  It yields
   record of a transaction in a segment (``x``), the last change record of a transaction in
   a segment with its number of changes (``c``, what sets a base snapshot), a subtransaction's
   top-level link (``a``), and where and why reading stopped or failed;
-* the *change rows* of phase 2: every change the decoder would queue (``decode.changes_of``
-  for this database, filtered by origin as the plugin asks), tuples kept as WAL bytes, for
-  the transactions the driver says are replayed, each tagged with its output order.
+* the *change blobs* of phase 2: every change the decoder would queue (``decode``'s
+  extractors, for this database, filtered by origin as the plugin asks), tuples kept as WAL
+  bytes, in the reorder buffer's spill format, per xid; which of them are replayed, and in
+  which event, the driver's pass says afterwards (phase 2 joins them to its members).
 
-Phase 2 (``write_partition``): rows sorted by (range, order, LSN) are cut into
-transactions and fed, as a stream, to ``Replayer.replay`` with the plugin writing into a
-part file per range: the partition's output, in commit order.
+Phase 2 (``decode_rows``): rows sorted by (range, order, LSN) — each range's events in chunk
+rows ahead of their changes — are cut into transactions, whose member xids' blobs are merged
+by LSN (``merged_changes``) and fed, as a stream, to ``Replayer.replay`` with the plugin
+writing into a part file per range: the partition's output, in commit order.
 """
 
 from __future__ import annotations
@@ -59,7 +61,7 @@ _HEAP2_QUIET = {rm_heap.XLOG_HEAP2_REWRITE, 0x10, 0x20, 0x30, rm_heap.XLOG_HEAP2
 XLOG_PARAMETER_CHANGE = 0x60
 _ALWAYS_WHOLE = frozenset((RM_XACT_ID, RM_STANDBY_ID, RM_RELMAP_ID, RM_LOGICALMSG_ID))
 _xl_xid = struct.Struct("<I").unpack_from
-#: the resource managers whose records phase 2 takes changes from (``change_rows``)
+#: the resource managers whose records phase 2 takes changes from (``run_items``)
 CHANGE_RMIDS = frozenset((RM_HEAP_ID, RM_HEAP2_ID, RM_LOGICALMSG_ID))
 
 
@@ -172,12 +174,25 @@ def _whole(rec, nodes, state) -> object | None:
     return None
 
 
-def control_items(records, nodes: frozenset, database: int, filtered_origins: frozenset) -> list:
-    """Phase 1 for the driver: ``(lsn, item)`` in LSN order (see the module docstring)."""
-    out = []
+def _changes_of(rec, database: int):
+    """The changes the decoder would queue for ``rec`` (``decode``'s extractors), None for a record that
+    is no change record (a logical message: its transactional changes, which the markers leave out)."""
+    rmid = rec.xl_rmid
+    if rmid == RM_HEAP_ID or rmid == RM_HEAP2_ID:
+        return _extract(rec, database) if _is_change_record(rec) else None
+    if rmid == RM_LOGICALMSG_ID:
+        return message_changes(rec, database)
+    return None
+
+
+def run_items(records, nodes: frozenset, database: int, filtered_origins: frozenset, control: list):
+    """Phase 1 of one run, in one pass over its records: yields ``(xid, lsn, Change)`` for each change the
+    decoder would queue (any xid: the driver's pass says later which are replayed), and appends the
+    driver's control items, ``(lsn, item)`` in LSN order (see the module docstring), to ``control``
+    (complete when the generator is)."""
     state = {"xlog_xid": False}
     seg_records: list = []
-    seg_of = None
+    seg_counts: list = []  # per record: the changes a heap change record queues (None: not one)
 
     def flush():
         if not seg_records:
@@ -188,8 +203,8 @@ def control_items(records, nodes: frozenset, database: int, filtered_origins: fr
         # and how many changes those records queue
         last: dict = {}
         for i, rec in enumerate(seg_records):
-            if rec.xl_xid and wholes[i] is None and _is_change_record(rec):
-                n = 0 if rec.origin in filtered_origins else len(_extract(rec, database))
+            n = seg_counts[i]
+            if rec.xl_xid and wholes[i] is None and n is not None:
                 prev = last.get(rec.xl_xid)
                 last[rec.xl_xid] = (i, n + (prev[1] if prev else 0))
         at = {i: (xid, n) for xid, (i, n) in last.items()}
@@ -197,30 +212,65 @@ def control_items(records, nodes: frozenset, database: int, filtered_origins: fr
         for i, rec in enumerate(seg_records):
             xid = rec.xl_xid
             if rec.toplevel_xid:
-                out.append((rec.lsn, ("a", rec.toplevel_xid, xid)))
+                control.append((rec.lsn, ("a", rec.toplevel_xid, xid)))
             if xid and xid not in seen:
                 seen.add(xid)
-                out.append((rec.lsn, ("x", xid)))
+                control.append((rec.lsn, ("x", xid)))
             if wholes[i] is not None:
-                out.append((rec.lsn, ("r", wholes[i])))
+                control.append((rec.lsn, ("r", wholes[i])))
             mark = at.get(i)
             if mark is not None:
-                out.append((rec.lsn, ("c", mark[0], mark[1])))
+                control.append((rec.lsn, ("c", mark[0], mark[1])))
         seg_records.clear()
+        seg_counts.clear()
 
     for rec in records:
         if isinstance(rec, tuple) and len(rec) == 2 and isinstance(rec[0], str):
             flush()
             kind, what = rec
-            out.append((getattr(what, "lsn", None) or 0, (kind, what)))
+            control.append((getattr(what, "lsn", None) or 0, (kind, what)))
             break
+        changes = _changes_of(rec, database)
+        filtered = rec.origin in filtered_origins
         seg_records.append(rec)
+        seg_counts.append(None if changes is None or rec.xl_rmid == RM_LOGICALMSG_ID
+                          else 0 if filtered else len(changes))
+        if changes and not filtered:
+            xid, lsn = rec.xl_xid, rec.lsn
+            for c in changes:
+                yield xid, lsn, c
         if len(seg_records) >= 4096:
             # A bound on memory: markers per 4096 records instead of per segment (still at most two
             # per transaction and block of records)
             flush()
     flush()
-    return out
+
+
+def control_items(records, nodes: frozenset, database: int, filtered_origins: frozenset) -> list:
+    """Phase 1 for the driver alone: ``run_items``' control items."""
+    control: list = []
+    for _ in run_items(records, nodes, database, filtered_origins, control):
+        pass
+    return control
+
+
+def control_path(directory: str, run: int) -> str:
+    return os.path.join(directory, f"control-{run:05d}")
+
+
+def write_control(directory: str, run: int, control: list) -> None:
+    """A run's control items for the driver (``read_control``), whole or not at all: written under a
+    temporary name and renamed, so that a retried task leaves one complete file."""
+    path = control_path(directory, run)
+    tmp = f"{path}.{os.getpid()}.tmp"
+    with open(tmp, "wb") as f:
+        f.write(pack(control, compress=False))
+    os.replace(tmp, path)
+
+
+def read_control(path: str) -> list:
+    with open(path, "rb") as f:
+        return unpack(f.read())
 
 
 def _extract(rec, database):
@@ -238,47 +288,21 @@ def _reduce_struct(s: struct.Struct):
 copyreg.pickle(struct.Struct, _reduce_struct)  # the catalog history's row converters hold precompiled structs
 
 
-def pack(obj) -> bytes:
-    """Compressed pickle; cloudpickle (pyspark's) where plain pickle cannot (the catalog history's
-    row converters are closures)."""
+def pack(obj, compress: bool = True) -> bytes:
+    """Compressed pickle (``compress``: else plain, cheaper for what is read once nearby); cloudpickle
+    (pyspark's) where plain pickle cannot (the catalog history's row converters are closures)."""
     try:
         data = pickle.dumps(obj, protocol=pickle.HIGHEST_PROTOCOL)
     except (pickle.PicklingError, AttributeError, TypeError):
         from pyspark import cloudpickle
 
         data = cloudpickle.dumps(obj, protocol=pickle.HIGHEST_PROTOCOL)
-    return zlib.compress(data, 1)
+    return zlib.compress(data, 1) if compress else data
 
 
 def unpack(blob: bytes):
-    return pickle.loads(zlib.decompress(blob))
-
-
-def change_rows(records, database: int, filtered_origins: frozenset, members: dict, cutoff: int | None):
-    """Phase 1 for phase 2: ``(xid, rec_lsn, sub, Change, order, rng)`` for each change the decoder
-    would queue for a replayed transaction.  ``members``: xid -> (order, collect-after LSN, range)."""
-    for rec in records:
-        if isinstance(rec, tuple) and len(rec) == 2 and isinstance(rec[0], str):
-            return
-        if cutoff is not None and rec.lsn >= cutoff:
-            return
-        xid = rec.xl_xid
-        m = members.get(xid)
-        if m is None:
-            continue
-        rmid = rec.xl_rmid
-        if rmid == RM_HEAP_ID or rmid == RM_HEAP2_ID:
-            if not _is_change_record(rec):
-                continue
-            changes = _extract(rec, database)
-        elif rmid == RM_LOGICALMSG_ID:
-            changes = message_changes(rec, database)
-        else:
-            continue
-        if not changes or rec.origin in filtered_origins or rec.lsn <= m[1]:
-            continue
-        for i, c in enumerate(changes):
-            yield xid, rec.lsn, i, c, m[0], m[2]
+    # a pickle (protocol 2 and up) starts with PROTO (0x80), a zlib stream never does
+    return pickle.loads(blob if blob[:1] == b"\x80" else zlib.decompress(blob))
 
 
 #: a blob of phase 2 holds at most this many changes, or about this many bytes of tuples: small enough
@@ -288,51 +312,105 @@ BLOB_BYTES = 512 << 10
 
 
 def change_blobs(rows, run: int):
-    """Phase 1 for phase 2, compactly: ``change_rows`` of one run as ``(order, rng, run, seq, n, blob)``,
-    each blob ``n`` consecutive changes of one output event in LSN order, in the reorder buffer's spill
-    format (``reorderbuffer.changes_to_batch``).  Sorted by (order, run, seq), the blobs give each event's
-    changes in LSN order: runs are in LSN order, and a run's changes of one event are cut in order."""
-    from ..logical.reorderbuffer import change_size, changes_to_batch as serialize
+    """Phase 1 for phase 2, compactly: ``run_items``' changes of one run as ``(xid, lo, hi, run, seq, n,
+    blob)``, each blob ``n`` consecutive changes of one xid in LSN order (``lo``/``hi``: the LSNs of
+    its first and last), in the reorder buffer's spill format (``reorderbuffer.changes_to_batch``).
+    An xid's blobs sorted by (lo, seq) give its changes in LSN order; a transaction's member xids
+    are merged by LSN in phase 2 (``merged_changes``)."""
+    from ..logical.reorderbuffer import change_size, new_change_store
 
-    groups: dict = {}  # order -> [rng, next seq, changes, bytes]
+    groups: dict = {}  # xid -> [store, next seq, lo, hi, bytes]
     held = 0
 
-    def cut(order, g):
-        blob = (order, g[0], run, g[1], len(g[2]), serialize(g[2]))
+    def cut(xid, g):
+        store = g[0]
+        blob = (xid, g[2], g[3], run, g[1], len(store), store.getvalue())
+        g[0] = new_change_store()
         g[1] += 1
-        g[2] = []
-        g[3] = 0
+        g[4] = 0
         return blob
 
-    for _xid, _rlsn, _sub, c, order, rng in rows:
-        g = groups.get(order)
+    for xid, lsn, c in rows:
+        g = groups.get(xid)
         if g is None:
-            g = groups[order] = [rng, 0, [], 0]
-        g[2].append(c)
+            g = groups[xid] = [new_change_store(), 0, lsn, lsn, 0]
+        elif not len(g[0]):
+            g[2] = lsn
+        g[0].append(c)
+        g[3] = lsn
         size = change_size(c)
-        g[3] += size
+        g[4] += size
         held += size
-        if len(g[2]) >= BLOB_CHANGES or g[3] >= BLOB_BYTES:
-            held -= g[3]
-            yield cut(order, g)
+        if len(g[0]) >= BLOB_CHANGES or g[4] >= BLOB_BYTES:
+            held -= g[4]
+            yield cut(xid, g)
         if held >= 8 * BLOB_BYTES:
-            # Many small events open at once: cut them all (an event's next blob gets the next seq)
-            for o, g in groups.items():
-                if g[2]:
-                    yield cut(o, g)
+            # Many small transactions open at once: cut them all (an xid's next blob gets the next seq)
+            for x, g in groups.items():
+                if len(g[0]):
+                    yield cut(x, g)
+            groups = {}
             held = 0
-    for o, g in groups.items():
-        if g[2]:
-            yield cut(o, g)
+    for x, g in groups.items():
+        if len(g[0]):
+            yield cut(x, g)
 
 
-def changes_of_blobs(blobs):
-    """The changes of ``(n, blob)`` pairs (``change_blobs``), in order; None blobs (event rows) skipped."""
+def _blob_changes(n: int, blob: bytes, after: int, cutoff: int | None, trim: bool):
+    """A blob's changes: a ``ChangeBuffer`` under Cython (which the replayer reads natively), else
+    Change tuples; with ``trim``, only those after ``after`` and before ``cutoff``."""
     from ..logical.reorderbuffer import changes_of_batch
 
-    for n, blob in blobs:
-        if blob is not None:
-            yield from changes_of_batch(blob, n)
+    changes = changes_of_batch(blob, n)
+    if trim:
+        return [c for c in changes if c.lsn > after and (cutoff is None or c.lsn < cutoff)]
+    return changes
+
+
+def merged_changes(rows, cutoff: int | None):
+    """The changes of one event's blob rows (``(lo, hi, after, trim, n, blob)``, sorted by (lo, seq)) in
+    LSN order, as items ``Replayer.replay`` takes (Change tuples, or ``ChangeBuffer``s under Cython):
+    member xids' blobs that overlap are merged by LSN, as ``ReorderBuffer.iter_changes`` merges
+    subtransactions, holding only the blobs open at the current LSN."""
+    import heapq
+
+
+    native = _impl.logical() is not None
+    it = iter(rows)
+    pending = next(it, None)
+    heap: list = []
+    k = 0
+    while pending is not None or heap:
+        if not heap:
+            lo, hi, after, trim, n, blob = pending
+            pending = next(it, None)
+            changes = _blob_changes(n, blob, after, cutoff, trim)
+            if pending is None or pending[0] > hi:
+                # alone at these LSNs: the whole blob (natively, as the single process replays a buffer)
+                if native and not trim:
+                    yield changes
+                else:
+                    yield from changes
+                continue
+            ci = iter(changes)
+            c = next(ci, None)
+            if c is not None:
+                heapq.heappush(heap, (c.lsn, k, c, ci))
+                k += 1
+            continue
+        while pending is not None and pending[0] <= heap[0][0]:
+            lo, hi, after, trim, n, blob = pending
+            pending = next(it, None)
+            ci = iter(_blob_changes(n, blob, after, cutoff, trim))
+            c = next(ci, None)
+            if c is not None:
+                heapq.heappush(heap, (c.lsn, k, c, ci))
+                k += 1
+        _lsn, kk, c, ci = heapq.heappop(heap)
+        yield c
+        c = next(ci, None)
+        if c is not None:
+            heapq.heappush(heap, (c.lsn, kk, c, ci))
 
 
 # -- phase 2 ---------------------------------------------------------------------------------------
@@ -366,22 +444,64 @@ class PartWriter:
 
 class Phase2:
     """What every phase-2 task gets (broadcast once): the catalog, the plugin to make, the catalog
-    timeline and the events of the plan."""
+    timeline and where reading stopped.  The events of the plan travel with the rows, each range
+    getting only its own (``event_chunks``)."""
 
-    def __init__(self, catalog, make_plugin, plugin_options: dict, timeline, events: list):
+    def __init__(self, catalog, make_plugin, plugin_options: dict, timeline, cutoff: int | None = None):
         self.catalog = catalog
         self.make_plugin = make_plugin  # write -> OutputPlugin (a picklable callable)
         self.plugin_options = plugin_options
         self.timeline = timeline
-        self.events = events
+        self.cutoff = cutoff  # no change at or after this LSN is replayed (where reading stopped)
+
+
+#: events per chunk row of phase 2: a chunk is unpickled whole in the task
+EVENTS_PER_CHUNK = 1000
+#: the ``lo`` of a chunk row: before every change row of its first event
+CHUNK = -1
+
+
+def event_chunks(events, range_of, orders=None):
+    """``(rng, first order, blob)`` for chunks of consecutive events of one range: what phase 2 sorts before
+    the change rows of their first event, so that a range's task gets its own events and no other."""
+    chunk: list = []
+    rng = None
+    for order in (range(len(events)) if orders is None else orders):
+        r = range_of[order]
+        if chunk and (r != rng or len(chunk) >= EVENTS_PER_CHUNK):
+            yield rng, chunk[0][0], pack(chunk, compress=False)
+            chunk = []
+        rng = r
+        chunk.append((order, events[order]))
+    if chunk:
+        yield rng, chunk[0][0], pack(chunk, compress=False)
+
+
+class _RowCursor:
+    """Phase 2's sorted rows of one range, taken event by event."""
+
+    __slots__ = ("it", "row")
+
+    def __init__(self, rows):
+        self.it = iter(rows)
+        self.row = next(self.it, None)
+
+    def take(self, order: int):
+        """The change rows of ``order``, as (lo, hi, after, trim, n, blob)."""
+        row = self.row
+        it = self.it
+        while row is not None and row[1] == order and row[2] != CHUNK:
+            yield row[2:]
+            row = self.row = next(it, None)
 
 
 def decode_rows(rows, ctx: Phase2, open_writer) -> dict:
-    """Phase 2 for one partition: ``rows`` ((range, order, n, blob), sorted by range, order and then as
-    ``change_blobs`` says; an event's own row has no blob) are cut into events and run through a fresh
-    plugin and ``Replayer`` exactly as the single-process decoder runs them, each range's output going
-    to ``open_writer(range)``.  Returns {range: {"lines", "warnings", "error"}}; an error ends the
-    partition (what came before it is written)."""
+    """Phase 2 for one partition: ``rows`` ((range, order, lo, hi, after, trim, n, blob), sorted by range,
+    order, lo and seq; each range's events in chunk rows, ``lo`` = ``CHUNK``, before their first
+    event's changes) are cut into events and run through a fresh plugin and ``Replayer`` exactly as
+    the single-process decoder runs them, each range's output going to ``open_writer(range)``.
+    Returns {range: {"lines", "warnings", "error"}}; an error ends the partition (what came before
+    it is written)."""
     from itertools import groupby
 
     from ..output.base import CatalogView, OutputWriter
@@ -403,26 +523,33 @@ def decode_rows(rows, ctx: Phase2, open_writer) -> dict:
                         history=ctx.timeline, warn=warnings.append,
                         wal_tuples=bool(opts and opts.receive_wal_tuples))
     summary: dict = {}
-    events = ctx.events
+    cutoff = ctx.cutoff
     try:
         for rng, rows_of_range in groupby(rows, key=_first):
             writer = current[0] = open_writer(rng)
             info = summary[rng] = {"lines": 0, "warnings": [], "error": None}
             warnings.clear()
+            cursor = _RowCursor(rows_of_range)
             try:
-                for order, group in groupby(rows_of_range, key=_second):
-                    writer.event = order  # the output position, for writers that record it
-                    ev = events[order]
-                    if ev[0] == "call":
-                        for _ in group:
+                while cursor.row is not None:
+                    row = cursor.row
+                    if row[2] != CHUNK:
+                        raise RuntimeError(f"phase 2: changes of event {row[1]} without the event")
+                    chunk = unpack(row[7])
+                    cursor.row = next(cursor.it, None)
+                    for order, ev in chunk:
+                        writer.event = order  # the output position, for writers that record it
+                        group = cursor.take(order)
+                        if ev[0] == "call":
+                            for _ in group:
+                                pass
+                            getattr(plugin, ev[1])(*ev[2])
+                            continue
+                        _kind, txn, prepare, end_call, _members, _n = ev
+                        replayer.replay(txn, merged_changes(group, cutoff), lambda: _call(plugin, end_call),
+                                        prepare=prepare)
+                        for _ in group:  # a replay that stopped early (it never does without an error)
                             pass
-                        getattr(plugin, ev[1])(*ev[2])
-                        continue
-                    _kind, txn, prepare, end_call, _members, _n = ev
-                    changes = changes_of_blobs((r[2], r[3]) for r in group)
-                    replayer.replay(txn, changes, lambda: _call(plugin, end_call), prepare=prepare)
-                    for _ in group:  # a replay that stopped early (it never does without an error)
-                        pass
             except Error as e:
                 info["error"] = e
                 return summary  # an error ends the partition, as it ends a single-process run
@@ -439,10 +566,6 @@ def decode_rows(rows, ctx: Phase2, open_writer) -> dict:
 
 def _first(row):
     return row[0]
-
-
-def _second(row):
-    return row[1]
 
 
 def _call(plugin, call) -> None:

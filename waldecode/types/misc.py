@@ -209,24 +209,34 @@ def _parse_xml_decl(s: bytes):
     return p, version, standalone
 
 
-def xml_out(value, typ, ctx) -> str:
-    """xml_out_internal(x, 0): the stored text, its XML declaration printed only
-    when needed (version other than 1.0, or standalone given), never with an encoding."""
+def xml_out_internal(value, encoding: str | None = None) -> bytes:
+    """xml.c xml_out_internal: the stored text, its XML declaration printed only when needed
+    (print_xml_decl: a version other than 1.0, standalone given, or a target ``encoding``
+    other than UTF8 — xml_send's client encoding; xml_out passes none)."""
     s = bytes(value)
     parsed = _parse_xml_decl(s)
     if parsed is None:
-        return text_of(s)  # the server warns "could not parse XML declaration" and prints it as stored
+        return s  # the server warns "could not parse XML declaration" and prints it as stored
     n, version, standalone = parsed
-    if (version is not None and version != b"1.0") or standalone != -1:
+    # pg_enc 0 is SQL_ASCII: "encoding && encoding != PG_UTF8" leaves it out as well
+    named = encoding not in (None, "UTF8", "SQL_ASCII")
+    if (version is not None and version != b"1.0") or named or standalone != -1:
         decl = b'<?xml version="' + (version if version is not None else b"1.0") + b'"'
+        if named:
+            decl += b' encoding="' + encoding.encode("ascii") + b'"'
         if standalone == 1:
             decl += b' standalone="yes"'
         elif standalone == 0:
             decl += b' standalone="no"'
-        return text_of(decl + b"?>" + s[n:])
+        return decl + b"?>" + s[n:]
     if s[n:n + 1] == b"\n":
         n += 1
-    return text_of(s[n:])
+    return s[n:]
+
+
+def xml_out(value, typ, ctx) -> str:
+    """xml_out: xml_out_internal(x, 0), never with an encoding."""
+    return text_of(xml_out_internal(value))
 
 
 # -- money ---------------------------------------------------------------------------------------

@@ -16,6 +16,7 @@ import struct
 from ..errors import CorruptRecordError
 from ..heap.heaptuple import MissingValue
 from . import TypeOutputError
+from .misc import xml_out_internal
 from .numeric import numeric_parts
 
 
@@ -69,6 +70,12 @@ def jsonb_send(value, typ, ctx) -> bytes:
     from .jsonb import jsonb_text
 
     return b"\x01" + jsonb_text(value).encode("utf-8", "surrogateescape")
+
+
+def xml_send(value, typ, ctx) -> bytes:
+    """xml_send: pq_sendtext of xml_out_internal(x, client encoding), the client's encoding being the
+    database's here (a walsender's default client_encoding; pq_sendtext then converts nothing)."""
+    return xml_out_internal(value, ctx.settings.get("server_encoding"))
 
 
 def enum_send(value, typ, ctx) -> bytes:
@@ -236,6 +243,7 @@ SEND_FUNCTIONS = {
     "varcharout": _as_is,
     "bpcharout": _as_is,
     "json_out": _as_is,
+    "xml_out": xml_send,
     "byteaout": _as_is,
     "uuid_out": _as_is,
     "nameout": namesend,

@@ -201,7 +201,15 @@ def _candidates(paths) -> list[Path]:
 
 
 def _read_identity(path: Path):
-    return identity_of(read_segment_file(path), path)
+    if path.suffix in (".gz", ".lz4", ".zst"):
+        return identity_of(read_segment_file(path), path)
+    # Only the first page's header is asked for: not the whole segment (16 MB read at every start)
+    try:
+        with open(path, "rb") as f:
+            head = f.read(XLOG_BLCKSZ)
+    except OSError as e:
+        raise SegmentFileError(f"could not read file: {e.strerror}", path=str(path)) from None
+    return identity_of(head, path)
 
 
 def identity_of(data: bytes, path):

@@ -1,0 +1,30 @@
+"""The Spark run's CPU time is its whole process tree's, children that nobody waits for included."""
+
+from __future__ import annotations
+
+import sys
+import textwrap
+
+from waldecode.bench.sparkrun import run_spark_measured
+
+# A parent that forks a child burning CPU and exits without waiting for it: the kernel's children
+# totals (os.times) never see the child's CPU, as they never saw the JVM's and its workers'
+_ORPHANING_PARENT = textwrap.dedent("""
+    import os, time
+    child = os.fork()
+    if child == 0:
+        t = time.process_time()
+        while time.process_time() - t < 0.6:
+            pass
+        os._exit(0)
+    # until the child is a zombie (ended, not reaped), then long enough for a few polls
+    while open(f"/proc/{child}/stat", "rb").read().rsplit(b")", 1)[1].split()[0] != b"Z":
+        time.sleep(0.05)
+    time.sleep(0.5)
+""")
+
+
+def test_cpu_counts_children_that_are_not_waited_for():
+    m = run_spark_measured([sys.executable, "-c", _ORPHANING_PARENT], what="orphaning parent")
+    assert m.cpu_seconds >= 0.5
+    assert m.extra["other_cpu_s"] >= 0.5  # neither driver, JVM nor worker by its command line
