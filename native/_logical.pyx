@@ -416,7 +416,7 @@ cdef class _Decoding:
     cdef object out_buf                 # its buffer
     cdef Py_ssize_t block_size          # its block size
     cdef Py_ssize_t unreported          # row lines appended and not yet told to the plugin (rows_written)
-    cdef object targets                 # Replayer._row_targets: (spc, relnumber) -> row_target's answer
+    cdef object targets                 # Replayer.row_targets: (spc, relnumber) -> row_target's answer
     cdef object row_target
     cdef object toast                   # apply.ToastLookup of a transaction that wrote no TOAST value
     cdef bytes begin_word
@@ -446,11 +446,8 @@ cdef class _Decoding:
         """Would ``Replayer.replay`` replay with the snapshot alone (its ``_static``), and does a commit
         change nothing in the catalog history but its position (``CatalogHistory.txn_committed`` of
         an idle history)?  Only the Python decoder changes either."""
-        r = self.replayer
-        if r._shown is not r.catalog:
-            return False
         h = self.history
-        return h is None or (not h.has_changes and h._idle())
+        return self.replayer.snapshot_serves() and (h is None or h.idle())
 
     cdef init_commits(self):
         """Whether ``commit`` may write plain commits: the plugin gives a ``txn_writer``, the replayer
@@ -471,7 +468,7 @@ cdef class _Decoding:
             return
         if d.history is not None and type(d.history).txn_committed is not CatalogHistory.txn_committed:
             return
-        for listener in d.txns._listeners:
+        for listener in d.txns.listeners:
             if listener is not d and listener is not d.history:
                 return
         w = txn_writer()
@@ -483,7 +480,7 @@ cdef class _Decoding:
         self.out_buf = self.output.buffer
         self.out_write = self.out_buf.write
         self.block_size = self.output.block_size
-        self.targets = r._row_targets
+        self.targets = r.row_targets
         self.row_target = r.row_target
         self.toast = ToastLookup({})
         self.commits = True
@@ -899,7 +896,7 @@ def replay(replayer, txn, state, changes, bint rows):
                     apply(txn, change, state)
         return
     plugin = replayer.plugin
-    targets = replayer._row_targets
+    targets = replayer.row_targets
     row_target = replayer.row_target
     toast = state.toast
     toast_hash = state.toast_hash

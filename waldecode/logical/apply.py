@@ -134,7 +134,8 @@ class Replayer:
         self._static = True  # this transaction decodes with the snapshot alone
         self._fates: dict = {}  # (spcOid, relNumber) -> (relation, fate) under _fates_catalog
         self._fates_catalog = None
-        self._row_targets: dict = {}  # (spcOid, relNumber) -> row_target's answer
+        # (spcOid, relNumber) -> row_target's answer; _logical's commit path reads it too
+        self.row_targets: dict = {}
 
     def _catalog_at(self, xid: int, lsn: int) -> tuple:
         """The catalog as transaction ``xid`` saw it at ``lsn``, and the plugin's view of it: a new
@@ -198,6 +199,12 @@ class Replayer:
                     out[i] = varlena.decompress_toast_value(b"".join(ent.chunks), v)
         return out
 
+    def snapshot_serves(self) -> bool:
+        """Does the snapshot serve every change of the next transaction replayed?  Yes without
+        catalog changes anywhere (nothing changes the history while a transaction is replayed)."""
+        history = self.history
+        return history is None or (self._shown is self.catalog and not history.has_changes)
+
     def replay(self, txn: Transaction, changes, end, prepare: bool = False) -> None:
         """Run one transaction's changes through the plugin: ``begin`` (``begin_prepare`` for one
         decoded at PREPARE), its changes, then ``end()``, the callback that ends it.
@@ -207,10 +214,7 @@ class Replayer:
         which writes the row changes of a plugin with a ``row_writer`` in C and hands every
         other change to ``apply_change``, the rules' one copy."""
         plugin = self.plugin
-        history = self.history
-        # Without catalog changes anywhere the snapshot serves every change (and nothing changes
-        # the history while a transaction is replayed)
-        self._static = history is None or (self._shown is self.catalog and not history.has_changes)
+        self._static = self.snapshot_serves()
         state = ReplayState(ToastLookup({}) if self.wal_tuples else None)
         if prepare:
             plugin.begin_prepare(txn)
@@ -258,7 +262,7 @@ class Replayer:
         appended natively, None: ``apply_change`` decides (TOAST chunks, an unknown relation, a
         plugin without a row writer).  Kept for the replayer's life: the snapshot does not change."""
         key = (spc, relnumber)
-        hit = self._row_targets.get(key, self)
+        hit = self.row_targets.get(key, self)
         if hit is not self:
             return hit
         target = None
@@ -270,7 +274,7 @@ class Replayer:
             elif what is _ROW:
                 row_writer = getattr(self.plugin, "row_writer", None)
                 target = row_writer(self.snapshot, rel) if row_writer is not None else None
-        self._row_targets[key] = target
+        self.row_targets[key] = target
         return target
 
     def row_error(self, spc: int, relnumber: int, e: WALError, lsn: int) -> DecodeError:

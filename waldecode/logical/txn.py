@@ -111,10 +111,10 @@ class TransactionTracker:
         self.major = major
         self.top_of: dict[int, int] = {}  # subtransaction -> top-level transaction, while open
         self.open: set[int] = set()  # (sub)transactions seen and not ended
-        self._listeners: list[TransactionListener] = []
+        self.listeners: list[TransactionListener] = []
 
     def subscribe(self, listener: TransactionListener) -> None:
-        self._listeners.append(listener)
+        self.listeners.append(listener)
 
     def top(self, xid: int) -> int:
         """The top-level transaction of ``xid`` (itself when it is one, or when that is not known)."""
@@ -134,7 +134,7 @@ class TransactionTracker:
             self.open.add(top)
             self.open.add(sub)
             if lsn is not None:
-                for listener in self._listeners:
+                for listener in self.listeners:
                     listener.subxact_assigned(top, sub, lsn)
 
     def process(self, rec) -> XactEvent | RunningXacts | None:
@@ -168,17 +168,17 @@ class TransactionTracker:
         if ev.info in _COMMITS:
             for sub in ev.subxacts:
                 self.assign(ev.xid, sub)
-            for listener in self._listeners:
+            for listener in self.listeners:
                 listener.txn_committed(ev)
             self._forget(ev.xid, ev.subxacts)
         elif ev.info in _ABORTS:
-            for listener in self._listeners:
+            for listener in self.listeners:
                 listener.txn_aborted(ev)
             self._forget(ev.xid, ev.subxacts)
         else:  # XLOG_XACT_PREPARE: still open until COMMIT / ROLLBACK PREPARED
             for sub in ev.subxacts:
                 self.assign(ev.xid, sub)
-            for listener in self._listeners:
+            for listener in self.listeners:
                 listener.txn_prepared(ev)
         return ev
 
@@ -191,7 +191,7 @@ class TransactionTracker:
         _xcnt, _subxcnt, _overflow, next_xid, oldest, _latest = xl_running_xacts.unpack_from(rec.main_data, 0)
         crashed = frozenset(x for x in self.open if xid_precedes(x, oldest))
         ev = RunningXacts(rec.lsn, rec.end_lsn, next_xid, oldest, crashed)
-        for listener in self._listeners:
+        for listener in self.listeners:
             listener.running_xacts(ev)
         for x in crashed:
             self.open.discard(x)

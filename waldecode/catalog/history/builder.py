@@ -239,7 +239,7 @@ class CatalogHistory(TransactionListener):
 
     # transactions, as the tracker tells them ----------------------------------------------------------
 
-    def _idle(self) -> bool:
+    def idle(self) -> bool:
         """Nothing of an open transaction is held: a transaction's end changes nothing here."""
         return not (self.txns or self._pending_problems or self.redo.writes or self.redo.rewrites)
 
@@ -262,14 +262,14 @@ class CatalogHistory(TransactionListener):
 
     def txn_prepared(self, ev) -> None:
         self.position = ev.end_lsn
-        if self._idle():
+        if self.idle():
             return
         for sub in ev.subxacts:
             self._adopt(ev.xid, sub)
 
     def txn_committed(self, ev) -> None:
         self.position = ev.end_lsn
-        if self._idle():
+        if self.idle():
             return
         top, subxacts = ev.xid, ev.subxacts
         self._last_committed = None  # the previous commit's decoding is over
@@ -345,7 +345,7 @@ class CatalogHistory(TransactionListener):
 
     def txn_aborted(self, ev) -> None:
         self.position = ev.end_lsn
-        if self._idle():
+        if self.idle():
             return
         xids = {ev.xid, *ev.subxacts}
         for x in xids:
