@@ -22,17 +22,7 @@ from waldecode.wal.xlogrecord import BlockRef, DecodedRecord
 # tuple.__new__ straight away, as that __new__ itself does.
 cdef object _tuple_new = tuple.__new__
 
-cdef extern from *:
-    """
-    #include <stdint.h>
-    #include <string.h>
-    static inline uint16_t wd_u16(const unsigned char *p) { uint16_t v; memcpy(&v, p, 2); return v; }
-    static inline uint32_t wd_u32(const unsigned char *p) { uint32_t v; memcpy(&v, p, 4); return v; }
-    static inline uint64_t wd_u64(const unsigned char *p) { uint64_t v; memcpy(&v, p, 8); return v; }
-    """
-    unsigned short wd_u16(const unsigned char *p) nogil
-    unsigned int wd_u32(const unsigned char *p) nogil
-    unsigned long long wd_u64(const unsigned char *p) nogil
+from pgdefs cimport pg_u16, pg_u32, pg_u64
 
 # CRC-32C as src/port/pg_crc32c_sse42.c / _sb8.c compute it (native/wd_crc32c.h): a record's CRC in one C
 # call, where the crc32c package costs two calls and two memoryview slices per record
@@ -45,15 +35,9 @@ cdef extern from "wd_crc32c.h":
 pg_crc32c_init()
 
 
-# xlog_internal.h / xlogrecord.h (named as in PostgreSQL; see waldecode/xlogpage.py, xlogrecord.py)
-DEF XLP_FIRST_IS_CONTRECORD = 0x0001
-DEF XLP_LONG_HEADER = 0x0002
-DEF XLP_FIRST_IS_OVERWRITE_CONTRECORD = 0x0008
-DEF XLP_ALL_FLAGS = 0x000F
-DEF SizeOfXLogShortPHD = 24
-DEF SizeOfXLogLongPHD = 40
-DEF MaxAllocSize = 0x3FFFFFFF
-DEF BLCKSZ = 8192
+# xlog_internal.h / xlogrecord.h / memutils.h, generated from the Python modules (native/pgconsts.py)
+from pgconsts cimport (BLCKSZ, MaxAllocSize, SizeOfXLogLongPHD, SizeOfXLogShortPHD, XLP_ALL_FLAGS,
+                       XLP_FIRST_IS_CONTRECORD, XLP_FIRST_IS_OVERWRITE_CONTRECORD, XLP_LONG_HEADER)
 
 
 cdef extern from "Python.h":
@@ -80,13 +64,13 @@ cdef inline bint _record_ok(const unsigned char *r, Py_ssize_t n, unsigned long 
                             unsigned long long prev_lsn, bint rand_access, bint verify_crc) noexcept nogil:
     """_pyframe._check_record's checks, on the state ``frame_segment`` keeps in C while it runs:
     False sends the record to it for the ReadStop."""
-    cdef unsigned int tot_len = wd_u32(r)
-    cdef unsigned long long prev = wd_u64(r + 8)
+    cdef unsigned int tot_len = pg_u32(r)
+    cdef unsigned long long prev = pg_u64(r + 8)
     if not wd_rmid_valid(r[17], magic):
         return False
     if (prev >= lsn) if rand_access else (prev != prev_lsn):
         return False
-    return not verify_crc or (tot_len <= n and wd_record_crc(r, tot_len) == wd_u32(r + 20))
+    return not verify_crc or (tot_len <= n and wd_record_crc(r, tot_len) == pg_u32(r + 20))
 
 
 def frame_segment(buf, unsigned long long seg_lsn, st, bint verify_crc=True, path=None):
@@ -155,10 +139,10 @@ cdef tuple _frame_loop(buf, const unsigned char[:] view, const unsigned char *b,
                 _sync(st, prev_lsn, rand_access, dirty)
                 records2, stop = _pyframe.frame_segment(buf, seg_lsn, st, verify_crc, path)
                 return records + records2, stop
-            info = wd_u16(b + page_off + 2)
-            rem_len = wd_u32(b + page_off + 16)
+            info = pg_u16(b + page_off + 2)
+            rem_len = pg_u32(b + page_off + 16)
             hdr = SizeOfXLogLongPHD if info & XLP_LONG_HEADER else SizeOfXLogShortPHD
-            st.latest_tli = wd_u32(b + page_off + 4)
+            st.latest_tli = pg_u32(b + page_off + 4)
             cur_page = page_off
             if st.partial is not None:
                 partial = st.partial
@@ -221,7 +205,7 @@ cdef tuple _frame_loop(buf, const unsigned char[:] view, const unsigned char *b,
         if end_limit and lsn >= end_limit:
             st.next_lsn = lsn
             return records, ReadStop(lsn, "limit", "end of requested range", path)
-        tot_len = wd_u32(b + pos)
+        tot_len = pg_u32(b + pos)
         if tot_len < 24 or tot_len > MaxAllocSize:
             st.next_lsn = lsn
             _sync(st, prev_lsn, rand_access, dirty)
@@ -250,7 +234,7 @@ cdef tuple _frame_loop(buf, const unsigned char[:] view, const unsigned char *b,
                 return records, None
             continue
         if avail >= 24:
-            prev = wd_u64(b + pos + 8)
+            prev = pg_u64(b + pos + 8)
             if not wd_rmid_valid(b[pos + 17], magic) or (
                     (prev >= lsn) if rand_access[0] else (prev != prev_lsn[0])):
                 st.next_lsn = lsn
@@ -266,7 +250,7 @@ cdef tuple _frame_loop(buf, const unsigned char[:] view, const unsigned char *b,
 def decode_record(bytes rec, unsigned long long lsn, unsigned long long end_lsn, int major):
     cdef const unsigned char *r = rec
     cdef Py_ssize_t n = len(rec)
-    cdef unsigned int tot_len = wd_u32(r)
+    cdef unsigned int tot_len = pg_u32(r)
     cdef unsigned int compressed_mask = 0x1C if major >= 15 else 0x02
     cdef Py_ssize_t pos = 24, remaining, datatotal = 0, main_len = 0
     cdef int block_id, max_block_id = -1, nblocks = 0
@@ -294,7 +278,7 @@ def decode_record(bytes rec, unsigned long long lsn, unsigned long long end_lsn,
         if block_id == 254:
             if remaining < 4:
                 return _pyframe.decode_record(rec, lsn, end_lsn, major)
-            main_len = wd_u32(r + pos)
+            main_len = pg_u32(r + pos)
             pos += 4
             remaining -= 4
             datatotal += main_len
@@ -302,14 +286,14 @@ def decode_record(bytes rec, unsigned long long lsn, unsigned long long end_lsn,
         if block_id == 253:
             if remaining < 2:
                 return _pyframe.decode_record(rec, lsn, end_lsn, major)
-            origin = wd_u16(r + pos)
+            origin = pg_u16(r + pos)
             pos += 2
             remaining -= 2
             continue
         if block_id == 252 and major >= 14:
             if remaining < 4:
                 return _pyframe.decode_record(rec, lsn, end_lsn, major)
-            toplevel = wd_u32(r + pos)
+            toplevel = pg_u32(r + pos)
             pos += 4
             remaining -= 4
             continue
@@ -317,7 +301,7 @@ def decode_record(bytes rec, unsigned long long lsn, unsigned long long end_lsn,
             return _pyframe.decode_record(rec, lsn, end_lsn, major)
         max_block_id = block_id
         fork_flags = r[pos]
-        data_len = wd_u16(r + pos + 1)
+        data_len = pg_u16(r + pos + 1)
         pos += 3
         remaining -= 3
         if (fork_flags & 0x20 and data_len == 0) or (not fork_flags & 0x20 and data_len != 0):
@@ -327,8 +311,8 @@ def decode_record(bytes rec, unsigned long long lsn, unsigned long long end_lsn,
         if fork_flags & 0x10:
             if remaining < 5:
                 return _pyframe.decode_record(rec, lsn, end_lsn, major)
-            bimg_len = wd_u16(r + pos)
-            hole_offset = wd_u16(r + pos + 2)
+            bimg_len = pg_u16(r + pos)
+            hole_offset = pg_u16(r + pos + 2)
             bimg_info = r[pos + 4]
             pos += 5
             remaining -= 5
@@ -336,7 +320,7 @@ def decode_record(bytes rec, unsigned long long lsn, unsigned long long end_lsn,
                 if bimg_info & 0x01:
                     if remaining < 2:
                         return _pyframe.decode_record(rec, lsn, end_lsn, major)
-                    hole_length = wd_u16(r + pos)
+                    hole_length = pg_u16(r + pos)
                     pos += 2
                     remaining -= 2
             else:
@@ -352,17 +336,17 @@ def decode_record(bytes rec, unsigned long long lsn, unsigned long long end_lsn,
         if not fork_flags & 0x80:
             if remaining < 16:
                 return _pyframe.decode_record(rec, lsn, end_lsn, major)
-            spc = wd_u32(r + pos)
-            db = wd_u32(r + pos + 4)
-            relnum = wd_u32(r + pos + 8)
-            blkno = wd_u32(r + pos + 12)
+            spc = pg_u32(r + pos)
+            db = pg_u32(r + pos + 4)
+            relnum = pg_u32(r + pos + 8)
+            blkno = pg_u32(r + pos + 12)
             has_rel = True
             pos += 16
             remaining -= 16
         else:
             if not has_rel or remaining < 4:
                 return _pyframe.decode_record(rec, lsn, end_lsn, major)
-            blkno = wd_u32(r + pos)
+            blkno = pg_u32(r + pos)
             pos += 4
             remaining -= 4
         heads[nblocks][0] = block_id
@@ -392,8 +376,8 @@ def decode_record(bytes rec, unsigned long long lsn, unsigned long long end_lsn,
         blocks.append(_tuple_new(BlockRef, (heads[i][0], heads[i][1] & 0x0F, heads[i][1] & 0xF0, heads[i][7],
                                             heads[i][8], heads[i][9], heads[i][10], has_image, heads[i][5],
                                             heads[i][4], heads[i][6], heads[i][3], image, data)))
-    return _tuple_new(DecodedRecord, (lsn, end_lsn, tot_len, wd_u32(r + 4), wd_u64(r + 8), r[16], r[17],
-                                      wd_u32(r + 20), tuple(blocks), rec[pos:pos + main_len], origin, toplevel))
+    return _tuple_new(DecodedRecord, (lsn, end_lsn, tot_len, pg_u32(r + 4), pg_u64(r + 8), r[16], r[17],
+                                      pg_u32(r + 20), tuple(blocks), rec[pos:pos + main_len], origin, toplevel))
 
 
 def pglz_decompress(src, Py_ssize_t rawsize, bint check_complete=True):
