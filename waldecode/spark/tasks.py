@@ -258,19 +258,53 @@ def control_path(directory: str, run: int) -> str:
     return os.path.join(directory, f"control-{run:05d}")
 
 
-def write_control(directory: str, run: int, control: list) -> None:
-    """A run's control items for the driver (``read_control``), whole or not at all: written under a
-    temporary name and renamed, so that a retried task leaves one complete file."""
-    path = control_path(directory, run)
-    tmp = f"{path}.{os.getpid()}.tmp"
-    with open(tmp, "wb") as f:
-        f.write(pack(control, compress=False))
-    os.replace(tmp, path)
+#: control items per block of a control file: what a phase-1 task holds of them at once (a run of
+#: many small transactions has hundreds of thousands: held whole, they were most of a worker's memory)
+CONTROL_BLOCK = 16384
 
 
-def read_control(path: str) -> list:
+class ControlFile:
+    """A run's control items for the driver (``read_control``), written as they come in blocks of
+    ``CONTROL_BLOCK`` (each a pickled list), whole or not at all: under a temporary name, renamed
+    by ``close``, so that a retried task leaves one complete file and a failed one none."""
+
+    def __init__(self, directory: str, run: int):
+        self.path = control_path(directory, run)
+        self.tmp = f"{self.path}.{os.getpid()}.tmp"
+        self.f = open(self.tmp, "wb")
+        self.block: list = []
+
+    def append(self, item) -> None:
+        block = self.block
+        block.append(item)
+        if len(block) >= CONTROL_BLOCK:
+            self.f.write(pack(block, compress=False))
+            self.block = []
+
+    def close(self) -> None:
+        if self.block:
+            self.f.write(pack(self.block, compress=False))
+            self.block = []
+        self.f.close()
+        os.replace(self.tmp, self.path)
+
+    def discard(self) -> None:
+        """A task that failed or was stopped: no file."""
+        self.f.close()
+        self.block = []
+        if os.path.exists(self.tmp):
+            os.remove(self.tmp)
+
+
+def read_control(path: str):
+    """The control items of a ``ControlFile``, block by block."""
     with open(path, "rb") as f:
-        return unpack(f.read())
+        while True:
+            try:
+                block = pickle.load(f)  # a fresh unpickler per block: each block is a pickle of its own
+            except EOFError:
+                return
+            yield from block
 
 
 def _extract(rec, database):
