@@ -97,13 +97,13 @@ def read_run(segments, first: int, last: int, start: int | None, end_lsn: int | 
                     return
                 st.stop_after_partial = True
             buf, path = segments.load(segno)
-            raw, stop = _impl.frame_segment(buf, segno * seg_size, st, verify_crc, path)
-            for lsn, raw_end, rec in raw:
-                if lsn < run_start:
-                    continue
-                if keep is not None and not keep(_xl_xid(rec, 4)[0], rec[17]):
-                    continue  # XLogRecord: xl_tot_len, xl_xid at 4, xl_prev, xl_info, xl_rmid at 17
-                yield decode_in(decode, rec, lsn, _end_lsn(rec, lsn, raw_end, seg_size), major, path)
+            for raw, stop in _frame_pieces(buf, segno * seg_size, st, verify_crc, path):
+                for lsn, raw_end, rec in raw:
+                    if lsn < run_start:
+                        continue
+                    if keep is not None and not keep(_xl_xid(rec, 4)[0], rec[17]):
+                        continue  # XLogRecord: xl_tot_len, xl_xid at 4, xl_prev, xl_info, xl_rmid at 17
+                    yield decode_in(decode, rec, lsn, _end_lsn(rec, lsn, raw_end, seg_size), major, path)
             if stop is not None:
                 if segno <= last or stop.lsn < (last + 1) * seg_size or stop.kind != "end":
                     yield ("stop", stop)
@@ -115,6 +115,41 @@ def read_run(segments, first: int, last: int, start: int | None, end_lsn: int | 
             segno += 1
     except Error as e:
         yield ("error", e)
+
+
+#: WAL bytes framed at a time: a segment's records framed at once (a copy of each, plus a tuple) were
+#: the biggest thing a phase-1 worker held, growing with how many records a segment has
+FRAME_PIECE = 2 << 20
+
+
+def _frame_pieces(buf, seg_lsn: int, st: FrameState, verify_crc: bool, path):
+    """``frame_segment``'s ``(records, stop)`` of one segment in pieces of about ``FRAME_PIECE`` bytes:
+    the framer stops before a record ending past ``st.end_lsn`` ("limit") and resumes there from
+    ``st.next_lsn``, so a piece's limit is lent to it and only the last piece's stop is the segment's."""
+    frame = _impl.frame_segment
+    end = st.end_lsn
+    seg_end = seg_lsn + st.seg_size
+    limit = max(st.next_lsn, seg_lsn)
+    if st.partial is not None:
+        # The record carried in from the previous segment must end before the first piece's limit (it
+        # would stop at its start, in that segment): past its remaining bytes, a page header on each page
+        page = st.page_size
+        limit += (st.partial_total - len(st.partial)) // (page - 40) * page + 2 * page
+    try:
+        while not st.stop_after_partial:
+            limit = max(limit, st.next_lsn) + FRAME_PIECE
+            if limit >= seg_end or (end and limit >= end):
+                break
+            st.end_lsn = limit
+            raw, stop = frame(buf, seg_lsn, st, verify_crc, path)
+            if stop is None or stop.kind != "limit":
+                yield raw, stop
+                return
+            yield raw, None  # the lent limit: the rest of the segment is the next pieces'
+        st.end_lsn = end
+        yield frame(buf, seg_lsn, st, verify_crc, path)
+    finally:
+        st.end_lsn = end
 
 
 def _ran_out(segments, st: FrameState, segno: int) -> ReadStop:
