@@ -47,6 +47,7 @@ from ..rmgr import (
     RM_XACT_ID,
     RM_XLOG_ID,
 )
+from ..output.base import Transaction
 from ..logical.decode import HEAP2_EXTRACTORS, HEAP_EXTRACTORS, message_changes
 from ..rmgr import heap as rm_heap
 from ..rmgr.heap import XLOG_HEAP_OPMASK
@@ -357,6 +358,16 @@ def _reduce_struct(s: struct.Struct):
 copyreg.pickle(struct.Struct, _reduce_struct)  # the catalog history's row converters hold precompiled structs
 
 
+def _reduce_transaction(t: Transaction):
+    # A frozen slotted dataclass pickles through Python-level __getstate__/__setstate__: its fields as
+    # arguments instead (each event of the plan holds one; the driver pickles hundreds of thousands)
+    return Transaction, (t.xid, t.first_lsn, t.final_lsn, t.end_lsn, t.xact_time, t.origin_id, t.origin_lsn, t.gid,
+                         t.invalidations)
+
+
+copyreg.pickle(Transaction, _reduce_transaction)
+
+
 def pack(obj, compress: bool = True) -> bytes:
     """Compressed pickle (``compress``: else plain, cheaper for what is read once nearby); cloudpickle
     (pyspark's) where plain pickle cannot (the catalog history's row converters are closures)."""
@@ -532,7 +543,8 @@ CHUNK = -1
 
 def event_chunks(events, range_of, orders=None):
     """``(rng, first order, blob)`` for chunks of consecutive events of one range: what phase 2 sorts before
-    the change rows of their first event, so that a range's task gets its own events and no other."""
+    the change rows of their first event, so that a range's task gets its own events and no other.  A
+    chunk is a pickled list of (order, event), a replay event cut to ("replay", txn, prepare, end call)."""
     chunk: list = []
     rng = None
     for order in (range(len(events)) if orders is None else orders):
@@ -541,7 +553,9 @@ def event_chunks(events, range_of, orders=None):
             yield rng, chunk[0][0], pack(chunk, compress=False)
             chunk = []
         rng = r
-        chunk.append((order, events[order]))
+        ev = events[order]
+        # a replay's member xids and change count are the driver's (phase 2 has the rows): not shipped
+        chunk.append((order, ev[:4] if ev[0] == "replay" else ev))
     if chunk:
         yield rng, chunk[0][0], pack(chunk, compress=False)
 
@@ -614,7 +628,7 @@ def decode_rows(rows, ctx: Phase2, open_writer) -> dict:
                                 pass
                             getattr(plugin, ev[1])(*ev[2])
                             continue
-                        _kind, txn, prepare, end_call, _members, _n = ev
+                        _kind, txn, prepare, end_call = ev
                         replayer.replay(txn, merged_changes(group, cutoff), lambda: _call(plugin, end_call),
                                         prepare=prepare)
                         for _ in group:  # a replay that stopped early (it never does without an error)
