@@ -23,6 +23,7 @@ from waldecode.catalog import Catalog
 from waldecode.cli import main
 from waldecode.output.test_decoding import TestDecoding
 from waldecode.logical.session import decode_wal
+from waldecode.spark import tasks
 from waldecode.spark.job import LocalExecutor, decode_spark
 from waldecode.wal.xlogreader import parse_lsn
 
@@ -91,6 +92,41 @@ PG15_OFF = [c for c in CASES if c.id.startswith("pg15-off/")]
 SPLITS = [c for c in PG15_OFF if c.id.split("/")[1] in ("savepoints", "toast", "ddl", "prepared", "checkpoint_fpi",
                                                        "big_txn", "messages")
           and c.id.endswith("/test_decoding.jsonl")]
+
+
+def _read_runs(fx, start, per_run: int) -> list:
+    from waldecode.wal.segments import discover
+
+    segments = discover([fx.wal_dir], None)
+    first = start // segments.seg_size
+    out = []
+    for s in range(first, fx.end_lsn // segments.seg_size + 1, per_run):
+        for rec in tasks.read_run(segments, s, s + per_run - 1, start, fx.end_lsn):
+            out.append((rec[0], repr(rec[1])) if isinstance(rec, tuple) else (rec.lsn, rec.end_lsn, rec.xl_crc))
+    return out
+
+
+@pytest.mark.parametrize("fx", sorted({c.values[0] for c in CASES}, key=lambda f: f.name), ids=lambda f: f.name)
+def test_frame_in_pieces_equals_whole(fx, impl, monkeypatch):
+    """A phase-1 run frames each segment in pieces (``FRAME_PIECE``, its memory bound): the records and
+    the stop are those of framing each segment whole, whatever the piece size (a few pages, odd sizes,
+    pieces that end inside a record crossing pages or segments)."""
+    start = fx.start_lsn
+    monkeypatch.setattr(tasks, "FRAME_PIECE", 1 << 40)
+    whole = {per_run: _read_runs(fx, start, per_run) for per_run in (1, 3)}
+    assert whole[1]
+    for piece in (3 * 8192 + 8, 65536 - 24, 1 << 20):
+        monkeypatch.setattr(tasks, "FRAME_PIECE", piece)
+        for per_run in (1, 3):
+            assert _read_runs(fx, start, per_run) == whole[per_run], (piece, per_run)
+
+
+@pytest.mark.parametrize("fx,out_file,meta", SPLITS)
+def test_tasks_frame_in_small_pieces_equal_decode(fx, out_file, meta, monkeypatch):
+    monkeypatch.setattr(tasks, "FRAME_PIECE", 3 * 8192 + 8)
+    executor = LocalExecutor()
+    executor.ranges = 2
+    assert on(executor, fx, meta) == single_process(fx, meta)
 
 
 @pytest.mark.slow

@@ -109,7 +109,8 @@ def _segments_per_run(segments: SegmentSet, first: int, last: int, slots: int, p
 
 def run_phase1(scan: Scan, run_index: int, nodes: frozenset, control: list, keep=None):
     """Phase 1 of one run, one read of its WAL: yields its change blobs (``tasks.change_blobs``: xid, lo,
-    hi, run, seq, n, blob) and appends its control items to ``control`` (complete at the end).
+    hi, run, seq, n, blob) and appends its control items to ``control`` (a list, or a ``tasks.ControlFile``
+    that writes them in bounded blocks; complete at the end).
     ``keep(xid, rmid)``: decode only those records (for callers that want only some changes)."""
     first, last = scan.runs[run_index]
     records = tasks.read_run(scan.segments, first, last, scan.start, scan.end_lsn, keep=keep)
@@ -260,22 +261,26 @@ class SparkExecutor:
             settle_gc()
             schema = _schema(BLOB_SCHEMA)
             for run, rs in _run_inputs(batches, s):
-                control: list = []
-                cols = ([], [], [], [], [], [], [])
-                held = 0
-                for row in run_phase1(rs, run, nd, control):
-                    for col, v in zip(cols, row):
-                        col.append(v)
-                    held += len(row[6])
-                    if held >= 8 << 20:
+                control = tasks.ControlFile(d, run)
+                try:
+                    cols = ([], [], [], [], [], [], [])
+                    held = 0
+                    for row in run_phase1(rs, run, nd, control):
+                        for col, v in zip(cols, row):
+                            col.append(v)
+                        held += len(row[6])
+                        if held >= 8 << 20:
+                            yield pa.RecordBatch.from_arrays([pa.array(c, t) for c, t in zip(cols, schema.types)],
+                                                             schema=schema)
+                            cols = ([], [], [], [], [], [], [])
+                            held = 0
+                    if cols[0]:
                         yield pa.RecordBatch.from_arrays([pa.array(c, t) for c, t in zip(cols, schema.types)],
                                                          schema=schema)
-                        cols = ([], [], [], [], [], [], [])
-                        held = 0
-                if cols[0]:
-                    yield pa.RecordBatch.from_arrays([pa.array(c, t) for c, t in zip(cols, schema.types)],
-                                                     schema=schema)
-                tasks.write_control(d, run, control)
+                except BaseException:
+                    control.discard()
+                    raise
+                control.close()
 
         df = self._run_input(scan).mapInArrow(phase1, BLOB_SCHEMA).persist(StorageLevel.DISK_ONLY)
         self._blobs, self._bc1 = df, bc

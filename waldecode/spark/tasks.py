@@ -47,6 +47,7 @@ from ..rmgr import (
     RM_XACT_ID,
     RM_XLOG_ID,
 )
+from ..output.base import Transaction
 from ..logical.decode import HEAP2_EXTRACTORS, HEAP_EXTRACTORS, message_changes
 from ..rmgr import heap as rm_heap
 from ..rmgr.heap import XLOG_HEAP_OPMASK
@@ -97,13 +98,13 @@ def read_run(segments, first: int, last: int, start: int | None, end_lsn: int | 
                     return
                 st.stop_after_partial = True
             buf, path = segments.load(segno)
-            raw, stop = _impl.frame_segment(buf, segno * seg_size, st, verify_crc, path)
-            for lsn, raw_end, rec in raw:
-                if lsn < run_start:
-                    continue
-                if keep is not None and not keep(_xl_xid(rec, 4)[0], rec[17]):
-                    continue  # XLogRecord: xl_tot_len, xl_xid at 4, xl_prev, xl_info, xl_rmid at 17
-                yield decode_in(decode, rec, lsn, _end_lsn(rec, lsn, raw_end, seg_size), major, path)
+            for raw, stop in _frame_pieces(buf, segno * seg_size, st, verify_crc, path):
+                for lsn, raw_end, rec in raw:
+                    if lsn < run_start:
+                        continue
+                    if keep is not None and not keep(_xl_xid(rec, 4)[0], rec[17]):
+                        continue  # XLogRecord: xl_tot_len, xl_xid at 4, xl_prev, xl_info, xl_rmid at 17
+                    yield decode_in(decode, rec, lsn, _end_lsn(rec, lsn, raw_end, seg_size), major, path)
             if stop is not None:
                 if segno <= last or stop.lsn < (last + 1) * seg_size or stop.kind != "end":
                     yield ("stop", stop)
@@ -115,6 +116,41 @@ def read_run(segments, first: int, last: int, start: int | None, end_lsn: int | 
             segno += 1
     except Error as e:
         yield ("error", e)
+
+
+#: WAL bytes framed at a time: a segment's records framed at once (a copy of each, plus a tuple) were
+#: the biggest thing a phase-1 worker held, growing with how many records a segment has
+FRAME_PIECE = 2 << 20
+
+
+def _frame_pieces(buf, seg_lsn: int, st: FrameState, verify_crc: bool, path):
+    """``frame_segment``'s ``(records, stop)`` of one segment in pieces of about ``FRAME_PIECE`` bytes:
+    the framer stops before a record ending past ``st.end_lsn`` ("limit") and resumes there from
+    ``st.next_lsn``, so a piece's limit is lent to it and only the last piece's stop is the segment's."""
+    frame = _impl.frame_segment
+    end = st.end_lsn
+    seg_end = seg_lsn + st.seg_size
+    limit = max(st.next_lsn, seg_lsn)
+    if st.partial is not None:
+        # The record carried in from the previous segment must end before the first piece's limit (it
+        # would stop at its start, in that segment): past its remaining bytes, a page header on each page
+        page = st.page_size
+        limit += (st.partial_total - len(st.partial)) // (page - 40) * page + 2 * page
+    try:
+        while not st.stop_after_partial:
+            limit = max(limit, st.next_lsn) + FRAME_PIECE
+            if limit >= seg_end or (end and limit >= end):
+                break
+            st.end_lsn = limit
+            raw, stop = frame(buf, seg_lsn, st, verify_crc, path)
+            if stop is None or stop.kind != "limit":
+                yield raw, stop
+                return
+            yield raw, None  # the lent limit: the rest of the segment is the next pieces'
+        st.end_lsn = end
+        yield frame(buf, seg_lsn, st, verify_crc, path)
+    finally:
+        st.end_lsn = end
 
 
 def _ran_out(segments, st: FrameState, segno: int) -> ReadStop:
@@ -258,19 +294,53 @@ def control_path(directory: str, run: int) -> str:
     return os.path.join(directory, f"control-{run:05d}")
 
 
-def write_control(directory: str, run: int, control: list) -> None:
-    """A run's control items for the driver (``read_control``), whole or not at all: written under a
-    temporary name and renamed, so that a retried task leaves one complete file."""
-    path = control_path(directory, run)
-    tmp = f"{path}.{os.getpid()}.tmp"
-    with open(tmp, "wb") as f:
-        f.write(pack(control, compress=False))
-    os.replace(tmp, path)
+#: control items per block of a control file: what a phase-1 task holds of them at once (a run of
+#: many small transactions has hundreds of thousands: held whole, they were most of a worker's memory)
+CONTROL_BLOCK = 16384
 
 
-def read_control(path: str) -> list:
+class ControlFile:
+    """A run's control items for the driver (``read_control``), written as they come in blocks of
+    ``CONTROL_BLOCK`` (each a pickled list), whole or not at all: under a temporary name, renamed
+    by ``close``, so that a retried task leaves one complete file and a failed one none."""
+
+    def __init__(self, directory: str, run: int):
+        self.path = control_path(directory, run)
+        self.tmp = f"{self.path}.{os.getpid()}.tmp"
+        self.f = open(self.tmp, "wb")
+        self.block: list = []
+
+    def append(self, item) -> None:
+        block = self.block
+        block.append(item)
+        if len(block) >= CONTROL_BLOCK:
+            self.f.write(pack(block, compress=False))
+            self.block = []
+
+    def close(self) -> None:
+        if self.block:
+            self.f.write(pack(self.block, compress=False))
+            self.block = []
+        self.f.close()
+        os.replace(self.tmp, self.path)
+
+    def discard(self) -> None:
+        """A task that failed or was stopped: no file."""
+        self.f.close()
+        self.block = []
+        if os.path.exists(self.tmp):
+            os.remove(self.tmp)
+
+
+def read_control(path: str):
+    """The control items of a ``ControlFile``, block by block."""
     with open(path, "rb") as f:
-        return unpack(f.read())
+        while True:
+            try:
+                block = pickle.load(f)  # a fresh unpickler per block: each block is a pickle of its own
+            except EOFError:
+                return
+            yield from block
 
 
 def _extract(rec, database):
@@ -286,6 +356,16 @@ def _reduce_struct(s: struct.Struct):
 
 
 copyreg.pickle(struct.Struct, _reduce_struct)  # the catalog history's row converters hold precompiled structs
+
+
+def _reduce_transaction(t: Transaction):
+    # A frozen slotted dataclass pickles through Python-level __getstate__/__setstate__: its fields as
+    # arguments instead (each event of the plan holds one; the driver pickles hundreds of thousands)
+    return Transaction, (t.xid, t.first_lsn, t.final_lsn, t.end_lsn, t.xact_time, t.origin_id, t.origin_lsn, t.gid,
+                         t.invalidations)
+
+
+copyreg.pickle(Transaction, _reduce_transaction)
 
 
 def pack(obj, compress: bool = True) -> bytes:
@@ -463,7 +543,8 @@ CHUNK = -1
 
 def event_chunks(events, range_of, orders=None):
     """``(rng, first order, blob)`` for chunks of consecutive events of one range: what phase 2 sorts before
-    the change rows of their first event, so that a range's task gets its own events and no other."""
+    the change rows of their first event, so that a range's task gets its own events and no other.  A
+    chunk is a pickled list of (order, event), a replay event cut to ("replay", txn, prepare, end call)."""
     chunk: list = []
     rng = None
     for order in (range(len(events)) if orders is None else orders):
@@ -472,7 +553,9 @@ def event_chunks(events, range_of, orders=None):
             yield rng, chunk[0][0], pack(chunk, compress=False)
             chunk = []
         rng = r
-        chunk.append((order, events[order]))
+        ev = events[order]
+        # a replay's member xids and change count are the driver's (phase 2 has the rows): not shipped
+        chunk.append((order, ev[:4] if ev[0] == "replay" else ev))
     if chunk:
         yield rng, chunk[0][0], pack(chunk, compress=False)
 
@@ -545,7 +628,7 @@ def decode_rows(rows, ctx: Phase2, open_writer) -> dict:
                                 pass
                             getattr(plugin, ev[1])(*ev[2])
                             continue
-                        _kind, txn, prepare, end_call, _members, _n = ev
+                        _kind, txn, prepare, end_call = ev
                         replayer.replay(txn, merged_changes(group, cutoff), lambda: _call(plugin, end_call),
                                         prepare=prepare)
                         for _ in group:  # a replay that stopped early (it never does without an error)
