@@ -110,7 +110,8 @@ def run_spark_measured(argv: list[str], *, env: dict | None = None, what: str | 
             kids, cpu = _processes()
             for pid in _tree(proc.pid, kids):
                 kind = kinds.get(pid)
-                if kind is None:
+                if kind is None or kind == "other":
+                    # asked again while unknown: the JVM starts as spark-class's shell, which execs java
                     kind = kinds[pid] = _kind(pid) or "other"
                 if kind in peaks:
                     peaks[kind] = max(peaks[kind], _peak_kb(pid))
