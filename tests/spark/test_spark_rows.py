@@ -126,3 +126,30 @@ def test_cli_through_spark(tmp_path, capfd):
     # --parquet writes a fresh dataset: a directory holding files is refused, before anything is read
     assert main([*spark, *common, "--parquet", str(tmp_path / "b"), str(fx.wal_dir)]) == 2
     assert "not empty" in capfd.readouterr().err
+
+
+@pytest.mark.slow
+def test_parquet_of_a_retried_task_is_written_once(tmp_path):
+    """Every phase-2 task is killed once, after writing its Parquet files (a lost executor): Spark runs it
+    again, and the dataset still holds each row once, the attempts' files kept only for the one that
+    succeeded."""
+    import os
+    import subprocess
+    import sys
+
+    pytest.importorskip("pyspark")
+    pytest.importorskip("pandas")
+    fx = next(c.values[0] for c in CASES if c.id == "pg15-off/types")
+    slot = _slot(fx, False)
+    common = ["--catalog", str(fx.path / "snapshot.json.gz"), "--start-lsn", slot["confirmed_flush_lsn"],
+              "--end-lsn", fx.meta["end_lsn"], "--quiet"]
+    assert main(["decode", *common, "--parquet", str(tmp_path / "a"), str(fx.wal_dir)]) == 0
+    # local[2,2]: two slots, a task may fail once; the crash point is passed only by a first attempt
+    env = dict(os.environ, WALDECODE_CRASH_AT="spark-phase2-first-attempt")
+    run = subprocess.run([sys.executable, "-m", "waldecode.cli", "spark", "decode", "--master", "local[2,2]",
+                          "--ranges", "2", *common, "--parquet", str(tmp_path / "b"), str(fx.wal_dir)],
+                         env=env, capture_output=True, text=True, timeout=600)
+    assert run.returncode == 0, run.stderr[-2000:]
+    single = dataset(tmp_path / "a")
+    assert single and dataset(tmp_path / "b") == single
+    assert not (tmp_path / "b" / "_attempts").exists()

@@ -20,6 +20,7 @@ functions in this process, for tests and for seeing what Spark adds).
 
 from __future__ import annotations
 
+import functools
 import os
 import shutil
 import sys
@@ -39,7 +40,10 @@ from .hadoopfs import HadoopSegmentSet
 
 BLOB_SCHEMA = "xid long, lo long, hi long, run long, seq long, n long, blob binary"
 DECODE_COLUMNS = ("rng", "order", "lo", "hi", "after", "trim", "n", "blob")
-SUMMARY_SCHEMA = "rng long, lines long, warnings binary, error binary, impl string"
+SUMMARY_SCHEMA = "rng long, lines long, warnings binary, error binary, impl string, staged string"
+#: under a file-writing plugin's directory: each phase-2 task attempt's files, until the driver keeps
+#: the successful attempts' (a leading "_": Parquet readers skip it, as they skip Spark's _temporary)
+ATTEMPTS_DIR = "_attempts"
 RUN_FILE_SCHEMA = "key long, run long, segno long, content binary"
 BLOBS_PER_BATCH = 16
 
@@ -377,17 +381,34 @@ class SparkExecutor:
 
             from .. import _impl
 
+            from pyspark import TaskContext
+
+            from ..faults import crashpoint
+
             use_impl(impl)
             settle_gc()
             c = _context(bc_ctx)
+            task = TaskContext.get()
+            staged = None
+            files_dir = files_directory(c.make_plugin)
+            if files_dir is not None:
+                # This attempt's files go to a directory of its own; the driver keeps those of the attempt
+                # that succeeded, so a failed or speculative attempt leaves no duplicate rows behind
+                staged = os.path.join(files_dir, ATTEMPTS_DIR, f"{task.partitionId()}-{task.taskAttemptId()}")
+                c = tasks.Phase2(c.catalog, functools.partial(c.make_plugin, directory=staged), c.plugin_options,
+                                 c.timeline, c.cutoff)
             rows = (row for batch in batches
                     for row in zip(*(batch.column(i).to_pylist() for i in range(batch.num_columns))))
             summary = tasks.decode_rows(rows, c, lambda rng: tasks.PartWriter(directory, rng))
+            if task.attemptNumber() == 0:
+                crashpoint("spark-phase2-first-attempt")  # the retry test: a task lost after writing its output
             out = [{"rng": rng, "lines": info["lines"], "warnings": tasks.pack(info["warnings"]),
-                    "error": tasks.pack(info["error"]) if info["error"] is not None else None, "impl": _impl.IMPL}
+                    "error": tasks.pack(info["error"]) if info["error"] is not None else None, "impl": _impl.IMPL,
+                    "staged": staged}
                    for rng, info in sorted(summary.items())]
             if not out:
-                out = [{"rng": -1, "lines": 0, "warnings": None, "error": None, "impl": _impl.IMPL}]
+                out = [{"rng": -1, "lines": 0, "warnings": None, "error": None, "impl": _impl.IMPL,
+                        "staged": staged}]
             yield pa.RecordBatch.from_pylist(out, schema=_schema(SUMMARY_SCHEMA))
 
         df = (changes.unionByName(events).repartition(p.nranges, "key")
@@ -403,6 +424,9 @@ class SparkExecutor:
         finally:
             conf.set("spark.sql.execution.arrow.maxRecordsPerBatch", batch)
             bc_ctx.unpersist()
+        files_dir = files_directory(ctx.make_plugin)
+        if files_dir is not None:
+            keep_staged_files(files_dir, {r["staged"] for r in rows})
         out = []
         for r in rows:
             self.impl_seen.add(r["impl"])
@@ -411,6 +435,27 @@ class SparkExecutor:
             out.append((r["rng"], {"lines": r["lines"], "warnings": tasks.unpack(r["warnings"]),
                                    "error": tasks.unpack(r["error"]) if r["error"] is not None else None}))
         return sorted(out)
+
+
+def files_directory(make_plugin) -> str | None:
+    """The directory a file-writing plugin (``ParquetOutput``) is made to write into, as ``spark decode
+    --parquet`` makes it (``functools.partial(..., directory=DIR)``); None for a line-writing plugin."""
+    if isinstance(make_plugin, functools.partial):
+        return (make_plugin.keywords or {}).get("directory")
+    return None
+
+
+def keep_staged_files(directory: str, staged: set) -> None:
+    """Move the files of the task attempts that succeeded (``staged``: their directories, as their
+    summaries name them) into ``directory``, at the same relative paths, and remove every attempt's
+    directory: what failed or lost attempts wrote is dropped."""
+    for attempt in sorted(d for d in staged if d):
+        for root, _dirs, files in os.walk(attempt):
+            target = os.path.join(directory, os.path.relpath(root, attempt))
+            os.makedirs(target, exist_ok=True)
+            for name in files:
+                os.replace(os.path.join(root, name), os.path.join(target, name))
+    shutil.rmtree(os.path.join(directory, ATTEMPTS_DIR), ignore_errors=True)
 
 
 _schemas: dict = {}
