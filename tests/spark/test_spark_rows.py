@@ -107,14 +107,19 @@ def test_tasks_in_process_equal_decode(fx, two_phase, tmp_path):
     assert single and dataset(tmp_path / "spark") == single
 
 
-@pytest.mark.slow
-def test_cli_through_spark(tmp_path, capfd):
+def _cli_case():
+    """The fixture the command-line tests decode, and the options every run of it takes."""
     pytest.importorskip("pyspark")
     pytest.importorskip("pandas")
     fx = next(c.values[0] for c in CASES if c.id == "pg15-off/types")
     slot = _slot(fx, False)
-    common = ["--catalog", str(fx.path / "snapshot.json.gz"), "--start-lsn", slot["confirmed_flush_lsn"],
-              "--end-lsn", fx.meta["end_lsn"], "--quiet"]
+    return fx, ["--catalog", str(fx.path / "snapshot.json.gz"), "--start-lsn", slot["confirmed_flush_lsn"],
+                "--end-lsn", fx.meta["end_lsn"], "--quiet"]
+
+
+@pytest.mark.slow
+def test_cli_through_spark(tmp_path, capfd):
+    fx, common = _cli_case()
     spark = ["spark", "decode", "--master", "local[2]", "--ranges", "2"]
     assert main(["decode", *common, "--format", "jsonl", "--output", str(tmp_path / "a.jsonl"), str(fx.wal_dir)]) == 0
     assert main([*spark, *common, "--format", "jsonl", "--output", str(tmp_path / "b.jsonl"), str(fx.wal_dir)]) == 0
@@ -137,12 +142,7 @@ def test_parquet_of_a_retried_task_is_written_once(tmp_path):
     import subprocess
     import sys
 
-    pytest.importorskip("pyspark")
-    pytest.importorskip("pandas")
-    fx = next(c.values[0] for c in CASES if c.id == "pg15-off/types")
-    slot = _slot(fx, False)
-    common = ["--catalog", str(fx.path / "snapshot.json.gz"), "--start-lsn", slot["confirmed_flush_lsn"],
-              "--end-lsn", fx.meta["end_lsn"], "--quiet"]
+    fx, common = _cli_case()
     assert main(["decode", *common, "--parquet", str(tmp_path / "a"), str(fx.wal_dir)]) == 0
     # local[2,2]: two slots, a task may fail once; the crash point is passed only by a first attempt
     env = dict(os.environ, WALDECODE_CRASH_AT="spark-phase2-first-attempt")
