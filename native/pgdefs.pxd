@@ -70,12 +70,6 @@ cdef enum:
 cdef enum:
     SizeOfHeapInsert = 3
 
-# src/include/access/xact.h: the xinfo word after xl_xact_commit, and sizeof(xl_xact_dbinfo), which
-# rmgr/xact.py reads with struct
-cdef enum:
-    SizeOfXactXinfo = 4
-    SizeOfXactDbinfo = 8
-
 # waldecode/logical/reorderbuffer.py _ChangeHeader, "<QBIIHBiii": a queued change as the reorder
 # buffer holds it and spill files store it (lsn, action, spcOid, relNumber, origin,
 # clear_toast_afterwards, the lengths of newtuple, oldtuple, extra: -1 for none), its bytes after it

@@ -43,6 +43,8 @@ XACT_COMPLETION_FORCE_SYNC_COMMIT = 1 << 31
 # src/include/access/xact.h: xl_xact_commit / xl_xact_abort {TimestampTz xact_time}
 TimestampTz = struct.Struct("<q")
 MinSizeOfXactCommit = 8  # and MinSizeOfXactAbort: the xact_time
+SizeOfXactXinfo = 4  # xl_xact_xinfo {uint32 xinfo}
+SizeOfXactDbinfo = 8  # sizeof(xl_xact_dbinfo)
 MinSizeOfXactSubxacts = 4  # xl_xact_subxacts {int nsubxacts; TransactionId subxacts[]}
 uint32 = struct.Struct("<I")
 int32 = struct.Struct("<i")
@@ -134,11 +136,11 @@ def parse_commit_or_abort(info: int, data: bytes, major: int, is_commit: bool) -
     xinfo = 0
     if info & XLOG_XACT_HAS_INFO:
         xinfo = uint32.unpack_from(data, pos)[0]
-        pos += 4
+        pos += SizeOfXactXinfo
     dbId = tsId = 0
     if xinfo & XACT_XINFO_HAS_DBINFO:
         dbId, tsId = xl_xact_dbinfo.unpack_from(data, pos)
-        pos += 8
+        pos += SizeOfXactDbinfo
     subxacts: tuple = ()
     if xinfo & XACT_XINFO_HAS_SUBXACTS:
         n = int32.unpack_from(data, pos)[0]
