@@ -122,14 +122,6 @@ def run_phase1(scan: Scan, run_index: int, nodes: frozenset, control: list, keep
                               run_index)
 
 
-def run_control(scan: Scan, run_index: int, nodes: frozenset) -> list:
-    """The control items of one run (its blobs dropped)."""
-    control: list = []
-    for _ in run_phase1(scan, run_index, nodes, control):
-        pass
-    return control
-
-
 def phase2_rows(blobs, members: dict, cutoff, chunks) -> list:
     """Phase 2's input in this process, as Spark's join and sort make it: (rng, order, lo, hi, after, trim,
     n, blob) of the ``blobs`` of members (xid -> (order, collect-after LSN, range)) and the ``chunks``
@@ -258,8 +250,6 @@ class SparkExecutor:
         bc = sc.broadcast((scan, nodes, directory))
 
         def phase1(batches):
-            import pyarrow as pa
-
             s, nd, d = bc.value
             use_impl(s.impl)
             settle_gc()
@@ -274,13 +264,11 @@ class SparkExecutor:
                             col.append(v)
                         held += len(row[6])
                         if held >= 8 << 20:
-                            yield pa.RecordBatch.from_arrays([pa.array(c, t) for c, t in zip(cols, schema.types)],
-                                                             schema=schema)
+                            yield _batch(cols, schema)
                             cols = ([], [], [], [], [], [], [])
                             held = 0
                     if cols[0]:
-                        yield pa.RecordBatch.from_arrays([pa.array(c, t) for c, t in zip(cols, schema.types)],
-                                                         schema=schema)
+                        yield _batch(cols, schema)
                 except BaseException:
                     control.discard()
                     raise
@@ -435,6 +423,13 @@ class SparkExecutor:
             out.append((r["rng"], {"lines": r["lines"], "warnings": tasks.unpack(r["warnings"]),
                                    "error": tasks.unpack(r["error"]) if r["error"] is not None else None}))
         return sorted(out)
+
+
+def _batch(cols, schema):
+    """An Arrow record batch of ``schema`` from its columns as Python lists."""
+    import pyarrow as pa
+
+    return pa.RecordBatch.from_arrays([pa.array(c, t) for c, t in zip(cols, schema.types)], schema=schema)
 
 
 def files_directory(make_plugin) -> str | None:

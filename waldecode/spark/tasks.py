@@ -51,7 +51,7 @@ from ..output.base import Transaction
 from ..logical.decode import HEAP2_EXTRACTORS, HEAP_EXTRACTORS, message_changes
 from ..rmgr import heap as rm_heap
 from ..rmgr.heap import XLOG_HEAP_OPMASK
-from ..wal.xlogpage import FrameState, ReadStop
+from ..wal.xlogpage import FrameState, ReadStop, SizeOfXLogLongPHD
 from ..wal.xlogreader import _end_lsn, decode_in
 
 # decode.py's knowingly ignored heap/heap2 record types: anything else non-extracting goes to the
@@ -135,7 +135,7 @@ def _frame_pieces(buf, seg_lsn: int, st: FrameState, verify_crc: bool, path):
         # The record carried in from the previous segment must end before the first piece's limit (it
         # would stop at its start, in that segment): past its remaining bytes, a page header on each page
         page = st.page_size
-        limit += (st.partial_total - len(st.partial)) // (page - 40) * page + 2 * page
+        limit += (st.partial_total - len(st.partial)) // (page - SizeOfXLogLongPHD) * page + 2 * page
     try:
         while not st.stop_after_partial:
             limit = max(limit, st.next_lsn) + FRAME_PIECE
@@ -280,14 +280,6 @@ def run_items(records, nodes: frozenset, database: int, filtered_origins: frozen
             # per transaction and block of records)
             flush()
     flush()
-
-
-def control_items(records, nodes: frozenset, database: int, filtered_origins: frozenset) -> list:
-    """Phase 1 for the driver alone: ``run_items``' control items."""
-    control: list = []
-    for _ in run_items(records, nodes, database, filtered_origins, control):
-        pass
-    return control
 
 
 def control_path(directory: str, run: int) -> str:
@@ -454,12 +446,20 @@ def merged_changes(rows, cutoff: int | None):
     subtransactions, holding only the blobs open at the current LSN."""
     import heapq
 
-
     native = _impl.logical() is not None
     it = iter(rows)
     pending = next(it, None)
     heap: list = []
     k = 0
+
+    def push(changes) -> None:
+        nonlocal k
+        ci = iter(changes)
+        c = next(ci, None)
+        if c is not None:
+            heapq.heappush(heap, (c.lsn, k, c, ci))
+            k += 1
+
     while pending is not None or heap:
         if not heap:
             lo, hi, after, trim, n, blob = pending
@@ -472,20 +472,12 @@ def merged_changes(rows, cutoff: int | None):
                 else:
                     yield from changes
                 continue
-            ci = iter(changes)
-            c = next(ci, None)
-            if c is not None:
-                heapq.heappush(heap, (c.lsn, k, c, ci))
-                k += 1
+            push(changes)
             continue
         while pending is not None and pending[0] <= heap[0][0]:
             lo, hi, after, trim, n, blob = pending
             pending = next(it, None)
-            ci = iter(_blob_changes(n, blob, after, cutoff, trim))
-            c = next(ci, None)
-            if c is not None:
-                heapq.heappush(heap, (c.lsn, k, c, ci))
-                k += 1
+            push(_blob_changes(n, blob, after, cutoff, trim))
         _lsn, kk, c, ci = heapq.heappop(heap)
         yield c
         c = next(ci, None)
