@@ -70,12 +70,17 @@ def _decompress(path: Path, data: bytes, limit: int) -> bytes:
     return data
 
 
-def read_segment_file(path: Path, max_size: int = WalSegMaxSize) -> bytes:
+def _read(path: Path, size: int = -1) -> bytes:
+    """The file's first ``size`` bytes (all of it by default)."""
     try:
-        data = path.read_bytes()
+        with open(path, "rb") as f:
+            return f.read(size)
     except OSError as e:
         raise SegmentFileError(f"could not read file: {e.strerror}", path=str(path)) from None
-    return _decompress(path, data, max_size)
+
+
+def read_segment_file(path: Path, max_size: int = WalSegMaxSize) -> bytes:
+    return _decompress(path, _read(path), max_size)
 
 
 def map_segment_file(path: Path):
@@ -204,12 +209,7 @@ def _read_identity(path: Path):
     if path.suffix in (".gz", ".lz4", ".zst"):
         return identity_of(read_segment_file(path), path)
     # Only the first page's header is asked for: not the whole segment (16 MB read at every start)
-    try:
-        with open(path, "rb") as f:
-            head = f.read(XLOG_BLCKSZ)
-    except OSError as e:
-        raise SegmentFileError(f"could not read file: {e.strerror}", path=str(path)) from None
-    return identity_of(head, path)
+    return identity_of(_read(path, XLOG_BLCKSZ), path)
 
 
 def identity_of(data: bytes, path):
