@@ -69,21 +69,17 @@ CHANGE_RMIDS = frozenset((RM_HEAP_ID, RM_HEAP2_ID, RM_LOGICALMSG_ID))
 # -- phase 1 ---------------------------------------------------------------------------------------
 
 
-def read_run(segments, first: int, last: int, start: int | None, end_lsn: int | None, verify_crc: bool = True,
-             keep=None):
+def frame_run(segments, first: int, last: int, start: int | None, end_lsn: int | None, verify_crc: bool = True):
     """Frame segments ``first``..``last`` as the sequential reader does (from ``start`` when it lies in
     ``first``, else from the first record that starts there) and complete the record crossing into
-    ``last`` + 1.  Yields ``DecodedRecord``s; ``("stop", ReadStop)`` or ``("error", exc)`` ends it.
-    A run ending the input reports running out as ``XLogReader`` does.  ``keep(xid, rmid)``: decode
-    only the records it accepts (read from the XLogRecord header before decoding)."""
+    ``last`` + 1.  Yields ``(path, [(lsn, raw end, record bytes)])`` pieces; ``("stop", ReadStop)`` or
+    ``("error", exc)`` ends it.  A run ending the input reports running out as ``XLogReader`` does."""
     seg_size = segments.seg_size
-    major = segments.major
     run_start = first * seg_size
     if start is not None and start > run_start:
         run_start = start
     page_start = run_start - run_start % segments.page_size
     st = FrameState(segments.page_size, seg_size, segments.magic, segments.sysid, page_start, 0, end_lsn or 0)
-    decode = _impl.decode_record
     segno = first
     try:
         while True:
@@ -99,21 +95,40 @@ def read_run(segments, first: int, last: int, start: int | None, end_lsn: int | 
                 st.stop_after_partial = True
             buf, path = segments.load(segno)
             for raw, stop in _frame_pieces(buf, segno * seg_size, st, verify_crc, path):
-                for lsn, raw_end, rec in raw:
-                    if lsn < run_start:
-                        continue
-                    if keep is not None and not keep(_xl_xid(rec, 4)[0], rec[17]):
-                        continue  # XLogRecord: xl_tot_len, xl_xid at 4, xl_prev, xl_info, xl_rmid at 17
-                    yield decode_in(decode, rec, lsn, _end_lsn(rec, lsn, raw_end, seg_size), major, path)
-            if stop is not None:
-                if segno <= last or stop.lsn < (last + 1) * seg_size or stop.kind != "end":
-                    yield ("stop", stop)
-                return
+                if raw and raw[0][0] < run_start:
+                    raw = [r for r in raw if r[0] >= run_start]
+                yield path, raw
+                if stop is not None:
+                    if segno <= last or stop.lsn < (last + 1) * seg_size or stop.kind != "end":
+                        yield ("stop", stop)
+                    return
             if segno > last:
                 return
             # One segment's bytes and framed records at a time (the next load would hold two: the memory bound)
             raw = buf = None
             segno += 1
+    except Error as e:
+        yield ("error", e)
+
+
+def read_run(segments, first: int, last: int, start: int | None, end_lsn: int | None, verify_crc: bool = True,
+             keep=None):
+    """``frame_run``'s records decoded: yields ``DecodedRecord``s, then its ``("stop", ...)`` or
+    ``("error", ...)`` item.  ``keep(xid, rmid)``: decode only the records it accepts (read from the
+    XLogRecord header before decoding)."""
+    seg_size = segments.seg_size
+    major = segments.major
+    decode = _impl.decode_record
+    try:
+        for item in frame_run(segments, first, last, start, end_lsn, verify_crc):
+            path, raw = item
+            if path == "stop" or path == "error":
+                yield item
+                return
+            for lsn, raw_end, rec in raw:
+                if keep is not None and not keep(_xl_xid(rec, 4)[0], rec[17]):
+                    continue  # XLogRecord: xl_tot_len, xl_xid at 4, xl_prev, xl_info, xl_rmid at 17
+                yield decode_in(decode, rec, lsn, _end_lsn(rec, lsn, raw_end, seg_size), major, path)
     except Error as e:
         yield ("error", e)
 

@@ -1,0 +1,311 @@
+"""The range path of ``spark decode``: each output range decoded as a slot restarted at its start.
+
+A logical slot confirmed up to ``L`` and restarted from ``R`` prints every transaction that
+commits at or after ``L``, whole, provided every such transaction began at or after ``R``: the
+server's own contract for resuming (``restart_lsn``, ReorderBufferGetOldestTXN), and
+``decode --start-lsn L --restart-lsn R``'s (``startpoint``).  Commits before ``L`` are read and
+skipped (SnapBuildXactNeedsSkip on the commit record's start).  So the single-process output
+is the concatenation, in LSN order, of the outputs of ranges ``[L_r, L_r+1)`` each decoded by
+``session.decode_wal`` itself with ``start_lsn=L_r``, ``restart_lsn=R_r`` and ``end_lsn=L_r+1``,
+when ``R_r`` is at or before the first record of every transaction committing in the range:
+phase 2 is the single-process decoder, native path and spill files included, run once per
+range, and no change travels through Spark.
+
+Phase 1 (``run_spans``, one cheap pass per run of segments) finds those ``R_r``: for each run,
+its first record (the range starts ``L_r``), the xids still open at its end with their first
+record in it, and the xids its commit and abort records end.  The driver (``plan_ranges``)
+follows the few xids open at a run's end to the run where they end.
+
+Exactness rests on three facts the single-process run shares, which the driver checks and
+otherwise hands the run to the event path (``plan``): the catalog does not change in the WAL
+read (each range starts from the given snapshot; the ranges' histories report any change),
+the first range is consistent before the second starts (the snapshot builder's path to
+consistency is the first range's alone), and no two-phase record (a prepared transaction's
+output depends on where it was prepared and decoded) nor any reading error (the event path
+places the error after exactly the output before it) is met in phase 1.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+from array import array
+from dataclasses import dataclass, field
+
+from ..errors import Error
+from ..rmgr import RM_XACT_ID
+from ..rmgr.xact import (
+    XLOG_XACT_ABORT,
+    XLOG_XACT_ABORT_PREPARED,
+    XLOG_XACT_COMMIT,
+    XLOG_XACT_COMMIT_PREPARED,
+    XLOG_XACT_OPMASK,
+    XLOG_XACT_PREPARE,
+    parse_commit_or_abort,
+)
+from . import tasks
+
+_TWO_PHASE = frozenset((XLOG_XACT_PREPARE, XLOG_XACT_COMMIT_PREPARED, XLOG_XACT_ABORT_PREPARED))
+
+
+@dataclass
+class RunSpans:
+    """What phase 1 of the range path learns of one run of segments."""
+
+    run: int
+    first_lsn: int | None  # the first record that starts in the run (None: none does)
+    open: dict  # xid -> its first record in the run, for xids with records here not ended here
+    ended_xids: array  # xids a commit or abort record of the run ends (its own and its subtransactions)
+    ended_lsns: array  # ... and that record's LSN
+    ended_commit: bytes  # ... and whether it is a commit (1) or an abort (0)
+    two_phase: bool = False  # a PREPARE, COMMIT PREPARED or ROLLBACK PREPARED record
+    stop: object = None  # ReadStop of a run ending the input, or of a problem
+    error: Error | None = None
+
+
+def xact_spans(records, major: int, firsts: dict, ended: dict, slow=None) -> bool:
+    """The pure-Python reference of ``_logical.xact_spans``: over framed records ``(lsn, raw end, bytes)``,
+    ``firsts`` gets each xid's first record, and ``ended`` each xid a COMMIT or ABORT record ends (the
+    record's own xid and its subtransactions) with (that record's LSN, 1 for a commit, 0 for an abort).
+    A commit or abort record is not where its transaction's changes begin: it is not in ``firsts``.
+    Returns True when a two-phase record (PREPARE, COMMIT/ROLLBACK PREPARED) is among them.  A record
+    the decoder refuses raises its error.  (``slow``: the native version's way back here, unused.)"""
+    decode = tasks._impl.decode_record
+    xl_xid = tasks._xl_xid
+    two_phase = False
+    for lsn, raw_end, rec in records:
+        if rec[17] == RM_XACT_ID:
+            info = rec[16] & XLOG_XACT_OPMASK
+            if info == XLOG_XACT_COMMIT or info == XLOG_XACT_ABORT:
+                xid, subxacts, is_commit = xact_end(rec, lsn, raw_end, major)
+                end = (lsn, is_commit)
+                ended[xid] = end
+                for sub in subxacts:
+                    ended[sub] = end
+                continue
+            if info in _TWO_PHASE:
+                two_phase = True
+        xid = xl_xid(rec, 4)[0]
+        if xid and xid not in firsts:
+            firsts[xid] = lsn
+    return two_phase
+
+
+def xact_end(rec: bytes, lsn: int, raw_end: int, major: int) -> tuple:
+    """(xid, subtransactions, 1 for a commit) of a COMMIT or ABORT record (DecodeXactOp's reading)."""
+    r = tasks._impl.decode_record(rec, lsn, raw_end, major)
+    info = r.xl_info & XLOG_XACT_OPMASK
+    parsed = parse_commit_or_abort(r.xl_info, r.main_data, major, info == XLOG_XACT_COMMIT)
+    return r.xl_xid, parsed.subxacts, int(info == XLOG_XACT_COMMIT)
+
+
+def _spans_function():
+    """``_logical.xact_spans`` under the Cython implementation, else the reference above."""
+    native = tasks._impl._companion("_logical")
+    return getattr(native, "xact_spans", None) or xact_spans
+
+
+def run_spans(segments, run: int, first: int, last: int, start: int | None, end_lsn: int | None) -> RunSpans:
+    """Phase 1 of the range path over segments ``first``..``last`` (``tasks.frame_run``'s records)."""
+    major = segments.major
+    firsts: dict = {}
+    ended: dict = {}  # xid -> (lsn, 1 for a commit)
+    first_lsn = None
+    two_phase = False
+    stop = error = None
+    spans = _spans_function()
+    for item in tasks.frame_run(segments, first, last, start, end_lsn):
+        path, raw = item
+        if path == "stop":
+            stop = raw
+            break
+        if path == "error":
+            error = raw
+            break
+        if not raw:
+            continue
+        if first_lsn is None:
+            first_lsn = raw[0][0]
+        try:
+            two_phase = spans(raw, major, firsts, ended, xact_end) or two_phase
+        except Error as e:
+            error = e
+            break
+    xids = array("Q")
+    lsns = array("Q")
+    commit = bytearray()
+    for xid, (lsn, is_commit) in ended.items():
+        xids.append(xid)
+        lsns.append(lsn)
+        commit.append(is_commit)
+    open_ = {xid: lsn for xid, lsn in firsts.items() if xid not in ended}
+    return RunSpans(run, first_lsn, open_, xids, lsns, bytes(commit), two_phase, stop, error)
+
+
+@dataclass
+class Range:
+    """One range of the output: commits whose record starts in [start, end), read from ``restart``."""
+
+    rng: int
+    start: int | None  # None: the run's own start (the first range: the caller's start)
+    restart: int | None
+    end: int | None  # None: the caller's end
+    first: bool
+    last: bool
+
+
+@dataclass
+class RangePlan:
+    ranges: list  # [Range]
+    reason: str | None = None  # why the range path cannot be taken (None: it can)
+    spans: list = field(default_factory=list)
+
+
+def plan_ranges(spans: list, nranges: int, start_lsn: int | None, restart_lsn: int | None,
+                end_lsn: int | None) -> RangePlan:
+    """The ranges of the output and where each must read from, from every run's ``RunSpans``."""
+    for s in spans:
+        if s.error is not None:
+            return RangePlan([], f"phase 1 met an error in run {s.run}: {s.error}")
+        if s.two_phase:
+            return RangePlan([], "the WAL holds two-phase records")
+        if s.stop is not None and s.stop.kind not in ("end", "limit"):
+            return RangePlan([], f"reading stopped early in run {s.run}: {s.stop.reason}")
+    for s in spans[:-1]:
+        if s.stop is not None:
+            return RangePlan([], f"reading stopped in run {s.run}, before the last run: {s.stop.reason}")
+    # Ranges: consecutive runs, each after the first starting at its first run's first record, spread evenly
+    starts = [s.first_lsn for s in spans[1:] if s.first_lsn is not None]
+    if start_lsn is not None:
+        starts = [lsn for lsn in starts if lsn > start_lsn]
+    m = len(starts)
+    n = max(1, min(nranges, m + 1))
+    bounds = [starts[(k + 1) * (m + 1) // n - 1] for k in range(n - 1)]
+    ranges = []
+    edges = [None] + bounds + [None]
+    restart = {b: b for b in bounds}
+    # Follow every xid open at some run's end to the record that ends it: a commit in a later range moves
+    # that range's restart back to the xid's first record; an xid never ended moves the last range's
+    first_of: dict = {}
+    for s in spans:
+        for xid, lsn in s.open.items():
+            if xid not in first_of or lsn < first_of[xid]:
+                first_of[xid] = lsn
+    if first_of:
+        pending = dict(first_of)
+        for s in spans:
+            if not pending:
+                break
+            ended = s.ended_xids
+            for i, xid in enumerate(ended):
+                f = pending.get(xid)
+                if f is None:
+                    continue
+                if s.ended_commit[i]:
+                    c = s.ended_lsns[i]
+                    b = _range_start(bounds, c)
+                    if b is not None and f < b:
+                        restart[b] = min(restart[b], f)
+                del pending[xid]
+        if pending and bounds:
+            last = bounds[-1]
+            restart[last] = min([restart[last]] + [f for f in pending.values()])
+    for k in range(n):
+        lo, hi = edges[k], edges[k + 1]
+        ranges.append(Range(k, lo if k else start_lsn, restart[lo] if k else restart_lsn, hi if hi is not None else end_lsn,
+                            k == 0, k == n - 1))
+    return RangePlan(ranges, None, spans)
+
+
+def _range_start(bounds: list, lsn: int) -> int | None:
+    """The start of the range (after the first) holding a commit record at ``lsn``."""
+    from bisect import bisect_right
+
+    i = bisect_right(bounds, lsn)
+    return bounds[i - 1] if i else None
+
+
+def decode_range(segments, catalog, make_plugin, plugin_options, r: Range, *, two_phase: bool,
+                 include_uncommitted: bool, writer, spill_dir: str | None = None) -> dict:
+    """One range through ``session.decode_wal`` (the single-process decoder), its lines to ``writer``
+    (``tasks.PartWriter``); returns its summary: lines, warnings, error, and the facts of its
+    ``DecodeResult`` the driver combines and checks."""
+    from ..output.base import OutputWriter
+    from ..output.test_decoding import TestDecoding
+    from ..logical.session import decode_wal
+
+    out = None
+    if make_plugin is TestDecoding:
+        out = OutputWriter(writer.write_block)
+        plugin = TestDecoding(output=out)
+    else:
+        plugin = make_plugin(writer.write)
+    warnings: list = []
+    info = {"lines": 0, "warnings": warnings, "error": None, "result": None}
+    own_spill = None
+    if spill_dir is None:
+        spill_dir = own_spill = tempfile.mkdtemp(prefix="waldecode-range-spill-")
+    try:
+        try:
+            result = decode_wal(segments, catalog, plugin, plugin_options=plugin_options, start_lsn=r.start,
+                                restart_lsn=r.restart, end_lsn=r.end, two_phase=two_phase, spill_dir=spill_dir,
+                                include_uncommitted=include_uncommitted and r.last)
+        except Error as e:
+            info["error"] = e
+            result = None
+        finally:
+            if out is not None:
+                out.flush()
+            writer.close()
+            info["lines"] = writer.lines
+        if result is not None:
+            history = result.decoder.history
+            info["warnings"] = list(result.warnings)
+            info["result"] = {
+                "plan": result.plan, "read_from": result.read_from, "stop": result.stop,
+                "open_transactions": result.open_transactions, "not_decoded": result.not_decoded,
+                "ended_early": result.ended_early, "consistent_lsn": result.consistent_lsn,
+                "last_end_lsn": result.last_end_lsn,
+                "catalog_changed": history is not None and history.has_changes,
+                "problems": list(getattr(plugin, "problems", ())),
+            }
+    finally:
+        if own_spill is not None:
+            shutil.rmtree(own_spill, ignore_errors=True)
+    return info
+
+
+def combine(plan: RangePlan, summaries: dict, end_lsn: int | None):
+    """The ``DecodeResult`` of the whole run from the ranges' summaries, or (None, reason) when a range
+    shows the range path does not give the single-process output (the caller takes the event path)."""
+    from ..logical.session import DecodeResult
+
+    ranges = plan.ranges
+    first = summaries[0]
+    for r in ranges:
+        s = summaries.get(r.rng)
+        if s is None:
+            return None, f"range {r.rng} left no summary"
+        if s["error"] is not None:
+            return None, f"range {r.rng} failed: {s['error']}"
+        res = s["result"]
+        if res["catalog_changed"]:
+            return None, "the catalog changes in the WAL read"
+        if r.rng and (s["warnings"] or res["not_decoded"] or res["ended_early"] or res["problems"]):
+            return None, f"range {r.rng} has warnings or commits it could not decode"
+    f = first["result"]
+    if len(ranges) > 1:
+        second = ranges[1].start
+        if f["consistent_lsn"] is None or f["consistent_lsn"] > second:
+            if not (f["plan"] is not None and f["plan"].assume_consistent):
+                return None, "the first range is not consistent before the second begins"
+    last = summaries[ranges[-1].rng]["result"]
+    result = DecodeResult(f["plan"], f["read_from"], last["stop"], end_lsn)
+    result.open_transactions = last["open_transactions"]
+    result.not_decoded = f["not_decoded"]
+    result.ended_early = f["ended_early"]
+    result.warnings = list(first["warnings"]) + [w for r in ranges[1:] for w in summaries[r.rng]["warnings"]]
+    result.consistent_lsn = f["consistent_lsn"]
+    result.last_end_lsn = last["last_end_lsn"]
+    return result, None
