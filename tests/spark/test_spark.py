@@ -24,6 +24,7 @@ from waldecode.cli import main
 from waldecode.output.test_decoding import TestDecoding
 from waldecode.logical.session import decode_wal
 from waldecode.spark import tasks
+from waldecode.errors import UsageError
 from waldecode.spark.job import LocalExecutor, decode_spark
 from waldecode.wal.xlogreader import parse_lsn
 
@@ -51,23 +52,44 @@ def single_process(fx, meta) -> bytes:
     return b"".join(r.encode("utf-8", "surrogateescape") + b"\n" for r in rows)
 
 
-def on(executor, fx, meta, per_run=1) -> bytes:
+def on(executor, fx, meta, per_run=1, method="auto") -> bytes:
     slot = _slot(fx, meta)
     out = io.BytesIO()
     result = decode_spark(executor, [fx.wal_dir], Catalog.load(fx.path / "snapshot.json.gz"), TestDecoding, out,
                           plugin_options=meta["options"], start_lsn=parse_lsn(slot["confirmed_flush_lsn"]),
-                          end_lsn=fx.end_lsn, two_phase=slot["two_phase"], segments_per_run=per_run)
+                          end_lsn=fx.end_lsn, two_phase=slot["two_phase"], segments_per_run=per_run,
+                          method=method)
     assert result.stop.kind == "limit"
     assert result.not_decoded == [] and result.warnings == []
     return out.getvalue()
 
 
+@pytest.mark.parametrize("method", ["auto", "events"])
 @pytest.mark.parametrize("fx,out_file,meta", CASES)
-def test_tasks_in_process_equal_decode(fx, out_file, meta, impl):
-    """The Spark task functions and the driver's pass, without Spark: every case, both implementations."""
+def test_tasks_in_process_equal_decode(fx, out_file, meta, impl, method):
+    """The Spark task functions, without Spark: every case, both implementations, by the range path where
+    it applies and by the driver's pass and its events (every case)."""
     executor = LocalExecutor()
     executor.ranges = 2
-    assert on(executor, fx, meta) == single_process(fx, meta)
+    assert on(executor, fx, meta, method=method) == single_process(fx, meta)
+    assert executor.method == ("events" if method == "events" or _needs_events(fx) else "ranges"), executor.fallback
+
+
+#: the fixtures the range path hands to the event path (``ranges`` module docstring), and why
+EVENT_PATH = {"ddl": "the catalog changes", "truncate": "the catalog changes (new relfilenodes)",
+              "checkpoint_fpi": "the catalog changes (CREATE INDEX, VACUUM's pg_class updates)",
+              "small_dml": "the catalog changes (ALTER PUBLICATION)", "prepared": "two-phase records"}
+
+
+def _needs_events(fx) -> bool:
+    return fx.name.split("/")[-1] in EVENT_PATH
+
+
+@pytest.mark.parametrize("fx,out_file,meta", [c for c in CASES if c.id.split("/")[1] in ("ddl", "prepared")])
+def test_range_path_refuses_what_it_cannot_decode(fx, out_file, meta):
+    executor = LocalExecutor()
+    with pytest.raises(UsageError, match="range path cannot decode"):
+        on(executor, fx, meta, method="ranges")
 
 
 @pytest.mark.slow

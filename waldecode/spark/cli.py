@@ -264,6 +264,10 @@ def cmd_spark_decode(args) -> int:
                 raise
             raise err from None
         out.close()
+        if executor.fallback is not None and not args.quiet:
+            # the range path decodes each range as a slot restarted there; this WAL needs the driver's pass
+            print(f"waldecode: note: decoded by the event path (the driver plans every transaction): "
+                  f"{executor.fallback}", file=sys.stderr)
         _check_impl(executor.impl_seen, args.quiet)
     finally:
         if own_session:

@@ -85,6 +85,9 @@ class HadoopSegmentSet(SegmentSet):
             data = fs.read(f.path.uri)
         return _decompress(f.path, data, self.seg_size)
 
+    def map_file(self, f):
+        return None  # not a local file: the bytes come from Spark or through the JVM
+
     def with_contents(self, contents: dict) -> "HadoopSegmentSet":
         """This set, reading segment numbers from ``contents`` ({segno: file bytes as stored})."""
         copy = _copy(self)

@@ -35,6 +35,7 @@ from ..logical.startpoint import reading_start
 from ..wal.segments import SegmentSet, discover
 from ..wal.xlogreader import XLogReader
 from . import plan as _plan
+from . import ranges as _ranges
 from . import tasks
 from .hadoopfs import HadoopSegmentSet
 
@@ -45,6 +46,8 @@ SUMMARY_SCHEMA = "rng long, lines long, warnings binary, error binary, impl stri
 #: the successful attempts' (a leading "_": Parquet readers skip it, as they skip Spark's _temporary)
 ATTEMPTS_DIR = "_attempts"
 RUN_FILE_SCHEMA = "key long, run long, segno long, content binary"
+SPANS_SCHEMA = "run long, blob binary"
+RANGE_SCHEMA = "rng long, info binary, impl string, staged string"
 BLOBS_PER_BATCH = 16
 
 
@@ -122,6 +125,26 @@ def run_phase1(scan: Scan, run_index: int, nodes: frozenset, control: list, keep
                               run_index)
 
 
+def run_spans(scan: Scan, run_index: int) -> _ranges.RunSpans:
+    """Phase 1 of the range path over one run (``ranges.run_spans``)."""
+    first, last = scan.runs[run_index]
+    return _ranges.run_spans(scan.segments, run_index, first, last, scan.start, scan.end_lsn)
+
+
+def range_scan(scan: Scan, rplan: _ranges.RangePlan) -> Scan:
+    """``scan`` with a run per range: the segments each range reads, from its restart to its end."""
+    seg_size = scan.segments.seg_size
+    first_segno = scan.runs[0][0]
+    last_segno = scan.runs[-1][1]
+    runs = []
+    for r in rplan.ranges:
+        # the first range reads from where the whole run reads (its start plan's, as the scan's runs)
+        lo = first_segno * seg_size if r.first else r.restart
+        hi = last_segno if r.end is None else min(last_segno, max(lo, r.end - 1) // seg_size)
+        runs.append((max(first_segno, lo // seg_size), hi))
+    return replace(scan, runs=runs)
+
+
 def phase2_rows(blobs, members: dict, cutoff, chunks) -> list:
     """Phase 2's input in this process, as Spark's join and sort make it: (rng, order, lo, hi, after, trim,
     n, blob) of the ``blobs`` of members (xid -> (order, collect-after LSN, range)) and the ``chunks``
@@ -179,6 +202,16 @@ class LocalExecutor:
 
     def release(self) -> None:
         self.blobs = []
+
+    def spans(self, scan: Scan) -> list:
+        return [run_spans(scan, i) for i in range(len(scan.runs))]
+
+    def decode_ranges(self, scan: Scan, rplan: _ranges.RangePlan, ctx: tasks.Phase2, directory: str,
+                      two_phase: bool, include_uncommitted: bool) -> dict:
+        return {r.rng: _ranges.decode_range(scan.segments, ctx.catalog, ctx.make_plugin, ctx.plugin_options, r,
+                                            two_phase=two_phase, include_uncommitted=include_uncommitted,
+                                            writer=tasks.PartWriter(directory, r.rng))
+                for r in rplan.ranges}
 
 
 class SparkExecutor:
@@ -377,14 +410,9 @@ class SparkExecutor:
             settle_gc()
             c = _context(bc_ctx)
             task = TaskContext.get()
-            staged = None
-            files_dir = files_directory(c.make_plugin)
-            if files_dir is not None:
-                # This attempt's files go to a directory of its own; the driver keeps those of the attempt
-                # that succeeded, so a failed or speculative attempt leaves no duplicate rows behind
-                staged = os.path.join(files_dir, ATTEMPTS_DIR, f"{task.partitionId()}-{task.taskAttemptId()}")
-                c = tasks.Phase2(c.catalog, functools.partial(c.make_plugin, directory=staged), c.plugin_options,
-                                 c.timeline, c.cutoff)
+            make_plugin, staged = _attempt_plugin(c.make_plugin, task)
+            if staged is not None:
+                c = tasks.Phase2(c.catalog, make_plugin, c.plugin_options, c.timeline, c.cutoff)
             rows = (row for batch in batches
                     for row in zip(*(batch.column(i).to_pylist() for i in range(batch.num_columns))))
             summary = tasks.decode_rows(rows, c, lambda rng: tasks.PartWriter(directory, rng))
@@ -423,6 +451,82 @@ class SparkExecutor:
             out.append((r["rng"], {"lines": r["lines"], "warnings": tasks.unpack(r["warnings"]),
                                    "error": tasks.unpack(r["error"]) if r["error"] is not None else None}))
         return sorted(out)
+
+
+    def spans(self, scan: Scan) -> list:
+        """Phase 1 of the range path: a task per run, its ``RunSpans`` collected (a few xids per run)."""
+        sc = self.spark.sparkContext
+        bc = sc.broadcast(scan)
+
+        def phase1(batches):
+            import pyarrow as pa
+
+            s = bc.value
+            use_impl(s.impl)
+            for run, rs in _run_inputs(batches, s):
+                spans = run_spans(rs, run)
+                yield pa.RecordBatch.from_pylist([{"run": run, "blob": tasks.pack(spans)}],
+                                                 schema=_schema(SPANS_SCHEMA))
+
+        try:
+            rows = self._run_input(scan).mapInArrow(phase1, SPANS_SCHEMA).collect()
+        finally:
+            bc.unpersist()
+        return [tasks.unpack(r["blob"]) for r in sorted(rows, key=lambda r: r["run"])]
+
+    def decode_ranges(self, scan: Scan, rplan: _ranges.RangePlan, ctx: tasks.Phase2, directory: str,
+                      two_phase: bool, include_uncommitted: bool) -> dict:
+        """Phase 2 of the range path: a task per range, decoding it with the single-process decoder into
+        its part file under ``directory`` (a file-writing plugin's files staged per attempt)."""
+        sc = self.spark.sparkContext
+        rscan = range_scan(scan, rplan)
+        bc_ctx = sc.broadcast((os.urandom(8).hex(), tasks.pack((ctx, rplan.ranges, rscan, two_phase,
+                                                                 include_uncommitted))))
+
+        def decode(batches):
+            import pyarrow as pa
+
+            from .. import _impl
+            from ..faults import crashpoint
+            from pyspark import TaskContext
+
+            c, rngs, s, tp, unc = _context(bc_ctx)
+            use_impl(s.impl)
+            settle_gc()
+            task = TaskContext.get()
+            for i, rs in _run_inputs(batches, s):
+                make_plugin, staged = _attempt_plugin(c.make_plugin, task)
+                info = _ranges.decode_range(rs.segments, c.catalog, make_plugin, c.plugin_options, rngs[i],
+                                            two_phase=tp, include_uncommitted=unc,
+                                            writer=tasks.PartWriter(directory, i))
+                if task.attemptNumber() == 0:
+                    crashpoint("spark-phase2-first-attempt")  # the retry test: a task lost after its output
+                yield pa.RecordBatch.from_pylist([{"rng": i, "info": tasks.pack(info), "impl": _impl.IMPL,
+                                                   "staged": staged}], schema=_schema(RANGE_SCHEMA))
+
+        try:
+            rows = self._run_input(rscan).mapInArrow(decode, RANGE_SCHEMA).collect()
+        finally:
+            bc_ctx.unpersist()
+        files_dir = files_directory(ctx.make_plugin)
+        if files_dir is not None:
+            keep_staged_files(files_dir, {r["staged"] for r in rows})
+        out = {}
+        for r in rows:
+            self.impl_seen.add(r["impl"])
+            out[r["rng"]] = tasks.unpack(r["info"])
+        return out
+
+
+def _attempt_plugin(make_plugin, task):
+    """(make_plugin, staged directory) for this task attempt: a file-writing plugin writes into a directory
+    of the attempt's own, whose files the driver keeps only when the attempt succeeded, so a failed or
+    speculative attempt leaves no duplicate rows behind (None: a line-writing plugin)."""
+    files_dir = files_directory(make_plugin)
+    if files_dir is None:
+        return make_plugin, None
+    staged = os.path.join(files_dir, ATTEMPTS_DIR, f"{task.partitionId()}-{task.taskAttemptId()}")
+    return functools.partial(make_plugin, directory=staged), staged
 
 
 def _batch(cols, schema):
@@ -551,10 +655,18 @@ def _context(bc) -> tasks.Phase2:
 def decode_spark(executor, paths, catalog: Catalog, make_plugin, out, *, plugin_options: dict | None = None,
                  start_lsn: int | None = None, restart_lsn: int | None = None, end_lsn: int | None = None,
                  timeline: int | None = None, two_phase: bool = False, include_uncommitted: bool = False,
-                 segments_per_run: int | None = None, parts_dir: str | None = None, on_warning=None):
+                 segments_per_run: int | None = None, parts_dir: str | None = None, on_warning=None,
+                 method: str = "auto"):
     """Decode ``paths`` through ``make_plugin(write)`` on ``executor``, writing the output bytes to ``out``
     (a binary file) in the single-process order; returns the ``session.DecodeResult``.  An error is
-    raised after the output that precedes it was written, as ``decode`` writes it."""
+    raised after the output that precedes it was written, as ``decode`` writes it.
+
+    ``method``: "ranges" (each output range decoded as a restarted slot, ``ranges``), "events" (the
+    driver's pass plans every plugin call, ``plan``), or "auto": ranges when phase 1 and the ranges show
+    they give the single-process output, else events.  ``executor.method`` says which ran, and
+    ``executor.fallback`` why the range path was left."""
+    if method not in ("auto", "ranges", "events"):
+        raise ValueError(f"unknown method {method!r}")
     segments = paths if isinstance(paths, SegmentSet) else discover(paths, timeline)
     if segments.major != catalog.major:
         raise VersionMismatchError(f"the WAL was written by {segments.describe_version()} but the catalog snapshot "
@@ -582,7 +694,20 @@ def decode_spark(executor, paths, catalog: Catalog, make_plugin, out, *, plugin_
     nodes = _plan.tracked_relfilenodes(catalog)
     directory = tempfile.mkdtemp(prefix="waldecode-spark-", dir=parts_dir)
     error = None
+    executor.method = executor.fallback = None
     try:
+        if scan is not None and method != "events":
+            result, reason = _decode_by_ranges(executor, scan, catalog, make_plugin, out, directory,
+                                               plugin_options=plugin_options, start_lsn=start_lsn,
+                                               restart_lsn=restart_lsn, end_lsn=end_lsn, two_phase=two_phase,
+                                               include_uncommitted=include_uncommitted, on_warning=on_warning)
+            if result is not None:
+                executor.method = "ranges"
+                return result
+            if method == "ranges":
+                raise UsageError(f"the range path cannot decode this WAL: {reason}")
+            executor.fallback = reason
+        executor.method = "events"
         while True:
             items = (executor.control(scan, nodes, directory) if scan is not None
                      else iter([(0, ("error", refused))]))
@@ -627,6 +752,40 @@ def decode_spark(executor, paths, catalog: Catalog, make_plugin, out, *, plugin_
     if error is not None:
         raise error
     return result
+
+
+def _decode_by_ranges(executor, scan: Scan, catalog: Catalog, make_plugin, out, directory: str, *, plugin_options,
+                      start_lsn, restart_lsn, end_lsn, two_phase: bool, include_uncommitted: bool, on_warning):
+    """The range path (``ranges``): (result, None) after writing the output, or (None, why not) having
+    written nothing."""
+    spans = executor.spans(scan)
+    rplan = _ranges.plan_ranges(spans, getattr(executor, "ranges", 1), start_lsn, restart_lsn, end_lsn)
+    if rplan.reason is not None:
+        return None, rplan.reason
+    files_dir = files_directory(make_plugin)
+    if files_dir is not None:
+        # the ranges' files go to a directory of their own until the ranges show they are right
+        make_plugin = functools.partial(make_plugin, directory=os.path.join(files_dir, ATTEMPTS_DIR, "ranges"))
+    parts = os.path.join(directory, "ranges")
+    os.makedirs(parts, exist_ok=True)
+    ctx = tasks.Phase2(catalog, make_plugin, plugin_options, None, None)
+    summaries = executor.decode_ranges(scan, rplan, ctx, parts, two_phase, include_uncommitted)
+    result, reason = _ranges.combine(rplan, summaries, end_lsn)
+    if result is None:
+        if files_dir is not None:
+            shutil.rmtree(os.path.join(files_dir, ATTEMPTS_DIR), ignore_errors=True)
+        return None, reason
+    if files_dir is not None:
+        keep_staged_files(files_dir, {os.path.join(files_dir, ATTEMPTS_DIR, "ranges")})
+    for r in rplan.ranges:
+        path = os.path.join(parts, f"part-{r.rng:05d}")
+        if os.path.exists(path):
+            with open(path, "rb") as f:
+                shutil.copyfileobj(f, out, 1 << 20)
+    if on_warning is not None:
+        for w in result.warnings:
+            on_warning(w)
+    return result, None
 
 
 def describe_size(segments: SegmentSet) -> str:

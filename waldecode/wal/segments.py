@@ -148,6 +148,10 @@ class SegmentSet:
     def name(self, segno: int) -> str:
         return segment_name(self.tli_for(segno), segno, self.seg_size)
 
+    def map_file(self, f):
+        """The file's bytes mapped into memory, or None when it cannot be (then it is read)."""
+        return map_segment_file(f.path)
+
     def load(self, segno: int, mapped: bool = False) -> tuple[bytes, str]:
         """The bytes of a segment and the path to name in messages.
 
@@ -160,7 +164,7 @@ class SegmentSet:
                 f"missing WAL segment {self.name(segno)} (LSN {format_lsn(segno * self.seg_size)}); "
                 f"the input has {self.name(self.first_segno)} to {self.name(self.last_segno)}",
                 lsn=segno * self.seg_size)
-        data = map_segment_file(f.path) if mapped and not f.compressed else None
+        data = self.map_file(f) if mapped and not f.compressed else None
         if data is None:
             data = self.read_file(f)
         if len(data) > self.seg_size:
