@@ -109,7 +109,7 @@ class HadoopFS:
     """Listing and reading through ``org.apache.hadoop.fs.FileSystem`` in the driver's JVM."""
 
     def __init__(self, spark):
-        sc = spark.sparkContext
+        sc = getattr(spark, "sparkContext", spark)  # a session or its context
         self.jvm = sc._jvm
         self.conf = sc._jsc.hadoopConfiguration()
 
