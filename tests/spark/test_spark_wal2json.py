@@ -69,3 +69,16 @@ def test_spark_partitions_equal_single_process(spark, fx, options):
     from waldecode.spark.job import SparkExecutor
 
     assert _fanned(SparkExecutor(spark, 7), fx, options) == _single(fx, options)
+
+
+@pytest.mark.parametrize("fx,options", [c for c in CASES if c.id.split("/")[1] == "messages"])
+def test_format_1_takes_the_event_path(fx, options):
+    """Format 1's comma before a message depends on the transaction before it, which another range's plugin
+    printed: the range path is left to the event path; format 2's objects stand alone and take it."""
+    executor = LocalExecutor()
+    executor.ranges = 7
+    _fanned(executor, fx, options)
+    if options.get("format-version") == "2":
+        assert (executor.method, executor.fallback) == ("ranges", None)
+    else:
+        assert executor.method == "events" and "depends on the transaction before it" in executor.fallback

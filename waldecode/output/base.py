@@ -216,6 +216,13 @@ class OutputPlugin(abc.ABC):
     #: pgoutput sends depends on what it sent before, which one range keeps)
     in_one_range = False
 
+    @property
+    def events_apart(self) -> bool:
+        """After ``startup``: does what it writes for a transaction or a call depend on nothing it wrote
+        before?  Then decodes of consecutive LSN ranges, each by a plugin of its own, concatenate into
+        one run's output (``spark decode``'s range path); False sends Spark to its event path."""
+        return self.ranges_apart
+
     # -- life cycle --------------------------------------------------------------------------------
 
     def startup(self, options: dict[str, str | None], catalog: CatalogView) -> OutputPluginOptions | None:

@@ -338,6 +338,12 @@ class Wal2Json(OutputPlugin):
 
     # -- transactions ----------------------------------------------------------------------------
 
+    @property
+    def events_apart(self) -> bool:
+        # format 1 puts a comma before a message that follows a transaction of two or more changes
+        # (data->nr_changes is reset only at BEGIN): its output depends on the transaction before
+        return self.format_version != 1
+
     def begin(self, txn: Transaction) -> None:
         ht, nl, sp = self.ht, self.nl, self.sp
         if self.format_version == 1:

@@ -1,4 +1,12 @@
-"""One ``spark decode`` run: plan, phase 1 on the executors, the driver's pass, phase 2, ordered output.
+"""One ``spark decode`` run: by ranges where that gives decode's output, else plan, phase 1 on the
+executors, the driver's pass, phase 2, ordered output.
+
+The range path (``ranges``) comes first: a cheap phase 1 per run (``ranges.run_spans``), the
+driver's ``ranges.plan_ranges``, then each output range decoded by ``session.decode_wal`` in a
+task of its own (``ranges.decode_range``) into its part file; when phase 1 or the ranges show
+it cannot give the single-process output (catalog changes, two-phase records, reading
+errors), nothing has been written and the event path below runs.  It needs only a
+SparkContext (RDD jobs): a SQL session is made when the event path or a Hadoop input needs one.
 
 Owns the wiring of the Spark path, as ``session.decode_wal`` owns the single-process one,
 and with the same checks and the same result: the segments and where reading starts
@@ -720,8 +728,21 @@ def decode_spark(executor, paths, catalog: Catalog, make_plugin, out, *, plugin_
     error = None
     executor.method = executor.fallback = None
     try:
-        if scan is not None and method != "events":
-            result, reason = _decode_by_ranges(executor, scan, catalog, make_plugin, out, directory,
+        if scan is not None and method != "events" and not probe.events_apart and getattr(executor, "ranges", 1) > 1:
+            if method == "ranges":
+                raise UsageError("the range path cannot decode this WAL: the plugin's output for a call "
+                                 "depends on the transaction before it")
+            executor.fallback = "the plugin's output for a call depends on the transaction before it"
+        elif scan is not None and method != "events":
+            ranges_scan = scan
+            if segments_per_run is None:
+                # phase 1 of the range path holds a few xids per run, not a run's changes: runs as large
+                # as the ranges and the cores allow (each task costs tens of ms), not the event path's 64 MB
+                n = last - first + 1
+                per_range = max(1, -(-n // max(3 * executor.slots, getattr(executor, "ranges", 1))))
+                ranges_scan = replace(scan, runs=[(s, min(s + per_range - 1, scan.runs[-1][1]))
+                                                  for s in range(scan.runs[0][0], scan.runs[-1][1] + 1, per_range)])
+            result, reason = _decode_by_ranges(executor, ranges_scan, catalog, make_plugin, out, directory,
                                                plugin_options=plugin_options, start_lsn=start_lsn,
                                                restart_lsn=restart_lsn, end_lsn=end_lsn, two_phase=two_phase,
                                                include_uncommitted=include_uncommitted, on_warning=on_warning)
