@@ -138,6 +138,17 @@ def run_spans(scan: Scan, run_index: int) -> _ranges.RunSpans:
     return _ranges.run_spans(scan.segments, run_index, first, last, scan.start, scan.end_lsn)
 
 
+def range_runs(scan: Scan, executor) -> Scan:
+    """``scan`` in the runs of the range path's phase 1: it holds a few xids per run, not a run's changes,
+    so runs as large as the ranges and the cores allow (each task costs tens of ms), not the event path's
+    64 MB; a whole number of runs per range (ranges start at run starts: even runs make even ranges)."""
+    first, last = scan.runs[0][0], scan.runs[-1][1]
+    nranges = getattr(executor, "ranges", 1)
+    nruns = nranges * -(-max(3 * executor.slots, nranges) // nranges)
+    size = max(1, -(-(last - first + 1) // nruns))
+    return replace(scan, runs=[(s, min(s + size - 1, last)) for s in range(first, last + 1, size)])
+
+
 def range_scan(scan: Scan, rplan: _ranges.RangePlan) -> Scan:
     """``scan`` with a run per range: the segments each range reads, from its restart to its end."""
     seg_size = scan.segments.seg_size
@@ -734,14 +745,7 @@ def decode_spark(executor, paths, catalog: Catalog, make_plugin, out, *, plugin_
                                  "depends on the transaction before it")
             executor.fallback = "the plugin's output for a call depends on the transaction before it"
         elif scan is not None and method != "events":
-            ranges_scan = scan
-            if segments_per_run is None:
-                # phase 1 of the range path holds a few xids per run, not a run's changes: runs as large
-                # as the ranges and the cores allow (each task costs tens of ms), not the event path's 64 MB
-                n = last - first + 1
-                per_range = max(1, -(-n // max(3 * executor.slots, getattr(executor, "ranges", 1))))
-                ranges_scan = replace(scan, runs=[(s, min(s + per_range - 1, scan.runs[-1][1]))
-                                                  for s in range(scan.runs[0][0], scan.runs[-1][1] + 1, per_range)])
+            ranges_scan = scan if segments_per_run else range_runs(scan, executor)
             result, reason = _decode_by_ranges(executor, ranges_scan, catalog, make_plugin, out, directory,
                                                plugin_options=plugin_options, start_lsn=start_lsn,
                                                restart_lsn=restart_lsn, end_lsn=end_lsn, two_phase=two_phase,
