@@ -24,7 +24,7 @@ Python decoder (``slow``), which stays the one place of decode.c's rules.
 """
 
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize, PyBytes_GET_SIZE
-from cpython.dict cimport PyDict_GetItem
+from cpython.dict cimport PyDict_GetItem, PyDict_SetItem
 from cpython.mem cimport PyMem_Free, PyMem_Malloc, PyMem_Realloc
 from cpython.ref cimport PyObject
 from cpython.set cimport PySet_Contains, PySet_Discard
@@ -870,6 +870,98 @@ cdef Py_ssize_t _loop(_Decoding d, list records, unsigned long long start, int m
             slow(rec, lsn, end)
             d.refresh()
     return nfast
+
+
+
+# -- phase 1 of Spark's range path ------------------------------------------------------------------
+
+def xact_spans(list records, int major, dict firsts, dict ended, slow=None):
+    """``spark.ranges.xact_spans`` (its docstring says what): over framed records
+    ``(lsn, raw end, bytes)``, each xid's first record into ``firsts``, each xid a COMMIT or ABORT
+    record ends into ``ended`` as (that record's LSN, 1 for a commit, 0 for an abort); True when a
+    two-phase record is among them.  The commit or abort record's xinfo, dbinfo and subxacts are
+    read here as ParseCommitRecord / ParseAbortRecord do (``rmgr.xact.parse_commit_or_abort``) when
+    the record's layout is sound and its main data holds what xinfo announces; any other one —
+    relation locators, dropped stats, invalidations of a commit or a two-phase part to step over,
+    main data too short — goes to ``slow(rec, lsn, raw end, major)`` (``ranges.xact_end``), which
+    gives (xid, subxacts, is_commit) the exact way or raises the decoder's error."""
+    cdef Py_ssize_t i, n = len(records), pos, nsub, k
+    cdef tuple t
+    cdef bytes rec
+    cdef const unsigned char *r
+    cdef const unsigned char *m
+    cdef unsigned int info, xid, xinfo, last_xid = 0
+    cdef unsigned int slow_bits
+    cdef bint two_phase = False, is_commit, have_last = False
+    cdef RecHead h
+    cdef object lsn, end, key
+    if slow is None:
+        from waldecode.spark.ranges import xact_end as slow
+    for i in range(n):
+        t = <tuple>records[i]
+        rec = <bytes>t[2]
+        r = <const unsigned char *>PyBytes_AS_STRING(rec)
+        xid = pg_u32(r + 4)
+        if r[17] == RM_XACT_ID:
+            info = r[16] & XLOG_XACT_OPMASK
+            if info == XLOG_XACT_COMMIT or info == XLOG_XACT_ABORT:
+                is_commit = info == XLOG_XACT_COMMIT
+                # the parts parse_commit_or_abort reads after the subxacts, which may fail there
+                slow_bits = XACT_XINFO_HAS_RELFILELOCATORS | XACT_XINFO_HAS_TWOPHASE
+                if major >= 15:
+                    slow_bits |= XACT_XINFO_HAS_DROPPED_STATS
+                if is_commit:
+                    slow_bits |= XACT_XINFO_HAS_INVALS
+                nsub = -1
+                if _parse_head(r, PyBytes_GET_SIZE(rec), major, &h) == 0 and h.mainlen >= MinSizeOfXactCommit:
+                    m = h.main
+                    pos = MinSizeOfXactCommit
+                    xinfo = 0
+                    nsub = 0
+                    if r[16] & XLOG_XACT_HAS_INFO:
+                        if h.mainlen < pos + SizeOfXactXinfo:
+                            nsub = -1
+                        else:
+                            xinfo = pg_u32(m + pos)
+                            pos += SizeOfXactXinfo
+                    if nsub == 0 and xinfo & slow_bits:
+                        nsub = -1
+                    if nsub == 0 and xinfo & XACT_XINFO_HAS_DBINFO:
+                        pos += SizeOfXactDbinfo
+                        if h.mainlen < pos:
+                            nsub = -1
+                    if nsub == 0 and xinfo & XACT_XINFO_HAS_SUBXACTS:
+                        if h.mainlen < pos + MinSizeOfXactSubxacts:
+                            nsub = -1
+                        else:
+                            nsub = pg_i32(m + pos)
+                            pos += MinSizeOfXactSubxacts
+                            if nsub < 0 or h.mainlen < pos + 4 * nsub:
+                                nsub = -1
+                    if nsub >= 0 and xinfo & XACT_XINFO_HAS_ORIGIN and h.mainlen < pos + 4 * nsub + 16:
+                        nsub = -1  # xl_xact_origin
+                if nsub < 0:
+                    key, subs, commit = slow(rec, t[0], t[1], major)
+                    end = (t[0], commit)
+                    ended[key] = end
+                    for sub in subs:
+                        ended[sub] = end
+                    continue
+                end = (t[0], 1 if is_commit else 0)
+                PyDict_SetItem(ended, xid, end)
+                for k in range(nsub):
+                    PyDict_SetItem(ended, pg_u32(m + pos + 4 * k), end)
+                continue
+            if info == XLOG_XACT_PREPARE or info == XLOG_XACT_COMMIT_PREPARED or info == XLOG_XACT_ABORT_PREPARED:
+                two_phase = True
+        if xid == 0 or (have_last and xid == last_xid):
+            continue  # the same transaction as the record before: already in firsts
+        key = xid
+        if PyDict_GetItem(firsts, key) == NULL:
+            PyDict_SetItem(firsts, key, t[0])
+        last_xid = xid
+        have_last = True
+    return two_phase
 
 
 # -- replay -----------------------------------------------------------------------------------------
