@@ -141,10 +141,10 @@ def run_spans(scan: Scan, run_index: int) -> _ranges.RunSpans:
 def range_runs(scan: Scan, executor) -> Scan:
     """``scan`` in the runs of the range path's phase 1: it holds a few xids per run, not a run's changes,
     so runs as large as the ranges and the cores allow (each task costs tens of ms), not the event path's
-    64 MB; a whole number of runs per range (ranges start at run starts: even runs make even ranges)."""
+    64 MB; the ranges start at run starts chosen to even out their commits, so several runs per range."""
     first, last = scan.runs[0][0], scan.runs[-1][1]
     nranges = getattr(executor, "ranges", 1)
-    nruns = nranges * -(-max(3 * executor.slots, nranges) // nranges)
+    nruns = nranges * max(8, -(-3 * executor.slots // nranges))  # ranges pick their starts among 8 runs
     size = max(1, -(-(last - first + 1) // nruns))
     return replace(scan, runs=[(s, min(s + size - 1, last)) for s in range(first, last + 1, size)])
 
