@@ -31,6 +31,7 @@ import os
 import shutil
 import tempfile
 from array import array
+from bisect import bisect_left, bisect_right
 from dataclasses import dataclass, field
 
 from ..errors import Error
@@ -56,7 +57,7 @@ class RunSpans:
     run: int
     first_lsn: int | None  # the first record that starts in the run (None: none does)
     open: dict  # xid -> its first record in the run, for xids with records here not ended here
-    ended_xids: array  # xids a commit or abort record of the run ends (its own and its subtransactions)
+    ended_xids: array  # xids a commit or abort record of the run ends (its own and its subtransactions), sorted
     ended_lsns: array  # ... and that record's LSN
     ended_commit: bytes  # ... and whether it is a commit (1) or an abort (0)
     two_phase: bool = False  # a PREPARE, COMMIT PREPARED or ROLLBACK PREPARED record
@@ -138,7 +139,7 @@ def run_spans(segments, run: int, first: int, last: int, start: int | None, end_
     xids = array("Q")
     lsns = array("Q")
     commit = bytearray()
-    for xid, (lsn, is_commit) in ended.items():
+    for xid, (lsn, is_commit) in sorted(ended.items()):  # by xid: plan_ranges looks xids up
         xids.append(xid)
         lsns.append(lsn)
         commit.append(is_commit)
@@ -185,30 +186,25 @@ def plan_ranges(spans: list, nranges: int, start_lsn: int | None, restart_lsn: i
     restart = {b: b for b in bounds}
     # Follow every xid open at some run's end to the record that ends it: a commit in a later range moves
     # that range's restart back to the xid's first record; an xid never ended moves the last range's
-    first_of: dict = {}
+    # (each run's ended xids are sorted: a few open xids are looked up in them, run after run)
+    pending: dict = {}  # xid -> its first record, open at the end of an earlier run, not ended since
     for s in spans:
-        for xid, lsn in s.open.items():
-            if xid not in first_of or lsn < first_of[xid]:
-                first_of[xid] = lsn
-    if first_of:
-        pending = dict(first_of)
-        for s in spans:
-            if not pending:
-                break
-            ended = s.ended_xids
-            for i, xid in enumerate(ended):
-                f = pending.get(xid)
-                if f is None:
+        if pending:
+            xids = s.ended_xids
+            for xid in list(pending):
+                i = bisect_left(xids, xid)
+                if i == len(xids) or xids[i] != xid:
                     continue
+                f = pending.pop(xid)
                 if s.ended_commit[i]:
-                    c = s.ended_lsns[i]
-                    b = _range_start(bounds, c)
+                    b = _range_start(bounds, s.ended_lsns[i])
                     if b is not None and f < b:
                         restart[b] = min(restart[b], f)
-                del pending[xid]
-        if pending and bounds:
-            last = bounds[-1]
-            restart[last] = min([restart[last]] + [f for f in pending.values()])
+        for xid, lsn in s.open.items():
+            pending[xid] = min(lsn, pending.get(xid, lsn))
+    if pending and bounds:
+        last = bounds[-1]
+        restart[last] = min([restart[last]] + list(pending.values()))
     for k in range(n):
         lo, hi = edges[k], edges[k + 1]
         ranges.append(Range(k, lo if k else start_lsn, restart[lo] if k else restart_lsn, hi if hi is not None else end_lsn,
@@ -241,8 +237,6 @@ def _bounds(spans: list, nranges: int, start_lsn: int | None) -> list:
 
 def _range_start(bounds: list, lsn: int) -> int | None:
     """The start of the range (after the first) holding a commit record at ``lsn``."""
-    from bisect import bisect_right
-
     i = bisect_right(bounds, lsn)
     return bounds[i - 1] if i else None
 
@@ -303,7 +297,6 @@ def combine(plan: RangePlan, summaries: dict, end_lsn: int | None):
     from ..logical.session import DecodeResult
 
     ranges = plan.ranges
-    first = summaries[0]
     for r in ranges:
         s = summaries.get(r.rng)
         if s is None:
@@ -315,6 +308,7 @@ def combine(plan: RangePlan, summaries: dict, end_lsn: int | None):
             return None, "the catalog changes in the WAL read"
         if r.rng and (s["warnings"] or res["not_decoded"] or res["ended_early"] or res["problems"]):
             return None, f"range {r.rng} has warnings or commits it could not decode"
+    first = summaries[0]
     f = first["result"]
     if len(ranges) > 1:
         second = ranges[1].start
