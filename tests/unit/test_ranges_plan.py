@@ -1,0 +1,74 @@
+"""``spark.ranges.plan_ranges``: where each output range starts and reads from, from phase 1's runs.
+
+The runs here are built from real phase 1 (``run_spans``) over a bundled fixture, then the plan's
+rules are checked against what the runs say; the bytes the ranges print are checked against the
+server in tests/spark/test_spark_ranges_live.py.
+"""
+
+from __future__ import annotations
+
+from array import array
+
+import pytest
+
+from fixture_data import all_fixtures
+from waldecode.spark.ranges import RunSpans, plan_ranges, run_spans
+from waldecode.wal.segments import discover
+
+FIXTURES = [fx for fx in all_fixtures() if fx.name == "pg15-off/checkpoint_fpi"]
+pytestmark = pytest.mark.skipif(not FIXTURES, reason="no PostgreSQL 15 fixtures")
+
+
+def _spans(run, first_lsn, open_=None, ended=(), two_phase=False):
+    """A run's spans: ``ended`` as (xid, lsn, is commit), sorted by xid as run_spans sorts them."""
+    ended = sorted(ended)
+    return RunSpans(run, first_lsn, dict(open_ or {}), array("Q", [e[0] for e in ended]),
+                    array("Q", [e[1] for e in ended]), bytes(e[2] for e in ended), two_phase)
+
+
+def test_restart_moves_back_to_the_first_record_of_a_transaction_committing_in_the_range():
+    runs = [_spans(0, 100, {7: 150}, [(5, 120, 1)]),
+            _spans(1, 200, {}, [(6, 210, 1)]),
+            _spans(2, 300, {}, [(7, 310, 1), (8, 320, 1)])]
+    plan = plan_ranges(runs, 3, None, None, None)
+    assert plan.reason is None
+    assert [(r.start, r.restart, r.end) for r in plan.ranges] == [(None, None, 200), (200, 200, 300), (300, 150, None)]
+
+
+def test_an_xid_never_ended_moves_the_last_range_back_and_an_abort_moves_nothing():
+    runs = [_spans(0, 100, {7: 150, 9: 160}, [(5, 120, 1)]),
+            _spans(1, 200, {}, [(9, 250, 0), (6, 210, 1)]),
+            _spans(2, 300, {}, [(8, 320, 1)])]
+    plan = plan_ranges(runs, 3, None, None, None)
+    assert [(r.start, r.restart) for r in plan.ranges] == [(None, None), (200, 200), (300, 150)]
+
+
+def test_ranges_start_after_the_start_lsn_and_balance_commits():
+    runs = [_spans(0, 100, {}, [(x, 100 + x, 1) for x in range(1, 3)]),
+            _spans(1, 200, {}, [(x, 200 + x, 1) for x in range(10, 11)]),
+            _spans(2, 300, {}, [(x, 300 + x, 1) for x in range(20, 22)]),
+            _spans(3, 400, {}, [(x, 400 + x, 1) for x in range(30, 31)])]
+    assert [r.start for r in plan_ranges(runs, 2, None, None, None).ranges] == [None, 300]  # 3 and 3 commits
+    assert [r.start for r in plan_ranges(runs, 2, 300, None, None).ranges] == [300, 400]
+
+
+@pytest.mark.parametrize("bad,reason", [({"two_phase": True}, "two-phase"), ({"error": "x"}, "error")])
+def test_refused(bad, reason):
+    runs = [_spans(0, 100), _spans(1, 200)]
+    for k, v in bad.items():
+        setattr(runs[1], k, v)
+    assert reason in plan_ranges(runs, 2, None, None, None).reason
+
+
+def test_phase1_of_a_fixture_finds_every_commit_once():
+    fx = FIXTURES[0]
+    segments = discover([fx.wal_dir], None)
+    first, last = segments.first_segno, segments.last_segno
+    whole = run_spans(segments, 0, first, last, None, None)
+    parts = [run_spans(segments, i, s, s, None, None) for i, s in enumerate(range(first, last + 1))]
+    assert len(parts) >= 2 and whole.error is None
+    assert sorted(whole.ended_xids) == list(whole.ended_xids)
+    assert sorted(x for p in parts for x in p.ended_xids) == list(whole.ended_xids)
+    assert set(whole.open) <= set().union(*(p.open for p in parts))
+    plan = plan_ranges(parts, len(parts), None, None, None)
+    assert plan.reason is None and len(plan.ranges) == len(parts)
