@@ -23,6 +23,8 @@ from ..output import PLUGINS, plugin_class
 
 #: below this much WAL a single process is faster than Spark's fixed costs (design §1), whatever the cluster
 SMALL_INPUT = 128 << 20
+#: below this, decode beat local[2] on 2 cores (``_note_size``)
+LOCAL_BREAK_EVEN = 15 << 30
 
 
 #: the local driver JVM's options (``spark_session``)
@@ -332,8 +334,9 @@ def _note_size(segments, quiet: bool, master: str) -> None:
     if size < SMALL_INPUT:
         print(f"waldecode: note: {size >> 20} MB of WAL: below about {SMALL_INPUT >> 20} MB a single process "
               "('waldecode decode') is faster than Spark", file=sys.stderr)
-    elif master.startswith("local"):
-        # Measured (waldecode bench --spark, 1.1 GiB of pgbench WAL, 2 cores): decode 4.7 s, local[2] 54 s;
-        # Spark spends many times decode's CPU per byte, which only many executors make up for
-        print("waldecode: note: on one machine a single process ('waldecode decode') is faster than Spark; "
-              "Spark pays off spread over a cluster's executors", file=sys.stderr)
+    elif master.startswith("local") and size < LOCAL_BREAK_EVEN:
+        # Measured (waldecode bench --spark, pgbench WAL, 2 cores, the range path): 3.7 GiB decode 12.2 s,
+        # local[2] 17.7 s; 14.5 GiB decode 30.9 s, local[2] 31.4 s. Spark's fixed costs (about 9 s: JVM,
+        # context, first job, stop) and phase 1's second read are what one process does not pay
+        print(f"waldecode: note: {size >> 30} GiB of WAL: on one machine a single process ('waldecode decode') "
+              f"is faster than Spark below about {LOCAL_BREAK_EVEN >> 30} GiB", file=sys.stderr)
