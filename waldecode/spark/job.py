@@ -533,7 +533,7 @@ class SparkExecutor:
             from pyspark import TaskContext
 
             c, rngs, tp, unc = _context(bc_ctx)
-            use_impl(rscan.impl)
+            use_impl(bc.value.impl)
             settle_gc()
             task = TaskContext.get()
             for i, rs in runs:

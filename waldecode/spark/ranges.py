@@ -27,12 +27,11 @@ places the error after exactly the output before it) is met in phase 1.
 
 from __future__ import annotations
 
-import os
 import shutil
 import tempfile
 from array import array
 from bisect import bisect_left, bisect_right
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from ..errors import Error
 from ..rmgr import RM_XACT_ID
@@ -163,7 +162,6 @@ class Range:
 class RangePlan:
     ranges: list  # [Range]
     reason: str | None = None  # why the range path cannot be taken (None: it can)
-    spans: list = field(default_factory=list)
 
 
 def plan_ranges(spans: list, nranges: int, start_lsn: int | None, restart_lsn: int | None,
@@ -209,7 +207,7 @@ def plan_ranges(spans: list, nranges: int, start_lsn: int | None, restart_lsn: i
         lo, hi = edges[k], edges[k + 1]
         ranges.append(Range(k, lo if k else start_lsn, restart[lo] if k else restart_lsn, hi if hi is not None else end_lsn,
                             k == 0, k == n - 1))
-    return RangePlan(ranges, None, spans)
+    return RangePlan(ranges)
 
 
 def _bounds(spans: list, nranges: int, start_lsn: int | None) -> list:
@@ -256,8 +254,7 @@ def decode_range(segments, catalog, make_plugin, plugin_options, r: Range, *, tw
         plugin = TestDecoding(output=out)
     else:
         plugin = make_plugin(writer.write)
-    warnings: list = []
-    info = {"lines": 0, "warnings": warnings, "error": None, "result": None}
+    info = {"lines": 0, "warnings": [], "error": None, "result": None}
     own_spill = None
     if spill_dir is None:
         spill_dir = own_spill = tempfile.mkdtemp(prefix="waldecode-range-spill-")
