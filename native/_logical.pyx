@@ -877,7 +877,7 @@ cdef Py_ssize_t _loop(_Decoding d, list records, unsigned long long start, int m
 
 def xact_spans(list records, int major, dict firsts, dict ended, slow=None):
     """``spark.ranges.xact_spans`` (its docstring says what): over framed records
-    ``(lsn, raw end, bytes)``, each xid's first record into ``firsts``, each xid a COMMIT or ABORT
+    ``(lsn, raw end, bytes)``, each xid's first record into ``firsts`` (the lowest LSN there), each xid a COMMIT or ABORT
     record ends into ``ended`` as (that record's LSN, 1 for a commit, 0 for an abort); True when a
     two-phase record is among them.  The commit or abort record's xinfo, dbinfo and subxacts are
     read here as ParseCommitRecord / ParseAbortRecord do (``rmgr.xact.parse_commit_or_abort``) when
@@ -895,6 +895,7 @@ def xact_spans(list records, int major, dict firsts, dict ended, slow=None):
     cdef bint two_phase = False, is_commit, have_last = False
     cdef RecHead h
     cdef object lsn, end, key
+    cdef PyObject *found
     if slow is None:
         from waldecode.spark.ranges import xact_end as slow
     for i in range(n):
@@ -957,7 +958,8 @@ def xact_spans(list records, int major, dict firsts, dict ended, slow=None):
         if xid == 0 or (have_last and xid == last_xid):
             continue  # the same transaction as the record before: already in firsts
         key = xid
-        if PyDict_GetItem(firsts, key) == NULL:
+        found = PyDict_GetItem(firsts, key)
+        if found == NULL or t[0] < <object>found:
             PyDict_SetItem(firsts, key, t[0])
         last_xid = xid
         have_last = True

@@ -36,6 +36,7 @@ pg_crc32c_init()
 
 
 # xlog_internal.h / xlogrecord.h / memutils.h, generated from the Python modules (native/pgconsts.py)
+from pgconsts cimport RM_XACT_ID
 from pgconsts cimport (BLCKSZ, MaxAllocSize, SizeOfXLogLongPHD, SizeOfXLogShortPHD, XLP_ALL_FLAGS,
                        XLP_FIRST_IS_CONTRECORD, XLP_FIRST_IS_OVERWRITE_CONTRECORD, XLP_LONG_HEADER)
 
@@ -114,6 +115,10 @@ cdef tuple _frame_loop(buf, const unsigned char[:] view, const unsigned char *b,
     cdef bint fresh = st.partial is None and rand_access[0]
     cdef list records = []
     cdef bytes rec
+    # FrameState.firsts: records other than RM_XACT's read up to their header only, their xids noted there
+    cdef dict firsts = st.firsts
+    cdef bint header_only
+    cdef unsigned int xid, last_xid = 0  # the xid noted last: a transaction's records mostly come together
     while True:
         if <unsigned long long>pos >= seg_size:
             st.next_lsn = seg_lsn + seg_size
@@ -154,7 +159,10 @@ cdef tuple _frame_loop(buf, const unsigned char[:] view, const unsigned char *b,
                     records2, stop = _pyframe.frame_segment(buf, seg_lsn, st, verify_crc, path)
                     return records + records2, stop
                 take = min(<Py_ssize_t>rem_len, page_size - hdr)
-                partial += view[page_off + hdr:page_off + hdr + take]
+                if firsts is not None and len(partial) >= 24 and partial[17] != RM_XACT_ID:
+                    st.partial_total -= take
+                else:
+                    partial += view[page_off + hdr:page_off + hdr + take]
                 if take < rem_len:
                     pos = page_off + page_size
                     continue
@@ -165,13 +173,20 @@ cdef tuple _frame_loop(buf, const unsigned char[:] view, const unsigned char *b,
                     st.next_lsn = lsn
                     return records, ReadStop(lsn, "limit", "end of requested range", path)
                 rec = bytes(partial)
-                if not _record_ok(rec, len(rec), lsn, magic, prev_lsn[0], rand_access[0], verify_crc):
+                header_only = firsts is not None and len(rec) >= 24 and rec[17] != RM_XACT_ID
+                if not _record_ok(rec, len(rec), lsn, magic, prev_lsn[0], rand_access[0],
+                                  verify_crc and not header_only):
                     _sync(st, prev_lsn, rand_access, dirty)
-                    bad = _pyframe._check_record(rec, lsn, st, verify_crc, path)
+                    bad = _pyframe._check_record(rec, lsn, st, verify_crc and not header_only, path)
                     if bad is not None:
                         st.next_lsn = lsn
                         return records, bad
-                _append_record(records, lsn, raw_end, rec)
+                if header_only:
+                    xid = pg_u32(<const unsigned char *>PyBytes_AS_STRING(rec) + 4)
+                    if xid != 0 and xid not in firsts:
+                        firsts[xid] = lsn
+                else:
+                    _append_record(records, lsn, raw_end, rec)
                 prev_lsn[0] = lsn
                 rand_access[0] = False
                 dirty[0] = True
@@ -216,14 +231,28 @@ cdef tuple _frame_loop(buf, const unsigned char[:] view, const unsigned char *b,
             if end_limit and lsn + tot_len > end_limit:
                 st.next_lsn = lsn
                 return records, ReadStop(lsn, "limit", "end of requested range", path)
-            rec = PyBytes_FromStringAndSize(<const char *>b + pos, tot_len)
-            if not _record_ok(b + pos, tot_len, lsn, magic, prev_lsn[0], rand_access[0], verify_crc):
-                _sync(st, prev_lsn, rand_access, dirty)
-                bad = _pyframe._check_record(rec, lsn, st, verify_crc, path)
-                if bad is not None:
-                    st.next_lsn = lsn
-                    return records, bad
-            _append_record(records, lsn, lsn + tot_len, rec)
+            if firsts is not None and b[pos + 17] != RM_XACT_ID:
+                if not _record_ok(b + pos, tot_len, lsn, magic, prev_lsn[0], rand_access[0], False):
+                    _sync(st, prev_lsn, rand_access, dirty)
+                    bad = _pyframe._check_record(PyBytes_FromStringAndSize(<const char *>b + pos, 24), lsn, st,
+                                                 False, path)
+                    if bad is not None:
+                        st.next_lsn = lsn
+                        return records, bad
+                xid = pg_u32(b + pos + 4)
+                if xid != 0 and xid != last_xid:
+                    last_xid = xid
+                    if xid not in firsts:
+                        firsts[xid] = lsn
+            else:
+                rec = PyBytes_FromStringAndSize(<const char *>b + pos, tot_len)
+                if not _record_ok(b + pos, tot_len, lsn, magic, prev_lsn[0], rand_access[0], verify_crc):
+                    _sync(st, prev_lsn, rand_access, dirty)
+                    bad = _pyframe._check_record(rec, lsn, st, verify_crc, path)
+                    if bad is not None:
+                        st.next_lsn = lsn
+                        return records, bad
+                _append_record(records, lsn, lsn + tot_len, rec)
             prev_lsn[0] = lsn
             rand_access[0] = False
             dirty[0] = True
@@ -241,9 +270,13 @@ cdef tuple _frame_loop(buf, const unsigned char[:] view, const unsigned char *b,
                 _sync(st, prev_lsn, rand_access, dirty)
                 records2, stop = _pyframe.frame_segment(buf, seg_lsn, st, verify_crc, path)
                 return records + records2, stop
-        st.partial = bytearray(view[pos:page_off + page_size])
+        if firsts is not None and avail >= 24 and b[pos + 17] != RM_XACT_ID:
+            st.partial = bytearray(view[pos:pos + 24])  # _pyframe._header_only
+            st.partial_total = tot_len - (avail - 24)
+        else:
+            st.partial = bytearray(view[pos:page_off + page_size])
+            st.partial_total = tot_len
         st.partial_lsn = lsn
-        st.partial_total = tot_len
         pos = page_off + page_size
 
 

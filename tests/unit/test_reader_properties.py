@@ -293,11 +293,8 @@ def damaged(draw):
     return w, muts, verify, start, end
 
 
-@pytest.mark.skipif("cython" not in _impl.available(), reason="the Cython extension is not built")
-@settings(max_examples=400, **SETTINGS)
-@given(case=damaged())
-def test_implementations_agree_on_damaged_wal(case):
-    w, muts, verify, start, end = case
+def write_damaged(w: WALWriter, muts: list, d) -> None:
+    """``w``'s segments into ``d`` with the mutations applied."""
     segs = {s: bytearray(w.segment_bytes(s)) for s in range(w.first_segno, w.last_segno + 1)}
     for pos, how, val in muts:
         seg = segs.get(pos // w.seg_size)
@@ -308,15 +305,99 @@ def test_implementations_agree_on_damaged_wal(case):
             seg[off] ^= val
         else:
             seg[off:off + len(val)] = val
+    for s, data in segs.items():
+        (Path(d) / w.segment_name(s)).write_bytes(data)
+
+
+@pytest.mark.skipif("cython" not in _impl.available(), reason="the Cython extension is not built")
+@settings(max_examples=400, **SETTINGS)
+@given(case=damaged())
+def test_implementations_agree_on_damaged_wal(case):
+    w, muts, verify, start, end = case
     if start is not None and start < w.first_segno * w.seg_size:
         start = None
     with tempfile.TemporaryDirectory() as d:
-        for s, data in segs.items():
-            (Path(d) / w.segment_name(s)).write_bytes(data)
+        write_damaged(w, muts, d)
         py = outcome(d, "python", start_lsn=start, end_lsn=end, verify_crc=verify)
         cy = outcome(d, "cython", start_lsn=start, end_lsn=end, verify_crc=verify)
     assert py[1] == cy[1], "the implementations stop differently"
     assert py[0] == cy[0], "the implementations return different records"
+
+
+# --------------------------------------------------------------------------------------------
+# Header-only framing (FrameState.firsts, phase 1 of the Spark range path)
+
+
+def framed(directory, name: str, firsts: dict | None, **kw):
+    """(records, stop) of ``frame_segment`` by implementation ``name`` over a whole read, with
+    ``FrameState.firsts`` set to ``firsts``; a WALError as the stop."""
+    previous = _impl.IMPL
+    _impl.use(name)
+    recs, stop = [], None
+    try:
+        reader = XLogReader([directory], **kw)
+        with no_hang():
+            for seg_lsn, buf, path, st in reader.segments_to_read():
+                st.firsts = firsts
+                records, stop = _impl.frame_segment(buf, seg_lsn, st, reader.verify_crc, path)
+                recs += records
+                if stop is not None:
+                    break
+        stop = stop or reader.stop
+    except WALError as e:
+        stop = (type(e).__name__, str(e))
+    finally:
+        _impl.use(previous)
+    return recs, stop
+
+
+def header_only(records: list) -> tuple[list, dict]:
+    """What header-only framing makes of fully framed ``records``: the RM_XACT ones, and each other
+    xid's first record."""
+    firsts: dict = {}
+    for lsn, _end, rec in records:
+        xid = int.from_bytes(rec[4:8], "little")
+        if rec[17] != walgen.RM_XACT_ID and xid:
+            firsts.setdefault(xid, lsn)
+    return [r for r in records if r[2][17] == walgen.RM_XACT_ID], firsts
+
+
+@settings(max_examples=150, **SETTINGS)
+@given(w=streams(), data=st.data())
+def test_header_only_framing_keeps_xact_records_and_first_xids(impl, w, data):
+    """Framing in ``firsts`` mode returns exactly the RM_XACT records of a full framing and notes
+    each other xid at its first record, and stops at the same place for the same reason."""
+    start = data.draw(st.none() | st.just(w.start_lsn) | st.integers(w.written[0].lsn, w.written[-1].end),
+                      label="start")
+    with tempfile.TemporaryDirectory() as d:
+        w.write(d)
+        full, stop = framed(d, impl, None, start_lsn=start, verify_crc=False)
+        firsts: dict = {}
+        xact, stop2 = framed(d, impl, firsts, start_lsn=start, verify_crc=False)
+    assert stop2 == stop
+    assert (xact, firsts) == header_only(full)
+
+
+@pytest.mark.skipif("cython" not in _impl.available(), reason="the Cython extension is not built")
+@settings(max_examples=300, **SETTINGS)
+@given(case=damaged())
+def test_header_only_framing_on_damaged_wal(case):
+    """On damaged WAL both implementations frame alike in ``firsts`` mode, and without CRC checks
+    (the mode reads no record body but an RM_XACT one) as a full framing does."""
+    w, muts, verify, start, end = case
+    if start is not None and start < w.first_segno * w.seg_size:
+        start = None
+    with tempfile.TemporaryDirectory() as d:
+        write_damaged(w, muts, d)
+        got = {}
+        for name in ("python", "cython"):
+            firsts: dict = {}
+            xact, stop = framed(d, name, firsts, start_lsn=start, end_lsn=end, verify_crc=verify)
+            got[name] = (xact, firsts, stop)
+        full, full_stop = framed(d, "cython", None, start_lsn=start, end_lsn=end, verify_crc=False)
+    assert got["python"] == got["cython"]
+    if not verify:
+        assert got["cython"] == (*header_only(full), full_stop)
 
 
 # --------------------------------------------------------------------------------------------

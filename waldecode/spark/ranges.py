@@ -66,7 +66,8 @@ class RunSpans:
 
 def xact_spans(records, major: int, firsts: dict, ended: dict, slow=None) -> bool:
     """The pure-Python reference of ``_logical.xact_spans``: over framed records ``(lsn, raw end, bytes)``,
-    ``firsts`` gets each xid's first record, and ``ended`` each xid a COMMIT or ABORT record ends (the
+    ``firsts`` gets each xid's first record (the lowest LSN there: framing with ``FrameState.firsts``
+    notes the other records' xids in it before these are read), and ``ended`` each xid a COMMIT or ABORT record ends (the
     record's own xid and its subtransactions) with (that record's LSN, 1 for a commit, 0 for an abort).
     A commit or abort record is not where its transaction's changes begin: it is not in ``firsts``.
     Returns True when a two-phase record (PREPARE, COMMIT/ROLLBACK PREPARED) is among them.  A record
@@ -87,7 +88,7 @@ def xact_spans(records, major: int, firsts: dict, ended: dict, slow=None) -> boo
             if info in _TWO_PHASE:
                 two_phase = True
         xid = xl_xid(rec, 4)[0]
-        if xid and xid not in firsts:
+        if xid and (xid not in firsts or lsn < firsts[xid]):
             firsts[xid] = lsn
     return two_phase
 
@@ -118,7 +119,8 @@ def run_spans(segments, run: int, first: int, last: int, start: int | None, end_
     # Without CRC checks (a third of framing's cost): every record read here is read again, checked, by the
     # range decoding it (the ranges' reads cover the whole input), whose failure hands the run to the
     # event path; a damaged record can mislead this pass only into a plan that is not used
-    for item in tasks.frame_run(segments, first, last, start, end_lsn, verify_crc=False):
+    # Only the xact records whole: of the others, framing notes the xids in ``firsts`` from their headers
+    for item in tasks.frame_run(segments, first, last, start, end_lsn, verify_crc=False, firsts=firsts):
         path, raw = item
         if path == "stop":
             stop = raw

@@ -69,11 +69,14 @@ CHANGE_RMIDS = frozenset((RM_HEAP_ID, RM_HEAP2_ID, RM_LOGICALMSG_ID))
 # -- phase 1 ---------------------------------------------------------------------------------------
 
 
-def frame_run(segments, first: int, last: int, start: int | None, end_lsn: int | None, verify_crc: bool = True):
+def frame_run(segments, first: int, last: int, start: int | None, end_lsn: int | None, verify_crc: bool = True,
+              firsts: dict | None = None):
     """Frame segments ``first``..``last`` as the sequential reader does (from ``start`` when it lies in
     ``first``, else from the first record that starts there) and complete the record crossing into
     ``last`` + 1.  Yields ``(path, [(lsn, raw end, record bytes)])`` pieces; ``("stop", ReadStop)`` or
-    ``("error", exc)`` ends it.  A run ending the input reports running out as ``XLogReader`` does."""
+    ``("error", exc)`` ends it.  A run ending the input reports running out as ``XLogReader`` does.
+    ``firsts``: after the first piece holding a record of the run (so that its first record is seen,
+    whatever it is), framing goes on in ``FrameState.firsts`` mode, noting other xids there."""
     seg_size = segments.seg_size
     run_start = first * seg_size
     if start is not None and start > run_start:
@@ -97,6 +100,8 @@ def frame_run(segments, first: int, last: int, start: int | None, end_lsn: int |
             for raw, stop in _frame_pieces(buf, segno * seg_size, st, verify_crc, path):
                 if raw and raw[0][0] < run_start:
                     raw = [r for r in raw if r[0] >= run_start]
+                if raw and firsts is not None:
+                    st.firsts = firsts
                 yield path, raw
                 if stop is not None:
                     if segno <= last or stop.lsn < (last + 1) * seg_size or stop.kind != "end":

@@ -57,6 +57,7 @@ _RelFileLocator_blkno = struct.Struct("<IIII")
 _BlockImageHeader = struct.Struct("<HHB")
 
 RM_XLOG_ID = 0
+RM_XACT_ID = 1
 XLOG_SWITCH = 0x40
 RM_MAX_BUILTIN_ID = 21
 RM_MIN_CUSTOM_ID = 128
@@ -197,7 +198,10 @@ def frame_segment(buf, seg_lsn: int, st, verify_crc: bool = True, path=None):
                                              f"invalid contrecord length {rem_len} (expected {need}) at "
                                              f"{format_lsn(seg_lsn + page_off)}", path)
                 take = min(rem_len, page_size - hdr)
-                partial += buf[page_off + hdr:page_off + hdr + take]
+                if _header_only(st, partial):
+                    st.partial_total -= take
+                else:
+                    partial += buf[page_off + hdr:page_off + hdr + take]
                 if take < rem_len:
                     pos = page_off + page_size
                     continue
@@ -208,11 +212,15 @@ def frame_segment(buf, seg_lsn: int, st, verify_crc: bool = True, path=None):
                     st.next_lsn = lsn
                     return records, ReadStop(lsn, "limit", "end of requested range", path)
                 rec = bytes(partial)
-                bad = _check_record(rec, lsn, st, verify_crc, path)
+                header_only = _header_only(st, rec)
+                bad = _check_record(rec, lsn, st, verify_crc and not header_only, path)
                 if bad is not None:
                     st.next_lsn = lsn
                     return records, bad
-                records.append((lsn, raw_end, rec))
+                if header_only:
+                    _note_first(st.firsts, rec, lsn)
+                else:
+                    records.append((lsn, raw_end, rec))
                 st.prev_lsn = lsn
                 st.rand_access = False
                 pos = page_off + hdr + ((rem_len + 7) & ~7)
@@ -259,12 +267,16 @@ def frame_segment(buf, seg_lsn: int, st, verify_crc: bool = True, path=None):
             if end_limit and lsn + tot_len > end_limit:
                 st.next_lsn = lsn
                 return records, ReadStop(lsn, "limit", "end of requested range", path)
-            rec = bytes(buf[pos:pos + tot_len])
-            bad = _check_record(rec, lsn, st, verify_crc, path)
+            header_only = st.firsts is not None and buf[pos + 17] != RM_XACT_ID
+            rec = bytes(buf[pos:pos + (24 if header_only else tot_len)])
+            bad = _check_record(rec, lsn, st, verify_crc and not header_only, path)
             if bad is not None:
                 st.next_lsn = lsn
                 return records, bad
-            records.append((lsn, lsn + tot_len, rec))
+            if header_only:
+                _note_first(st.firsts, rec, lsn)
+            else:
+                records.append((lsn, lsn + tot_len, rec))
             st.prev_lsn = lsn
             st.rand_access = False
             pos += (tot_len + 7) & ~7
@@ -287,7 +299,23 @@ def frame_segment(buf, seg_lsn: int, st, verify_crc: bool = True, path=None):
         st.partial = bytearray(buf[pos:page_off + page_size])
         st.partial_lsn = lsn
         st.partial_total = tot_len
+        if _header_only(st, st.partial):
+            del st.partial[24:]
+            st.partial_total = tot_len - (avail - 24)
         pos = page_off + page_size
+
+
+def _header_only(st, rec) -> bool:
+    """Whether framing keeps only the header of this record (``FrameState.firsts``), known once the
+    record's first 24 bytes are in ``rec``."""
+    return st.firsts is not None and len(rec) >= 24 and rec[17] != RM_XACT_ID
+
+
+def _note_first(firsts: dict, rec, lsn: int) -> None:
+    """``FrameState.firsts``: the record's xid with its LSN, unless the xid is 0 or already there."""
+    xid = _u32.unpack_from(rec, 4)[0]
+    if xid and xid not in firsts:
+        firsts[xid] = lsn
 
 
 def _corrupt(lsn: int, message: str) -> CorruptRecordError:

@@ -83,7 +83,7 @@ class FrameState:
         "page_size", "seg_size", "magic", "sysid", "latest_tli",
         "next_lsn", "prev_lsn", "rand_access",
         "partial", "partial_lsn", "partial_total",
-        "end_lsn", "switch_seen", "stop_after_partial",
+        "end_lsn", "switch_seen", "stop_after_partial", "firsts",
     )
 
     def __init__(self, page_size: int, seg_size: int, magic: int, sysid: int, next_lsn: int,
@@ -104,3 +104,9 @@ class FrameState:
         self.switch_seen = False
         # Frame only the record carried in from the previous segment, then return
         self.stop_after_partial = False
+        # None, or a dict: then only RM_XACT's records are returned, and every other record, read up to its
+        # header only (neither copied nor checked past it: no CRC), puts its xid (when not 0) in the dict
+        # with its LSN unless there already; a record crossing pages keeps only its header in ``partial``
+        # (``partial_total`` shrinks instead, so that ``partial_total - len(partial)`` is still what is
+        # left).  Phase 1 of the Spark range path wants no more of most records than that.
+        self.firsts = None
