@@ -96,7 +96,8 @@ def frame_run(segments, first: int, last: int, start: int | None, end_lsn: int |
                 if st.partial is None:
                     return
                 st.stop_after_partial = True
-            buf, path = segments.load(segno)
+            # mapped (XLogReader.frames' reason): the framed records are copies, or only headers are read
+            buf, path = segments.load(segno, mapped=True)
             for raw, stop in _frame_pieces(buf, segno * seg_size, st, verify_crc, path):
                 if raw and raw[0][0] < run_start:
                     raw = [r for r in raw if r[0] >= run_start]
