@@ -24,11 +24,13 @@ Python decoder (``slow``), which stays the one place of decode.c's rules.
 """
 
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize, PyBytes_GET_SIZE
-from cpython.dict cimport PyDict_GetItem, PyDict_SetItem
+from cpython cimport array
+from cpython.dict cimport PyDict_GetItem, PyDict_Next, PyDict_SetItem
 from cpython.mem cimport PyMem_Free, PyMem_Malloc, PyMem_Realloc
 from cpython.ref cimport PyObject
 from cpython.set cimport PySet_Contains, PySet_Discard
 from libc.stdio cimport snprintf
+from libc.stdlib cimport qsort
 from libc.string cimport memcpy, memset
 
 from pgconsts cimport *
@@ -39,6 +41,9 @@ from waldecode.logical.reorderbuffer import TXN, Change
 
 # A NamedTuple's own __new__ is Python code (a frame per call)
 cdef object _tuple_new = tuple.__new__
+
+import array as _array
+cdef array.array _Q = _array.array("Q")  # array.clone's template for 64-bit columns
 
 # The most changes a transaction may hold to be committed by _Decoding.commit: the per-transaction
 # cost it saves is nothing next to a larger one's changes
@@ -964,6 +969,46 @@ def xact_spans(list records, int major, dict firsts, dict ended, slow=None):
         last_xid = xid
         have_last = True
     return two_phase
+
+
+cdef struct _End:
+    unsigned long long xid
+    unsigned long long lsn
+    unsigned char commit
+
+
+cdef int _end_cmp(const void *a, const void *b) noexcept nogil:
+    cdef unsigned long long x = (<const _End *>a).xid, y = (<const _End *>b).xid
+    return (x > y) - (x < y)
+
+
+def ended_columns(dict ended):
+    """``spark.ranges.ended_columns`` (its docstring says what), in C: half a million xids a GiB of
+    pgbench WAL, where building the columns in Python cost a quarter of phase 1."""
+    cdef Py_ssize_t n = len(ended), i = 0, pos = 0
+    cdef PyObject *key
+    cdef PyObject *value
+    cdef _End *ends = <_End *>PyMem_Malloc(max(n, 1) * sizeof(_End))
+    cdef array.array xids = array.clone(_Q, n, zero=False)
+    cdef array.array lsns = array.clone(_Q, n, zero=False)
+    cdef bytearray commit = bytearray(n)
+    cdef unsigned char *c = commit
+    if ends == NULL:
+        raise MemoryError()
+    try:
+        while PyDict_Next(ended, &pos, &key, &value):
+            ends[i].xid = <object>key
+            ends[i].lsn = (<tuple>value)[0]
+            ends[i].commit = 1 if (<tuple>value)[1] else 0
+            i += 1
+        qsort(ends, n, sizeof(_End), _end_cmp)
+        for i in range(n):
+            xids.data.as_ulonglongs[i] = ends[i].xid
+            lsns.data.as_ulonglongs[i] = ends[i].lsn
+            c[i] = ends[i].commit
+    finally:
+        PyMem_Free(ends)
+    return xids, lsns, bytes(commit)
 
 
 # -- replay -----------------------------------------------------------------------------------------

@@ -7,7 +7,8 @@ frames it (``tasks.frame_run``); and over records hypothesis writes (``walgen.as
 and ABORT records with or without xinfo, dbinfo, subtransactions, relation locators, invalidations,
 dropped stats, a two-phase part, an origin (xinfo's and the record's origin block), main data cut
 short anywhere, among other records and two-phase ones — where the two give the same result or
-raise the same error type.
+raise the same error type.  ``_logical.ended_columns``, which turns ``ended`` into ``RunSpans``'
+sorted columns, agrees with ``ranges.ended_columns`` on dictionaries hypothesis draws.
 """
 
 from __future__ import annotations
@@ -220,3 +221,18 @@ def test_native_spans_equal_the_reference_with_main_data_cut_anywhere(info, majo
         for n in range(len(main) + 1):
             raw = assemble(Record(RM_XACT_ID, info | XLOG_XACT_HAS_INFO, 700, main_data=main[:n]), 0, major)
             assert_same([(0x1000028, 0x1000028 + len(raw), raw)], major)
+
+
+# -- the ended xids as columns ----------------------------------------------------------------------
+
+
+@native
+@settings(max_examples=200, deadline=None)
+@given(ended=st.dictionaries(st.integers(1, 2**32 - 1) | st.integers(1, 40),
+                             st.tuples(st.integers(0, 2**64 - 1), st.sampled_from([0, 1])), max_size=300))
+def test_native_ended_columns_equal_the_reference(ended):
+    """RunSpans' columns (sorted by xid: plan_ranges bisects them) come out alike from both."""
+    got = logical_native.ended_columns(ended)
+    want = ranges.ended_columns(ended)
+    assert got == want
+    assert list(got[0]) == sorted(ended)

@@ -107,6 +107,11 @@ def _spans_function():
     return getattr(native, "xact_spans", None) or xact_spans
 
 
+def _columns_function():
+    native = tasks._impl._companion("_logical")
+    return getattr(native, "ended_columns", None) or ended_columns
+
+
 def run_spans(segments, run: int, first: int, last: int, start: int | None, end_lsn: int | None) -> RunSpans:
     """Phase 1 of the range path over segments ``first``..``last`` (``tasks.frame_run``'s records)."""
     major = segments.major
@@ -137,15 +142,23 @@ def run_spans(segments, run: int, first: int, last: int, start: int | None, end_
         except Error as e:
             error = e
             break
+    xids, lsns, commit = _columns_function()(ended)
+    open_ = {xid: lsn for xid, lsn in firsts.items() if xid not in ended}
+    return RunSpans(run, first_lsn, open_, xids, lsns, commit, two_phase, stop, error)
+
+
+def ended_columns(ended: dict) -> tuple:
+    """``xact_spans``' ``ended`` as ``RunSpans``' columns, sorted by xid (``plan_ranges`` looks xids up
+    by bisection): array("Q") of xids, array("Q") of the LSN of the record ending each, and bytes of
+    1 for a commit, 0 for an abort.  The reference of ``_logical.ended_columns``."""
     xids = array("Q")
     lsns = array("Q")
     commit = bytearray()
-    for xid, (lsn, is_commit) in sorted(ended.items()):  # by xid: plan_ranges looks xids up
+    for xid, (lsn, is_commit) in sorted(ended.items()):
         xids.append(xid)
         lsns.append(lsn)
-        commit.append(is_commit)
-    open_ = {xid: lsn for xid, lsn in firsts.items() if xid not in ended}
-    return RunSpans(run, first_lsn, open_, xids, lsns, bytes(commit), two_phase, stop, error)
+        commit.append(1 if is_commit else 0)
+    return xids, lsns, bytes(commit)
 
 
 @dataclass
