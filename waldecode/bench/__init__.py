@@ -76,7 +76,7 @@ def main_bench(args) -> int:
     from . import report
     from .measure import BenchError, rss_floor
     from .runner import remove_work_dir, run_workload
-    from .tools import compile_bytecode
+    from .tools import compile_bytecode, spark_class_archive
 
     def say(msg: str) -> None:
         if not args.quiet:
@@ -108,6 +108,10 @@ def main_bench(args) -> int:
     floor = rss_floor()
     bytecode = compile_bytecode()
     say(f"bytecode: {bytecode}")
+    spark_classes = None
+    if args.spark:
+        spark_classes = spark_class_archive()
+        say(f"Spark's class-data archive: {spark_classes}")
     document = {
         "command": ["waldecode", *sys.argv[1:]] if sys.argv and sys.argv[0].endswith("waldecode") else sys.argv,
         "started": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
@@ -115,6 +119,7 @@ def main_bench(args) -> int:
                     "wal_compression": args.wal_compression, "spark": args.spark, "spark_memory": args.spark_memory},
         "load_average_at_start": list(os.getloadavg()),
         "bytecode": bytecode,
+        "spark_class_archive": spark_classes,
         **report.environment(bindir),
         "rss": {"method": floor.rss_method, "floor_mb": floor.rss_mb,
                 "note": "peak RSS (ru_maxrss) of each tool's process; the floor is what /bin/true reports"},

@@ -105,6 +105,21 @@ def impl_env(impl: str) -> dict:
     return dict(os.environ, WALDECODE_IMPL=impl)
 
 
+def spark_class_archive() -> str:
+    """The class-data archive ``spark decode`` maps for Spark's JVM (``waldecode spark prepare``), written
+    before anything is timed when it is missing — as ``compile_bytecode`` writes what an installed package
+    has: the Spark runs then start as on a machine where it was prepared.  Says what was found, for the JSON."""
+    from ..spark import classdata
+
+    path = classdata.archive_path()
+    if path is None:
+        return "none: no Java or no pyspark"
+    if os.path.exists(path):
+        return f"found {path}"
+    classdata.prepare(quiet=True)
+    return f"written {path}"
+
+
 def compile_bytecode() -> str:
     """Write the package's cached bytecode (``__pycache__``) before anything is timed.
 
