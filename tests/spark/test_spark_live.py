@@ -176,3 +176,25 @@ def test_commit_lsn_pushdown(spark, decoded):
     assert len(plan_partitions(options, commit_lsn_bounds([GreaterThanOrEqual(("commit_lsn",), late)]))[1]) \
         < len(plan_partitions(options)[1])
     assert _impl.IMPL in ("cython", "python")
+
+
+def test_ranges_written_then_refused_are_taken_back(spark, decoded, tmp_path):
+    """The range path writes ``--output FILE`` range by range as the ranges end (``job._stream_ranges``);
+    a later range showing the catalog change sends the run to the event path, which writes the file
+    again from nothing: the server's rows, each once."""
+    from waldecode.catalog import Catalog
+    from waldecode.output.test_decoding import TestDecoding
+    from waldecode.pg.lsn import parse_lsn
+    from waldecode.spark.cli import _LazyBinaryOutput
+    from waldecode.spark.job import SparkExecutor, decode_spark
+
+    run, catalog, wal, expected, _got = decoded
+    path = tmp_path / "spark.out"
+    out = _LazyBinaryOutput(str(path))
+    executor = SparkExecutor(spark, ranges=7)
+    decode_spark(executor, [str(wal)], Catalog.load(catalog), TestDecoding, out,
+                 start_lsn=parse_lsn(run.confirmed_lsn), end_lsn=parse_lsn(run.end_lsn), segments_per_run=1)
+    out.close()
+    assert executor.method == "events" and "catalog" in executor.fallback
+    assert executor.rewound  # the first range, before any DDL, had been written
+    assert path.read_bytes() == _text(expected)

@@ -181,6 +181,21 @@ class _LazyBinaryOutput:
             self.f = open(self.path, "wb")
         return self.f.write(data)
 
+    @property
+    def can_rewind(self) -> bool:
+        """A FILE can be taken back (``rewind``); standard output cannot."""
+        return self.path is not None
+
+    def rewind(self) -> None:
+        """Back to nothing written, FILE removed (the range path handing a run it began to write to the
+        event path, which writes it all)."""
+        if self.path is None:
+            raise ValueError("standard output cannot be taken back")
+        if self.f is not None:
+            self.f.close()
+            self.f = None
+            os.unlink(self.path)
+
     def append_file(self, path: str) -> None:
         """The bytes of the file at ``path``, copied by the kernel (a range's part file: hundreds of MB)."""
         if self.f is None:

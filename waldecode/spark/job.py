@@ -33,6 +33,7 @@ import os
 import shutil
 import sys
 import tempfile
+import threading
 from dataclasses import dataclass, replace
 
 from ..catalog import Catalog
@@ -234,6 +235,9 @@ class LocalExecutor:
 
 class SparkExecutor:
     """Phase 1 and 2 as Spark jobs on ``spark`` (see the module docstring)."""
+
+    #: its range tasks leave ``ranges.write_done`` files as they end: the driver appends ranges meanwhile
+    streams_ranges = True
 
     def __init__(self, spark, ranges: int | None = None):
         """``spark``: a SparkSession, or a SparkContext (the range path needs no more; a session is made
@@ -541,9 +545,11 @@ class SparkExecutor:
                 info = _ranges.decode_range(rs.segments, c.catalog, make_plugin, c.plugin_options, rngs[i],
                                             two_phase=tp, include_uncommitted=unc,
                                             writer=tasks.PartWriter(directory, i))
+                blob = tasks.pack((info, _impl.IMPL, staged))
+                _ranges.write_done(directory, i, blob)  # for the driver appending ranges as they end
                 if task.attemptNumber() == 0:
                     crashpoint("spark-phase2-first-attempt")  # the retry test: a task lost after its output
-                yield i, tasks.pack((info, _impl.IMPL, staged))
+                yield i, blob
 
         try:
             rows = self._map_runs(rscan, bc, decode)
@@ -738,6 +744,7 @@ def decode_spark(executor, paths, catalog: Catalog, make_plugin, out, *, plugin_
     directory = tempfile.mkdtemp(prefix="waldecode-spark-", dir=parts_dir)
     error = None
     executor.method = executor.fallback = None
+    executor.rewound = False  # the range path took back ranges it had written (``_stream_ranges``)
     try:
         if scan is not None and method != "events" and not probe.events_apart and getattr(executor, "ranges", 1) > 1:
             if method == "ranges":
@@ -815,20 +822,79 @@ def _decode_by_ranges(executor, scan: Scan, catalog: Catalog, make_plugin, out, 
     parts = os.path.join(directory, "ranges")
     os.makedirs(parts, exist_ok=True)
     ctx = tasks.Phase2(catalog, make_plugin, plugin_options, None, None)
-    summaries = executor.decode_ranges(scan, rplan, ctx, parts, two_phase, include_uncommitted)
+    appended = 0
+    if files_dir is None and getattr(executor, "streams_ranges", False) and getattr(out, "can_rewind", False):
+        summaries, appended = _stream_ranges(executor, scan, rplan, ctx, parts, two_phase, include_uncommitted, out)
+    else:
+        summaries = executor.decode_ranges(scan, rplan, ctx, parts, two_phase, include_uncommitted)
     result, reason = _ranges.combine(rplan, summaries, end_lsn)
     if result is None:
+        if appended:
+            out.rewind()  # the event path writes the whole output again
+            executor.rewound = True
         if files_dir is not None:
             shutil.rmtree(os.path.join(files_dir, ATTEMPTS_DIR), ignore_errors=True)
         return None, reason
     if files_dir is not None:
         keep_staged_files(files_dir, {os.path.join(files_dir, ATTEMPTS_DIR, "ranges")})
-    for r in rplan.ranges:
+    for r in rplan.ranges[appended:]:
         _append(out, os.path.join(parts, f"part-{r.rng:05d}"))
     if on_warning is not None:
         for w in result.warnings:
             on_warning(w)
     return result, None
+
+
+#: how often the driver looks for ranges that ended, while the range job runs
+RANGE_POLL_SECONDS = 0.05
+
+
+def _stream_ranges(executor, scan: Scan, rplan: _ranges.RangePlan, ctx: tasks.Phase2, parts: str, two_phase: bool,
+                   include_uncommitted: bool, out) -> tuple[dict, int]:
+    """``executor.decode_ranges`` with the output written as it comes: the job runs in a thread while
+    this one appends each range's part to ``out`` as soon as it and every range before it have ended
+    and ``ranges.range_refusal`` accepts it (deleting the part: its pages need not reach the disk).
+    Writing a range at the end instead of meanwhile kept two cores idle for seconds (1.8 GB of
+    output, its writes held back to the disk's pace).  Returns (summaries, ranges appended): when
+    ``combine`` refuses after some were, the caller rewinds ``out``; an error rewinds it here."""
+    box: dict = {}
+
+    def job():
+        try:
+            box["summaries"] = executor.decode_ranges(scan, rplan, ctx, parts, two_phase, include_uncommitted)
+        except BaseException as e:  # re-raised in the caller's thread
+            box["error"] = e
+
+    thread = threading.Thread(target=job, name="waldecode-ranges", daemon=True)
+    thread.start()
+    appended = 0
+    try:
+        while appended < len(rplan.ranges):
+            r = rplan.ranges[appended]
+            ended = not thread.is_alive()  # before looking: a range ending meanwhile is seen next time
+            blob = _ranges.read_done(parts, r.rng)
+            if blob is not None:
+                info, _impl_name, _staged = tasks.unpack(blob)
+                if _ranges.range_refusal(rplan, r, info) is not None:
+                    break  # combine says why; nothing more goes out
+                part = os.path.join(parts, f"part-{r.rng:05d}")
+                _append(out, part)
+                os.unlink(part)
+                appended += 1
+                continue
+            if ended:
+                break
+            thread.join(RANGE_POLL_SECONDS)
+        thread.join()
+    except BaseException:
+        if appended:
+            out.rewind()
+        raise
+    if "error" in box:
+        if appended:
+            out.rewind()
+        raise box["error"]
+    return box["summaries"], appended
 
 
 def _append(out, path: str) -> None:

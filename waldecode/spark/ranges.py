@@ -27,6 +27,7 @@ places the error after exactly the output before it) is met in phase 1.
 
 from __future__ import annotations
 
+import os
 import shutil
 import tempfile
 from array import array
@@ -303,6 +304,45 @@ def decode_range(segments, catalog, make_plugin, plugin_options, r: Range, *, tw
     return info
 
 
+def range_refusal(plan: RangePlan, r: Range, s: dict) -> str | None:
+    """Why range ``r``'s summary ``s`` shows the range path does not give the single-process output,
+    or None.  Each range is judged by its own summary (and the plan), so that the driver can write
+    the ranges out in order as they end (``job._stream_ranges``)."""
+    if s["error"] is not None:
+        return f"range {r.rng} failed: {s['error']}"
+    res = s["result"]
+    if res["catalog_changed"]:
+        return "the catalog changes in the WAL read"
+    if r.rng and (s["warnings"] or res["not_decoded"] or res["ended_early"] or res["problems"]):
+        return f"range {r.rng} has warnings or commits it could not decode"
+    if r.rng == 0 and len(plan.ranges) > 1:
+        # the snapshot builder's way to consistency is the first range's alone
+        consistent = res["consistent_lsn"]
+        if consistent is None or consistent > plan.ranges[1].start:
+            if not (res["plan"] is not None and res["plan"].assume_consistent):
+                return "the first range is not consistent before the second begins"
+    return None
+
+
+def write_done(directory: str, rng: int, blob: bytes) -> None:
+    """A range task's summary beside its part file (``part-NNNNN.done``), written once the part is whole
+    and put in place whole: the driver reads it while the job still runs.  A retried attempt writes
+    the same bytes again."""
+    final = os.path.join(directory, f"part-{rng:05d}.done")
+    tmp = f"{final}.{os.getpid()}.tmp"
+    with open(tmp, "wb") as f:
+        f.write(blob)
+    os.replace(tmp, final)
+
+
+def read_done(directory: str, rng: int) -> bytes | None:
+    try:
+        with open(os.path.join(directory, f"part-{rng:05d}.done"), "rb") as f:
+            return f.read()
+    except FileNotFoundError:
+        return None
+
+
 def combine(plan: RangePlan, summaries: dict, end_lsn: int | None):
     """The ``DecodeResult`` of the whole run from the ranges' summaries, or (None, reason) when a range
     shows the range path does not give the single-process output (the caller takes the event path)."""
@@ -313,20 +353,11 @@ def combine(plan: RangePlan, summaries: dict, end_lsn: int | None):
         s = summaries.get(r.rng)
         if s is None:
             return None, f"range {r.rng} left no summary"
-        if s["error"] is not None:
-            return None, f"range {r.rng} failed: {s['error']}"
-        res = s["result"]
-        if res["catalog_changed"]:
-            return None, "the catalog changes in the WAL read"
-        if r.rng and (s["warnings"] or res["not_decoded"] or res["ended_early"] or res["problems"]):
-            return None, f"range {r.rng} has warnings or commits it could not decode"
+        reason = range_refusal(plan, r, s)
+        if reason is not None:
+            return None, reason
     first = summaries[0]
     f = first["result"]
-    if len(ranges) > 1:
-        second = ranges[1].start
-        if f["consistent_lsn"] is None or f["consistent_lsn"] > second:
-            if not (f["plan"] is not None and f["plan"].assume_consistent):
-                return None, "the first range is not consistent before the second begins"
     last = summaries[ranges[-1].rng]["result"]
     result = DecodeResult(f["plan"], f["read_from"], last["stop"], end_lsn)
     result.open_transactions = last["open_transactions"]
