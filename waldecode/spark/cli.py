@@ -24,8 +24,7 @@ from ..output import PLUGINS, plugin_class
 #: below this much WAL a single process is faster than Spark's fixed costs (design §1), whatever the cluster
 SMALL_INPUT = 128 << 20
 #: below this, decode beat local[2] on 2 cores (``_note_size``)
-LOCAL_BREAK_EVEN = 15 << 30
-
+LOCAL_BREAK_EVEN = 6 << 30
 
 
 class SparkJobError(Error):
@@ -351,8 +350,9 @@ def _note_size(segments, quiet: bool, master: str) -> None:
         print(f"waldecode: note: {size >> 20} MB of WAL: below about {SMALL_INPUT >> 20} MB a single process "
               "('waldecode decode') is faster than Spark", file=sys.stderr)
     elif master.startswith("local") and size < LOCAL_BREAK_EVEN:
-        # Measured (waldecode bench --spark, pgbench WAL, 2 cores, the range path): 3.7 GiB decode 12.2 s,
-        # local[2] 17.7 s; 14.5 GiB decode 30.9 s, local[2] 31.4 s. Spark's fixed costs (about 9 s: JVM,
-        # context, first job, stop) and phase 1's second read are what one process does not pay
+        # Measured (pgbench WAL, 2 cores, the range path, the class-data archive prepared): 1.1 GiB decode
+        # 3.0-4.2 s, local[2] 6.0-6.2 s; 14.5 GiB decode 30.6 s, local[2] 27.2 s (waldecode bench --spark),
+        # 31.1 s and 22.3 s run again on a warm page cache: even between 5 and 8 GiB. Spark's fixed costs
+        # (about 4 s: JVM, context, first job) and phase 1's second read are what one process does not pay
         print(f"waldecode: note: {size >> 30} GiB of WAL: on one machine a single process ('waldecode decode') "
               f"is faster than Spark below about {LOCAL_BREAK_EVEN >> 30} GiB", file=sys.stderr)
