@@ -882,8 +882,8 @@ cdef Py_ssize_t _loop(_Decoding d, list records, unsigned long long start, int m
 
 def xact_spans(list records, int major, dict firsts, dict ended, slow=None):
     """``spark.ranges.xact_spans`` (its docstring says what): over framed records
-    ``(lsn, raw end, bytes)``, each xid's first record into ``firsts`` (the lowest LSN there), each xid a COMMIT or ABORT
-    record ends into ``ended`` as (that record's LSN, 1 for a commit, 0 for an abort); True when a
+    ``(lsn, raw end, bytes)``, each xid's first record into ``firsts`` (the lowest LSN there), each xid a
+    COMMIT or ABORT record ends into ``ended`` as (that record's LSN, 1 for a commit, 0 for an abort); True when a
     two-phase record is among them.  The commit or abort record's xinfo, dbinfo and subxacts are
     read here as ParseCommitRecord / ParseAbortRecord do (``rmgr.xact.parse_commit_or_abort``) when
     the record's layout is sound and its main data holds what xinfo announces; any other one —

@@ -74,6 +74,12 @@ cdef inline bint _record_ok(const unsigned char *r, Py_ssize_t n, unsigned long 
     return not verify_crc or (tot_len <= n and wd_record_crc(r, tot_len) == pg_u32(r + 20))
 
 
+cdef inline bint _header_only(dict firsts, rec) except -1:
+    """_pyframe._header_only: framing keeps only the header of this record (``FrameState.firsts``),
+    known once the record's first 24 bytes are in ``rec`` (the partial bytearray, or the bytes)."""
+    return firsts is not None and len(rec) >= 24 and rec[17] != RM_XACT_ID
+
+
 def frame_segment(buf, unsigned long long seg_lsn, st, bint verify_crc=True, path=None):
     cdef const unsigned char[:] view = buf
     cdef const unsigned char *b = &view[0] if view.shape[0] else NULL
@@ -159,7 +165,7 @@ cdef tuple _frame_loop(buf, const unsigned char[:] view, const unsigned char *b,
                     records2, stop = _pyframe.frame_segment(buf, seg_lsn, st, verify_crc, path)
                     return records + records2, stop
                 take = min(<Py_ssize_t>rem_len, page_size - hdr)
-                if firsts is not None and len(partial) >= 24 and partial[17] != RM_XACT_ID:
+                if _header_only(firsts, partial):
                     st.partial_total -= take
                 else:
                     partial += view[page_off + hdr:page_off + hdr + take]
@@ -173,7 +179,7 @@ cdef tuple _frame_loop(buf, const unsigned char[:] view, const unsigned char *b,
                     st.next_lsn = lsn
                     return records, ReadStop(lsn, "limit", "end of requested range", path)
                 rec = bytes(partial)
-                header_only = firsts is not None and len(rec) >= 24 and rec[17] != RM_XACT_ID
+                header_only = _header_only(firsts, rec)
                 if not _record_ok(rec, len(rec), lsn, magic, prev_lsn[0], rand_access[0],
                                   verify_crc and not header_only):
                     _sync(st, prev_lsn, rand_access, dirty)

@@ -787,7 +787,7 @@ def decode_spark(executor, paths, catalog: Catalog, make_plugin, out, *, plugin_
             summary = []
         by_range = dict(summary)
         for rng in range(p.nranges):
-            _append(out, os.path.join(directory, f"part-{rng:05d}"))
+            _append(out, tasks.part_path(directory, rng))
             info = by_range.get(rng)
             if info is None:
                 continue
@@ -841,7 +841,7 @@ def _decode_by_ranges(executor, scan: Scan, catalog: Catalog, make_plugin, out, 
     if files_dir is not None:
         keep_staged_files(files_dir, {os.path.join(files_dir, ATTEMPTS_DIR, "ranges")})
     for r in rplan.ranges[appended:]:
-        _append(out, os.path.join(parts, f"part-{r.rng:05d}"))
+        _append(out, tasks.part_path(parts, r.rng))
     if on_warning is not None:
         for w in result.warnings:
             on_warning(w)
@@ -880,7 +880,7 @@ def _stream_ranges(executor, scan: Scan, rplan: _ranges.RangePlan, ctx: tasks.Ph
                 info, _impl_name, _staged = tasks.unpack(blob)
                 if _ranges.range_refusal(rplan, r, info) is not None:
                     break  # combine says why; nothing more goes out
-                part = os.path.join(parts, f"part-{r.rng:05d}")
+                part = tasks.part_path(parts, r.rng)
                 _append(out, part)
                 os.unlink(part)
                 appended += 1
@@ -889,14 +889,12 @@ def _stream_ranges(executor, scan: Scan, rplan: _ranges.RangePlan, ctx: tasks.Ph
                 break
             thread.join(RANGE_POLL_SECONDS)
         thread.join()
+        if "error" in box:
+            raise box["error"]
     except BaseException:
         if appended:
             out.rewind()
         raise
-    if "error" in box:
-        if appended:
-            out.rewind()
-        raise box["error"]
     return box["summaries"], appended
 
 

@@ -68,8 +68,9 @@ class RunSpans:
 def xact_spans(records, major: int, firsts: dict, ended: dict, slow=None) -> bool:
     """The pure-Python reference of ``_logical.xact_spans``: over framed records ``(lsn, raw end, bytes)``,
     ``firsts`` gets each xid's first record (the lowest LSN there: framing with ``FrameState.firsts``
-    notes the other records' xids in it before these are read), and ``ended`` each xid a COMMIT or ABORT record ends (the
-    record's own xid and its subtransactions) with (that record's LSN, 1 for a commit, 0 for an abort).
+    notes the other records' xids in it before these are read), and ``ended`` each xid a COMMIT or
+    ABORT record ends (the record's own xid and its subtransactions) with (that record's LSN, 1 for a
+    commit, 0 for an abort).
     A commit or abort record is not where its transaction's changes begin: it is not in ``firsts``.
     Returns True when a two-phase record (PREPARE, COMMIT/ROLLBACK PREPARED) is among them.  A record
     the decoder refuses raises its error.  (``slow``: the native version's way back here, unused.)"""
@@ -102,15 +103,10 @@ def xact_end(rec: bytes, lsn: int, raw_end: int, major: int) -> tuple:
     return r.xl_xid, parsed.subxacts, int(info == XLOG_XACT_COMMIT)
 
 
-def _spans_function():
-    """``_logical.xact_spans`` under the Cython implementation, else the reference above."""
+def _native_or(reference):
+    """``_logical``'s function of ``reference``'s name under the Cython implementation, else ``reference``."""
     native = tasks._impl._companion("_logical")
-    return getattr(native, "xact_spans", None) or xact_spans
-
-
-def _columns_function():
-    native = tasks._impl._companion("_logical")
-    return getattr(native, "ended_columns", None) or ended_columns
+    return getattr(native, reference.__name__, None) or reference
 
 
 def run_spans(segments, run: int, first: int, last: int, start: int | None, end_lsn: int | None) -> RunSpans:
@@ -121,7 +117,7 @@ def run_spans(segments, run: int, first: int, last: int, start: int | None, end_
     first_lsn = None
     two_phase = False
     stop = error = None
-    spans = _spans_function()
+    spans = _native_or(xact_spans)
     # Without CRC checks (a third of framing's cost): every record read here is read again, checked, by the
     # range decoding it (the ranges' reads cover the whole input), whose failure hands the run to the
     # event path; a damaged record can mislead this pass only into a plan that is not used
@@ -143,7 +139,7 @@ def run_spans(segments, run: int, first: int, last: int, start: int | None, end_
         except Error as e:
             error = e
             break
-    xids, lsns, commit = _columns_function()(ended)
+    xids, lsns, commit = _native_or(ended_columns)(ended)
     open_ = {xid: lsn for xid, lsn in firsts.items() if xid not in ended}
     return RunSpans(run, first_lsn, open_, xids, lsns, commit, two_phase, stop, error)
 
@@ -328,7 +324,7 @@ def write_done(directory: str, rng: int, blob: bytes) -> None:
     """A range task's summary beside its part file (``part-NNNNN.done``), written once the part is whole
     and put in place whole: the driver reads it while the job still runs.  A retried attempt writes
     the same bytes again."""
-    final = os.path.join(directory, f"part-{rng:05d}.done")
+    final = tasks.part_path(directory, rng) + ".done"
     tmp = f"{final}.{os.getpid()}.tmp"
     with open(tmp, "wb") as f:
         f.write(blob)
@@ -337,7 +333,7 @@ def write_done(directory: str, rng: int, blob: bytes) -> None:
 
 def read_done(directory: str, rng: int) -> bytes | None:
     try:
-        with open(os.path.join(directory, f"part-{rng:05d}.done"), "rb") as f:
+        with open(tasks.part_path(directory, rng) + ".done", "rb") as f:
             return f.read()
     except FileNotFoundError:
         return None

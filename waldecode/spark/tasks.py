@@ -509,12 +509,17 @@ def merged_changes(rows, cutoff: int | None):
 # -- phase 2 ---------------------------------------------------------------------------------------
 
 
+def part_path(directory: str, rng: int) -> str:
+    """Where range ``rng``'s output goes under ``directory`` (``PartWriter``), for the driver to append."""
+    return os.path.join(directory, f"part-{rng:05d}")
+
+
 class PartWriter:
     """The output of one range: ``part-NNNNN`` under ``directory``, written under a temporary name and
     renamed when complete, so that a retried or speculative task leaves one whole file."""
 
     def __init__(self, directory: str, rng: int):
-        self.final = os.path.join(directory, f"part-{rng:05d}")
+        self.final = part_path(directory, rng)
         self.tmp = f"{self.final}.{os.getpid()}.tmp"
         self.f = open(self.tmp, "wb", buffering=1 << 20)
         self.lines = 0

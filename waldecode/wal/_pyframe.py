@@ -56,6 +56,7 @@ _u32 = struct.Struct("<I")
 _RelFileLocator_blkno = struct.Struct("<IIII")
 _BlockImageHeader = struct.Struct("<HHB")
 
+# src/include/access/rmgrlist.h (``waldecode.rmgr``'s table, not imported here: it loads every rmgr module)
 RM_XLOG_ID = 0
 RM_XACT_ID = 1
 XLOG_SWITCH = 0x40
