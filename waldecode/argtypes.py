@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import argparse
 
+from .wal.storage import InputOptions
 from .wal.xlogreader import parse_lsn
 
 
@@ -35,3 +36,20 @@ def positive_float(text: str) -> float:
     if not v > 0:
         raise argparse.ArgumentTypeError(f"must be more than 0, not {text}")
     return v
+
+
+def add_input_options(parser) -> None:
+    """The options of every command that reads WAL, beyond its paths: which stanza of a pgBackRest
+    repository, and how to reach an object store."""
+    g = parser.add_argument_group("WAL input (PATHs: pg_wal, an archive directory, a pgBackRest repository, "
+                                  "a barman server, a WAL-G prefix, files, s3:// URLs)")
+    g.add_argument("--stanza", help="pgBackRest: the stanza to read, when the repository holds several")
+    g.add_argument("--endpoint-url", metavar="URL",
+                   help="s3:// input: the endpoint of an S3-compatible store (default: AWS_ENDPOINT_URL, else AWS)")
+    g.add_argument("--no-verify-tls", dest="verify_tls", action="store_false",
+                   help="s3:// input: do not check the endpoint's TLS certificate (a self-signed test store)")
+
+
+def input_options(args) -> InputOptions:
+    return InputOptions(stanza=getattr(args, "stanza", None), endpoint_url=getattr(args, "endpoint_url", None),
+                        verify_tls=getattr(args, "verify_tls", True))

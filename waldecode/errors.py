@@ -19,12 +19,13 @@ class Error(Exception):
 class WALError(Error):
     """Bad or unusable WAL input; says in which segment file and at which LSN when known."""
 
-    def __init__(self, message: str, path: str | None = None, lsn: int | None = None):
+    def __init__(self, message: str, path: str | None = None, lsn: int | None = None, what: str = "WAL segment"):
         self.path = path
         self.lsn = lsn
         where = []
         if path is not None:
-            where.append(f"in WAL segment {path}")
+            # what the path is: "WAL segment" for a segment file, "file" or "directory" for others
+            where.append(f"in {what} {path}")
         if lsn is not None:
             where.append(f"at LSN {format_lsn(lsn)}")
         super().__init__(message + (" " + ", ".join(where) if where else ""))

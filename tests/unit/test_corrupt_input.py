@@ -443,9 +443,9 @@ def test_compressed_segments_read_as_plain_ones(impl, tmp_path, suffix):
 
 
 @pytest.mark.parametrize("suffix, message", [
-    (".gz", "could not decompress .gz file"),
-    (".zst", "could not decompress .zst file"),
-    (".lz4", "could not decompress .lz4 file"),
+    (".gz", "could not decompress the file (gzip)"),
+    (".zst", "could not decompress the file (zstd)"),
+    (".lz4", "could not decompress the file (lz4)"),
 ])
 @pytest.mark.parametrize("which", [1, 2])
 def test_corrupt_compressed_segment(impl, tmp_path, suffix, message, which):

@@ -31,6 +31,7 @@ from ..rmgr import xact as rm_xact
 from ..output.quote import quote_literal_cstr
 from ..pg.quote import quote_identifier, quote_qualified_identifier
 from ..wal.segments import discover, scan
+from ..wal.storage import DEFAULT_OPTIONS, InputOptions
 from .collect import ALL_ROWS, Collector, DecodedTxn
 from .timelines import Fork, Timeline, timelines
 
@@ -179,9 +180,11 @@ def find_fork(tls, switch_lsn: int | None, old_timeline: int | None, old_tlis) -
 
 def diverge(old_paths, catalog, *, new_paths=(), newprimary=None, switch_lsn: int | None = None,
             old_timeline: int | None = None, plugin: str = "test_decoding", plugin_options: dict | None = None,
-            with_changes: bool = False, spill_dir: str | None = None, warn=None) -> Divergence:
+            with_changes: bool = False, spill_dir: str | None = None, warn=None,
+            inputs: InputOptions = DEFAULT_OPTIONS) -> Divergence:
     """Decode the old timeline past the switch point (and the new one, when its WAL is given) and
-    compare.  ``newprimary`` is a ``newprimary.NewPrimary`` (read-only queries), or None."""
+    compare.  ``newprimary`` is a ``newprimary.NewPrimary`` (read-only queries), or None; ``inputs``
+    what the command line says of the WAL input (a pgBackRest stanza, an object store's endpoint)."""
     warnings: list[str] = []
 
     def say(message: str) -> None:  # into the report, and to the caller as it happens
@@ -189,8 +192,8 @@ def diverge(old_paths, catalog, *, new_paths=(), newprimary=None, switch_lsn: in
         if warn is not None:
             warn(message)
 
-    found_old = scan(old_paths)
-    found_all = scan(list(old_paths) + list(new_paths)) if new_paths else found_old
+    found_old = scan(old_paths, inputs)
+    found_all = scan(list(old_paths) + list(new_paths), inputs) if new_paths else found_old
     tls = timelines(None, found_all)
     if newprimary is not None and switch_lsn is None and not any(tl.forks for tl in tls):
         _add_fork(tls, newprimary.timeline, newprimary.history(), "the new primary's")
@@ -200,7 +203,7 @@ def diverge(old_paths, catalog, *, new_paths=(), newprimary=None, switch_lsn: in
                          f"(it holds timeline(s) {', '.join(map(str, sorted(found_old.by_tli)))})")
     if newprimary is not None:
         new_tli = new_tli or newprimary.timeline
-    segments = discover(old_paths, old_tli)
+    segments = discover(old_paths, old_tli, inputs)
     options = dict(plugin_options or {})
     old_tl = next((tl for tl in tls if tl.tli == old_tli), None)
 
@@ -245,7 +248,7 @@ def diverge(old_paths, catalog, *, new_paths=(), newprimary=None, switch_lsn: in
         if new_tli is None:
             raise UsageError("--new is given but no history file names the new timeline: put the new primary's "
                              "TTTTTTTT.history among the input")
-        new_segments = discover(list(dict.fromkeys(list(new_paths) + list(old_paths))), new_tli)
+        new_segments = discover(list(dict.fromkeys(list(new_paths) + list(old_paths))), new_tli, inputs)
         new_watch = _XactWatch(switch)
         new_collector = Collector(new_tli, plugin, keep_changes=False)
         new_result = decode_wal(new_segments, catalog, new_collector, plugin_options=options, start_lsn=switch,

@@ -71,7 +71,8 @@ def segment_runs(segments: list, seg_size: int) -> list[tuple]:
 def _one_timeline_set(found: Scan, tli: int) -> SegmentSet:
     ident = found.ident
     return SegmentSet(seg_size=ident.xlp_seg_size, page_size=ident.xlp_xlog_blcksz, magic=ident.xlp_magic,
-                      sysid=ident.xlp_sysid, files=dict(found.by_tli[tli]), tli=tli, identified_by=str(found.first))
+                      sysid=ident.xlp_sysid, files=dict(found.by_tli[tli]), tli=tli, identified_by=str(found.first),
+                      store=found.store)
 
 
 def wal_end(found: Scan, tli: int, verify_crc: bool = True) -> tuple[int | None, str, str]:

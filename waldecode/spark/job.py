@@ -42,6 +42,7 @@ from ..output.base import CatalogView
 from ..logical.session import VersionMismatchError
 from ..logical.startpoint import reading_start
 from ..wal.segments import SegmentSet, discover
+from ..wal.storage import Store
 from ..wal.xlogreader import XLogReader
 from . import plan as _plan
 from . import ranges as _ranges
@@ -277,7 +278,7 @@ class SparkExecutor:
             for segno in range(first, last + 2):
                 f = segs.files.get(segno)
                 if f is not None:
-                    want.setdefault(f.path.name, []).append((keys[r], r, segno))
+                    want.setdefault(Store.name(str(f.path)), []).append((keys[r], r, segno))
         bc = self.spark.sparkContext.broadcast(want)
 
         def assign(batches):
@@ -293,7 +294,7 @@ class SparkExecutor:
                             [pa.array([key], pa.int64()), pa.array([run], pa.int64()), pa.array([segno], pa.int64()),
                              batch.column(1).slice(i, 1)], schema=schema)
 
-        uris = sorted({segs.files[s].path.uri for per in want.values() for _k, _r, s in per})
+        uris = sorted({str(segs.files[s].path) for per in want.values() for _k, _r, s in per})
         files = self.spark.read.format("binaryFile").load(uris).select("path", "content") \
             .mapInArrow(assign, RUN_FILE_SCHEMA)
         markers = self.spark.createDataFrame([(keys[r], r, -1, None) for r in range(n)], RUN_FILE_SCHEMA)

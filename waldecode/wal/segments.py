@@ -1,26 +1,30 @@
 """WAL segment files: names, discovery, and loading their bytes.
 
 Owns src/include/access/xlog_internal.h's file naming (``XLogFileName``,
-``XLogFromFileName``) and the ways segments reach us: a ``pg_wal`` directory, an
-archive directory, a list of files, ``.partial`` segments, and archived segments
-compressed whole (``.gz``, ``.lz4``, ``.zst``).  Hands the reader a
+``XLogFromFileName``), the identity of a cluster's segments (their first page header), the
+choice of one file per segment and of one timeline, and loading a segment's bytes: decompressed
+(``compression``), checked against the SHA-1 pgBackRest names it by.  The files themselves are
+found by ``archive`` (the backup tools' layouts) in a ``storage.Store``.  Hands the reader a
 ``SegmentSet``: the segment size, and one file per (timeline, segment number).
 The reader never opens files itself; it asks ``SegmentSet.load``.
 """
 
 from __future__ import annotations
 
-import gzip
+import hashlib
 import re
 from dataclasses import dataclass, field
 from typing import NamedTuple
-from pathlib import Path
 
 from ..errors import MissingSegmentError, SegmentFileError, format_lsn
+from .archive import SEGMENT_FILE_RE, Archive, find
+from .compression import EXTENSIONS, decompress, detect
+from .storage import DEFAULT_OPTIONS, LOCAL, InputOptions, Store
 from .xlogpage import MAJOR_BY_XLOG_PAGE_MAGIC, SizeOfXLogLongPHD, XLP_LONG_HEADER, parse_long_header
 
-SEGMENT_NAME_RE = re.compile(r"^([0-9A-F]{8})([0-9A-F]{8})([0-9A-F]{8})(\.partial)?(\.gz|\.lz4|\.zst)?$")
-HISTORY_NAME_RE = re.compile(r"^([0-9A-F]{8})\.history$")
+# XLogFileName's 24 hex digits (a partial segment's name adds ".partial"); archive.SEGMENT_FILE_RE
+# is the file names tools give them
+SEGMENT_NAME_RE = re.compile(r"^([0-9A-F]{8})([0-9A-F]{8})([0-9A-F]{8})(\.partial)?$")
 
 # src/include/access/xlog_internal.h: WalSegMinSize, WalSegMaxSize
 WalSegMinSize = 1024 * 1024
@@ -40,11 +44,12 @@ def segment_name(tli: int, segno: int, seg_size: int) -> str:
 
 
 def parse_segment_name(name: str, seg_size: int) -> tuple[int, int]:
-    """XLogFromFileName: (timeline, segment number) of a segment file name."""
-    m = SEGMENT_NAME_RE.match(name)
+    """XLogFromFileName: (timeline, segment number) of a segment file name (as any tool names it)."""
+    m = SEGMENT_FILE_RE.match(name)
     if not m:
         raise SegmentFileError(f"not a WAL segment file name: {name!r}", path=name)
-    tli, log, seg = int(m.group(1), 16), int(m.group(2), 16), int(m.group(3), 16)
+    digits = m.group("seg")
+    tli, log, seg = int(digits[:8], 16), int(digits[8:16], 16), int(digits[16:], 16)
     per = segments_per_xlogid(seg_size)
     if seg >= per:
         raise SegmentFileError(f"segment number {seg:08X} in the name {name} is impossible for "
@@ -52,56 +57,27 @@ def parse_segment_name(name: str, seg_size: int) -> tuple[int, int]:
     return tli, log * per + seg
 
 
-def _decompress(path: Path, data: bytes, limit: int) -> bytes:
-    suffix = path.suffix
-    try:
-        if suffix == ".gz":
-            return gzip.decompress(data)
-        if suffix == ".zst":
-            import zstandard
-
-            return zstandard.ZstdDecompressor().decompress(data, max_output_size=limit)
-        if suffix == ".lz4":
-            import lz4.frame
-
-            return lz4.frame.decompress(data)
-    except Exception as e:  # each library raises its own error classes
-        raise SegmentFileError(f"could not decompress {suffix} file: {e}", path=str(path)) from None
-    return data
+def read_segment_file(path, max_size: int = WalSegMaxSize) -> bytes:
+    """A local segment file's bytes, decompressed."""
+    path = str(path)
+    return decompress(LOCAL.read(path), path, max_size, hint_of(path))
 
 
-def _read(path: Path, size: int = -1) -> bytes:
-    """The file's first ``size`` bytes (all of it by default)."""
-    try:
-        with open(path, "rb") as f:
-            return f.read(size)
-    except OSError as e:
-        raise SegmentFileError(f"could not read file: {e.strerror}", path=str(path)) from None
-
-
-def read_segment_file(path: Path, max_size: int = WalSegMaxSize) -> bytes:
-    return _decompress(path, _read(path), max_size)
-
-
-def map_segment_file(path: Path):
-    """The file mapped read-only (pages read ahead), or None when it is empty or cannot be mapped."""
-    import mmap
-
-    try:
-        with open(path, "rb") as f:
-            return mmap.mmap(f.fileno(), 0, flags=mmap.MAP_SHARED | getattr(mmap, "MAP_POPULATE", 0),
-                             prot=mmap.PROT_READ)
-    except (OSError, ValueError):  # an empty file, a file system without mmap: read it instead
-        return None
+def hint_of(name) -> str | None:
+    """The compression a file name's extension hints at (compression.EXTENSIONS), or None."""
+    base, _, ext = str(name).rpartition(".")
+    return EXTENSIONS.get(ext) if base else None
 
 
 @dataclass
 class SegmentFile:
-    path: Path
+    path: object  # archive.ArchiveFile (str() is its location), or a Hadoop path
     tli: int
     segno: int
     partial: bool
-    compressed: bool
+    compressed: bool  # the name hints at a compressor (the content decides)
+    sha1: str | None = None  # pgBackRest: the SHA-1 the segment's bytes must have
+    hint: str | None = None  # the compression the name hints at (compression.EXTENSIONS values)
 
 
 @dataclass
@@ -118,6 +94,7 @@ class SegmentSet:
     # ((parent timeline, LSN where the next timeline forked off), ...) of ``tli``, oldest first
     history: tuple = ()
     identified_by: str = ""  # the segment file whose first page header gave magic, sysid and sizes
+    store: Store = LOCAL  # where the files are (storage.Store)
 
     @property
     def major(self) -> int:
@@ -150,7 +127,7 @@ class SegmentSet:
 
     def map_file(self, f):
         """The file's bytes mapped into memory, or None when it cannot be (then it is read)."""
-        return map_segment_file(f.path)
+        return self.store.map(str(f.path))
 
     def load(self, segno: int, mapped: bool = False) -> tuple[bytes, str]:
         """The bytes of a segment and the path to name in messages.
@@ -165,8 +142,12 @@ class SegmentSet:
                 f"the input has {self.name(self.first_segno)} to {self.name(self.last_segno)}",
                 lsn=segno * self.seg_size)
         data = self.map_file(f) if mapped and not f.compressed else None
+        if data is not None and detect(bytes(data[:16]), f.hint) is not None:
+            data = None  # compressed after all, whatever the name says
         if data is None:
             data = self.read_file(f)
+        if f.sha1 is not None:
+            check_sha1(data, f)
         if len(data) > self.seg_size:
             raise SegmentFileError(f"file has {len(data)} bytes, more than the segment size {self.seg_size}",
                                    path=str(f.path), lsn=segno * self.seg_size)
@@ -179,7 +160,12 @@ class SegmentSet:
 
     def read_file(self, f: SegmentFile) -> bytes:
         """A segment file's bytes, decompressed (the Spark path reads Hadoop file systems instead)."""
-        return read_segment_file(f.path, self.seg_size)
+        location = str(f.path)
+        return decompress(self.store.read(location), location, self.seg_size, f.hint)
+
+    def prefetch(self, first: int, last: int) -> None:
+        """Segments ``first`` to ``last`` will be loaded in order (an object store fetches them ahead)."""
+        self.store.prefetch([str(self.files[n].path) for n in range(first, last + 1) if n in self.files])
 
     def check_contiguous(self, first: int, last: int) -> None:
         for segno in range(first, last + 1):
@@ -189,31 +175,24 @@ class SegmentSet:
                     f"between {self.name(first)} and {self.name(last)}", lsn=segno * self.seg_size)
 
 
-def _candidates(paths) -> list[Path]:
-    out = []
-    for p in paths:
-        p = Path(p)
-        if p.is_dir():
-            if (p / "pg_wal").is_dir():
-                p = p / "pg_wal"
-            out.extend(sorted(c for c in p.iterdir() if SEGMENT_NAME_RE.match(c.name) and c.is_file()))
-        elif p.exists():
-            if HISTORY_NAME_RE.match(p.name):
-                continue
-            if not SEGMENT_NAME_RE.match(p.name):
-                raise SegmentFileError("file name is not a WAL segment name (24 hex digits, optionally "
-                                       ".partial, .gz, .lz4 or .zst)", path=str(p))
-            out.append(p)
-        else:
-            raise SegmentFileError("no such file or directory", path=str(p))
-    return out
+def check_sha1(data, f: SegmentFile) -> None:
+    """pgBackRest names each archived segment by its bytes' SHA-1: a file whose bytes differ is damaged."""
+    got = hashlib.sha1(data).hexdigest()
+    if got != f.sha1:
+        raise SegmentFileError(f"the segment's SHA-1 is {got}, not {f.sha1} as the pgBackRest file name says: "
+                               "the file is damaged or not the segment it is named", path=str(f.path))
 
 
-def _read_identity(path: Path):
-    if path.suffix in (".gz", ".lz4", ".zst"):
-        return identity_of(read_segment_file(path), path)
-    # Only the first page's header is asked for: not the whole segment (16 MB read at every start)
-    return identity_of(_read(path, XLOG_BLCKSZ), path)
+def _identity_reader(store: Store):
+    """``read_identity`` for files of ``store``: only the first page is read of a plain file."""
+    def read_identity(f):
+        location = str(f.path) if isinstance(f, SegmentFile) else str(f)
+        head = store.read(location, XLOG_BLCKSZ)
+        if detect(head[:16], getattr(f, "hint", None)) is not None:
+            # compressed: the first page needs the whole file (16 MB read at most once per start)
+            head = decompress(store.read(location), location, WalSegMaxSize, getattr(f, "hint", None))
+        return identity_of(head, location)
+    return read_identity
 
 
 def identity_of(data: bytes, path):
@@ -240,26 +219,50 @@ def identity_of(data: bytes, path):
 class Scan(NamedTuple):
     """What the files among some paths are: every segment by timeline, and the history files."""
 
-    first: Path  # the segment file whose first page header gave the identity
+    first: object  # the segment file (archive.ArchiveFile) whose first page header gave the identity
     ident: object  # that XLogLongPageHeaderData
     by_tli: dict  # timeline -> {segno: SegmentFile} (the best file of each segment)
     histories: dict  # timeline -> ((parent timeline, switch LSN), ...), from TTTTTTTT.history files
+    store: Store = LOCAL  # where the files are
 
     @property
     def seg_size(self) -> int:
         return self.ident.xlp_seg_size
 
 
-def scan(paths) -> Scan:
-    """Find the segments and history files among ``paths`` (directories or files), every timeline's."""
-    return scan_candidates(_candidates(paths), histories(paths), ", ".join(str(p) for p in paths), _read_identity)
+def scan(paths, options: InputOptions = DEFAULT_OPTIONS, store: Store | None = None) -> Scan:
+    """Find the segments and history files among ``paths`` (directories of any layout ``archive``
+    knows, files, URLs), every timeline's."""
+    return _scan_archive(find(paths, options, store))
+
+
+def _scan_archive(found: Archive) -> Scan:
+    histories_ = {tli: parse_history(text, location) for tli, (location, text) in found.histories.items()}
+    sc = scan_candidates(found.files, histories_, found.where, _identity_reader(found.store))._replace(
+        store=found.store)
+    if found.expect_sysid is not None:
+        _check_pgbackrest_identity(sc, found)
+    return sc
+
+
+def _check_pgbackrest_identity(sc: Scan, found: Archive) -> None:
+    """The segments of a pgBackRest archive are of the cluster archive.info names for their db id."""
+    major = MAJOR_BY_XLOG_PAGE_MAGIC[sc.ident.xlp_magic]
+    if sc.ident.xlp_sysid != found.expect_sysid:
+        raise SegmentFileError(f"the segment belongs to the cluster with system identifier {sc.ident.xlp_sysid}, "
+                               f"but {found.expect_source} gives {found.expect_sysid} for this archive",
+                               path=str(sc.first))
+    if str(major) != found.expect_version.split(".")[0] and found.expect_version != str(major):
+        raise SegmentFileError(f"the segment was written by PostgreSQL {major}, but {found.expect_source} gives "
+                               f"version {found.expect_version} for this archive", path=str(sc.first))
 
 
 def scan_candidates(cands: list, histories_: dict, where: str, read_identity) -> Scan:
-    """The ``Scan`` of candidate files (paths with ``.name`` and ``.parent``), given the timeline
-    histories found next to them; ``read_identity(path)`` is ``identity_of`` the file's first page."""
+    """The ``Scan`` of candidate files (``archive.ArchiveFile``: ``.name`` the segment name, ``.partial``,
+    ``.compressed``, ``.sha1``, ``.hint``), given the timeline histories found next to them;
+    ``read_identity(file)`` is ``identity_of`` the file's first page."""
     if not cands:
-        raise SegmentFileError("no WAL segment files found", path=where)
+        raise SegmentFileError(f"no WAL segment files found in {where}")
     ident = None
     for c in cands:
         ident = read_identity(c)
@@ -267,13 +270,12 @@ def scan_candidates(cands: list, histories_: dict, where: str, read_identity) ->
             first = c
             break
     if ident is None:
-        raise SegmentFileError("every segment file is zero-filled: there is no WAL to read", path=where)
+        raise SegmentFileError(f"every segment file in {where} is zero-filled: there is no WAL to read")
     seg_size = ident.xlp_seg_size
     by_tli: dict[int, dict[int, SegmentFile]] = {}
     for c in cands:
-        m = SEGMENT_NAME_RE.match(c.name)
         tli, segno = parse_segment_name(c.name, seg_size)
-        f = SegmentFile(c, tli, segno, bool(m.group(4)), bool(m.group(5)))
+        f = SegmentFile(c, tli, segno, c.partial, c.compressed, c.sha1, c.hint)
         slot = by_tli.setdefault(tli, {})
         old = slot.get(segno)
         # A complete segment beats a .partial one; plain beats compressed (same content, cheaper)
@@ -282,16 +284,23 @@ def scan_candidates(cands: list, histories_: dict, where: str, read_identity) ->
     return Scan(first, ident, by_tli, histories_)
 
 
-def discover(paths, timeline: int | None = None) -> SegmentSet:
-    """Find the segments among ``paths`` (directories or files) and check they belong together."""
-    return segment_set(_candidates(paths), histories(paths), timeline, ", ".join(str(p) for p in paths),
-                       _read_identity)
+def discover(paths, timeline: int | None = None, options: InputOptions = DEFAULT_OPTIONS,
+             store: Store | None = None) -> SegmentSet:
+    """Find the segments among ``paths`` (directories of any layout ``archive`` knows, files, URLs;
+    in ``store``, by default the one their scheme names) and check they belong together."""
+    return timeline_set(_scan_archive(find(paths, options, store)), timeline)
 
 
 def segment_set(cands: list, histories_: dict, timeline: int | None, where: str, read_identity) -> SegmentSet:
     """The ``SegmentSet`` of one timeline (the newest by default) among candidate files, as
     ``scan_candidates`` finds them, following that timeline's history."""
-    first, ident, by_tli, histories_ = scan_candidates(cands, histories_, where, read_identity)
+    return timeline_set(scan_candidates(cands, histories_, where, read_identity), timeline)
+
+
+def timeline_set(sc: Scan, timeline: int | None) -> SegmentSet:
+    """The ``SegmentSet`` of one timeline of a ``Scan`` (the newest by default), following its history."""
+    first, ident, by_tli, histories_, store = sc
+    where = Store.parent(str(first))
     seg_size = ident.xlp_seg_size
     tlis = tuple(sorted(by_tli))
     if timeline is None:
@@ -299,9 +308,10 @@ def segment_set(cands: list, histories_: dict, timeline: int | None, where: str,
         if len(tlis) > 1 and timeline not in histories_:
             raise SegmentFileError(
                 "segments of several timelines (" + ", ".join(str(t) for t in tlis) + ") given and no history "
-                f"file {timeline:08X}.history to join them: choose one with --timeline", path=str(first.parent))
+                f"file {timeline:08X}.history to join them: choose one with --timeline", path=where,
+                what="directory")
     if timeline not in by_tli:
-        raise SegmentFileError(f"no segment of timeline {timeline} among the input", path=str(first.parent))
+        raise SegmentFileError(f"no segment of timeline {timeline} among the input", path=where, what="directory")
     history = histories_.get(timeline, ())
     files = dict(by_tli[timeline])
     if history:
@@ -315,7 +325,7 @@ def segment_set(cands: list, histories_: dict, timeline: int | None, where: str,
                 files[segno] = f
     return SegmentSet(seg_size=seg_size, page_size=ident.xlp_xlog_blcksz, magic=ident.xlp_magic,
                       sysid=ident.xlp_sysid, files=files, tli=timeline, timelines=tlis, history=history,
-                      identified_by=str(first))
+                      identified_by=str(first), store=store)
 
 
 def parse_history(text: str, source: str) -> tuple:
@@ -333,23 +343,3 @@ def parse_history(text: str, source: str) -> tuple:
         except (ValueError, IndexError):
             raise SegmentFileError(f"syntax error in history file line {n}: {line!r}", path=source) from None
     return tuple(out)
-
-
-def histories(paths) -> dict:
-    """Timeline history files (TTTTTTTT.history) found in the given directories, by timeline."""
-    out = {}
-    for p in paths:
-        p = Path(p)
-        if p.is_dir():
-            if (p / "pg_wal").is_dir():
-                p = p / "pg_wal"
-            for c in p.iterdir():
-                m = HISTORY_NAME_RE.match(c.name)
-                if m:
-                    out[int(m.group(1), 16)] = parse_history(c.read_text(errors="replace"), str(c))
-        elif HISTORY_NAME_RE.match(p.name):
-            out[int(HISTORY_NAME_RE.match(p.name).group(1), 16)] = parse_history(p.read_text(errors="replace"),
-                                                                                  str(p))
-    return out
-
-

@@ -1,0 +1,190 @@
+"""Where archived WAL lives: the local file system, or an object store behind a URL.
+
+Owns the few operations finding and reading archives need, behind one small interface, ``Store``:
+what a location is (a directory, a file, nothing), every file under a directory with its size, a
+file's bytes (or its first bytes), and a hint of the order files will be read in, so that a
+remote store can fetch ahead.  ``archive`` recognises the backup tools' layouts through it and
+``segments`` reads segments through it; neither opens a file or a connection itself.
+``store_for(location, options)`` picks the store of a path or URL.
+
+Locations are strings: a local path, or a URL (``s3://bucket/key``) whose store knows its scheme.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass
+
+from ..errors import SegmentFileError, UsageError
+
+URL_RE = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*)://")
+
+
+@dataclass(frozen=True)
+class InputOptions:
+    """What a command line says about its WAL input beyond the paths (every command that reads WAL)."""
+
+    stanza: str | None = None  # pgBackRest: the stanza of a repository holding several
+    endpoint_url: str | None = None  # object stores: an S3-compatible endpoint (else AWS_ENDPOINT_URL)
+    verify_tls: bool = True  # object stores: check the endpoint's certificate
+    prefetch: int = 8  # object stores: segments fetched ahead, concurrently
+
+
+DEFAULT_OPTIONS = InputOptions()
+
+
+class Store:
+    """The interface: a file system of locations (strings).  Directories may be implicit (object stores)."""
+
+    scheme = ""
+
+    def kind(self, location: str) -> str | None:
+        """"dir", "file", or None when nothing is there."""
+        raise NotImplementedError
+
+    def walk(self, location: str) -> list[tuple[str, int]]:
+        """Every file under a directory, recursively: (location, size), sorted by location."""
+        raise NotImplementedError
+
+    def listdir(self, location: str) -> list[str]:
+        """The names directly under a directory (files and directories), sorted."""
+        raise NotImplementedError
+
+    def read(self, location: str, limit: int | None = None) -> bytes:
+        """A file's bytes, or its first ``limit`` bytes."""
+        raise NotImplementedError
+
+    def map(self, location: str):
+        """The file mapped read-only into memory, or None when this store cannot (then it is read)."""
+        return None
+
+    def prefetch(self, locations: list[str]) -> None:
+        """These files will be read next, in this order (a remote store fetches them ahead)."""
+
+    def join(self, location: str, *names: str) -> str:
+        return "/".join([location.rstrip("/"), *names])
+
+    @staticmethod
+    def name(location: str) -> str:
+        return location.rstrip("/").rsplit("/", 1)[-1]
+
+    @staticmethod
+    def parent(location: str) -> str:
+        head = location.rstrip("/").rsplit("/", 1)[0]
+        return head or "/"
+
+    def relative(self, location: str, root: str) -> str:
+        """``location``'s path below the directory ``root``."""
+        return location[len(root.rstrip("/")) + 1:]
+
+    def describe(self, location: str) -> str:
+        """What a location is, for messages: "directory X", "file X"."""
+        kind = self.kind(location)
+        return f"{'directory' if kind == 'dir' else 'file'} {location}"
+
+    def __getstate__(self):
+        # Stores travel to Spark tasks: connections and caches stay behind
+        return {k: v for k, v in self.__dict__.items() if not k.startswith("_")}
+
+
+class LocalStore(Store):
+    """The local file system; files are mapped rather than copied where they can be."""
+
+    def kind(self, location: str) -> str | None:
+        if os.path.isdir(location):
+            return "dir"
+        if os.path.exists(location):
+            return "file"
+        return None
+
+    def walk(self, location: str) -> list[tuple[str, int]]:
+        out = []
+        # followlinks: a repository or pg_wal is often a symbolic link to another volume
+        for root, dirs, files in os.walk(location, followlinks=True, onerror=_walk_error):
+            dirs.sort()
+            for name in files:
+                path = os.path.join(root, name)
+                try:
+                    out.append((path, os.stat(path).st_size))
+                except OSError:
+                    continue  # a dangling link, a file removed while listing
+        out.sort()
+        return out
+
+    def listdir(self, location: str) -> list[str]:
+        try:
+            return sorted(os.listdir(location))
+        except OSError as e:
+            raise SegmentFileError(f"could not list directory: {e.strerror}", path=location, what="directory") from None
+
+    def read(self, location: str, limit: int | None = None) -> bytes:
+        try:
+            with open(location, "rb") as f:
+                return f.read(-1 if limit is None else limit)
+        except IsADirectoryError:
+            raise SegmentFileError("is a directory, not a file", path=location, what="directory") from None
+        except OSError as e:
+            raise SegmentFileError(f"could not read file: {e.strerror}", path=location, what="file") from None
+
+    def map(self, location: str):
+        import mmap
+
+        try:
+            with open(location, "rb") as f:
+                return mmap.mmap(f.fileno(), 0, flags=mmap.MAP_SHARED | getattr(mmap, "MAP_POPULATE", 0),
+                                 prot=mmap.PROT_READ)
+        except (OSError, ValueError):  # an empty file, a file system without mmap: read it instead
+            return None
+
+    def join(self, location: str, *names: str) -> str:
+        return os.path.join(location, *names)
+
+    @staticmethod
+    def name(location: str) -> str:
+        return os.path.basename(location.rstrip(os.sep)) or location
+
+    @staticmethod
+    def parent(location: str) -> str:
+        return os.path.dirname(location.rstrip(os.sep)) or "."
+
+    def relative(self, location: str, root: str) -> str:
+        return os.path.relpath(location, root)
+
+
+def _walk_error(e: OSError) -> None:
+    raise SegmentFileError(f"could not list directory: {e.strerror}", path=e.filename, what="directory")
+
+
+LOCAL = LocalStore()
+
+# Object stores by URL scheme: module and class, imported only when such a URL is given
+_STORES = {"s3": ("waldecode.wal.objectstore", "S3Store")}
+
+
+def store_for(location: str, options: InputOptions = DEFAULT_OPTIONS) -> Store:
+    """The store that holds ``location`` (a local path, ``file://`` URL, or an object store's URL)."""
+    m = URL_RE.match(str(location))
+    if m is None or m.group(1).lower() == "file":
+        return LOCAL
+    scheme = m.group(1).lower()
+    if scheme not in _STORES:
+        raise UsageError(f"{location}: waldecode reads local paths and " +
+                         ", ".join(f"{s}://" for s in _STORES) + f" URLs, not {scheme}:// "
+                         "(spark decode reads Hadoop's file systems: hdfs://, s3a://, ...)")
+    import importlib
+
+    module, cls = _STORES[scheme]
+    return getattr(importlib.import_module(module), cls)(options)
+
+
+def has_store(location: str) -> bool:
+    """Whether waldecode reads ``location`` itself (a local path, file://, a known object store's URL)."""
+    m = URL_RE.match(str(location))
+    return m is None or m.group(1).lower() in ("file", *_STORES)
+
+
+def local_path(location: str) -> str:
+    """A ``file://`` URL as the path it names; anything else as it is."""
+    s = str(location)
+    return s[7:] if s.startswith("file://") else s
