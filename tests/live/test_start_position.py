@@ -306,7 +306,8 @@ def test_a_start_outside_the_input_is_the_only_error(cluster, tmp_path):
 
 def test_a_catalog_snapshot_taken_after_the_start_and_a_ddl_is_reported(cluster, tmp_path):
     """Reading must begin before the snapshot, and a DDL committed in between: the output before the
-    snapshot was decoded with a catalog of later, and the run says so instead of passing it as right."""
+    snapshot would be decoded with a catalog of later, so the run refuses before decoding anything
+    (tests/live/test_catalog_choice.py holds the command line to it)."""
     with cluster.connect(DB) as conn:
         conn.execute("CREATE TABLE late (id int PRIMARY KEY)")
         conn.execute("CHECKPOINT")
@@ -319,10 +320,11 @@ def test_a_catalog_snapshot_taken_after_the_start_and_a_ddl_is_reported(cluster,
         conn.execute("CHECKPOINT")
         end = lsn_now(conn)
     wal = cluster.archive_wal(tmp_path / "wal", segment)
-    _rows, result = decode(catalog, wal, start, end)
-    assert any("the catalog snapshot was taken at" in w and "after the reading start" in w
-               for w in result.warnings), result.warnings
-    assert not result.complete
+    from waldecode.catalog.choose import SnapshotMismatchError
+
+    with pytest.raises(SnapshotMismatchError, match=r"^the catalog snapshot was taken at .*, after the reading "
+                                                    r"start .* changed the catalog in between"):
+        decode(catalog, wal, start, end)
 
 
 @pytest.mark.slow

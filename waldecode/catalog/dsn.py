@@ -99,7 +99,10 @@ SELECT CASE WHEN pg_is_in_recovery() THEN pg_last_wal_replay_lsn()::text
             ELSE pg_current_wal_lsn()::text END,
        pg_is_in_recovery(),
        current_setting('server_version'), current_setting('server_version_num')::int,
-       d.datname::text, d.oid::int8, d.dattablespace::int8
+       d.datname::text, d.oid::int8, d.dattablespace::int8,
+       -- the cluster's identity, checked against the WAL's; pg_control_system() may be revoked
+       CASE WHEN has_function_privilege('pg_control_system()', 'EXECUTE')
+            THEN (SELECT system_identifier::text FROM pg_control_system()) END
 FROM pg_database d WHERE d.datname = current_database()
 """
 
@@ -302,7 +305,7 @@ def _read_snapshot(cur, where: str, pages: "_PageReader") -> Catalog:
     row = cur.fetchone()
     if row is None:  # current_database() not in pg_database: impossible outside a race with DROP
         raise CatalogError(f"catalog snapshot from {where}: current database not found in pg_database")
-    lsn_text, in_recovery, server_version, version_num, datname, datoid, dattablespace = row
+    lsn_text, in_recovery, server_version, version_num, datname, datoid, dattablespace, sysid = row
     if version_num < MIN_SERVER_VERSION_NUM:
         raise CatalogError(f"catalog snapshot from {where}: PostgreSQL {server_version} is not supported "
                            "(13 or later needed)")
@@ -398,7 +401,7 @@ def _read_snapshot(cur, where: str, pages: "_PageReader") -> Catalog:
                    major=version_num // 10000, lsn=parse_lsn(lsn_text), database=datname,
                    database_oid=datoid, database_tablespace=dattablespace, settings=settings,
                    relations=relations, types=types, namespaces=namespaces, catalog_pages=catalog_pages,
-                   catalog_pages_note=note)
+                   catalog_pages_note=note, system_identifier=int(sysid) if sysid is not None else None)
 
 
 def _read_defaults(cur, relkinds) -> dict:

@@ -35,6 +35,9 @@ from .pg_catalog import FirstCatalogUserObjectId, RELKIND_TOASTVALUE
 # ``replication_origins`` (optional): the shared pg_replication_origin's rows, ``{"roident", "roname"}``
 # (the names pgoutput's Origin message carries).
 #
+# ``system_identifier`` (optional, still version 1): the cluster's, as pg_control holds it (a decimal
+# string: a uint64); a snapshot without it is not checked against the WAL's.
+#
 # ``catalog_pages`` (optional, still format version 1: older snapshots lack it and
 # are read as before, older readers ignore it) holds what the catalog history
 # (``catalog.history``) needs to redo catalog records on pages the WAL read shows no
@@ -299,6 +302,12 @@ class Catalog:
     inherits: dict = field(default_factory=dict)  # pg_inherits: inhrelid -> parents in inhseqno order
     # pg_replication_origin (shared): roident -> roname; None: not recorded
     replication_origins: dict | None = None
+    # pg_control's system_identifier of the cluster the snapshot is of; None: not recorded (older snapshots)
+    system_identifier: int | None = None
+    # Not in the JSON: the file it was loaded from (for messages), and the earliest reading start for which
+    # the WAL was found to hold no catalog change before ``lsn`` (``catalog.choose.check_snapshot``)
+    source: str = field(default="", repr=False, compare=False)
+    valid_from: int | None = field(default=None, repr=False, compare=False)
     _by_filenode: dict = field(default_factory=dict, repr=False)
 
     def __post_init__(self):
@@ -331,7 +340,9 @@ class Catalog:
         doc = {
             "format": FORMAT_NAME, "version": FORMAT_VERSION,
             "server_version": self.server_version, "server_version_num": self.server_version_num,
-            "major": self.major, "lsn": format_lsn(self.lsn), "database": self.database,
+            "major": self.major, "lsn": format_lsn(self.lsn),
+            **({"system_identifier": str(self.system_identifier)} if self.system_identifier is not None else {}),
+            "database": self.database,
             "database_oid": self.database_oid, "database_tablespace": self.database_tablespace,
             "settings": dict(self.settings),
             "relations": [_rel_to_dict(r) for r in sorted(self.relations.values(), key=lambda r: r.oid)],
@@ -411,7 +422,9 @@ class Catalog:
                                                for p in doc.get("publication_namespaces", ())},
                        inherits=inherits,
                        replication_origins=({int(o["roident"]): str(o["roname"]) for o in doc["replication_origins"]}
-                                            if "replication_origins" in doc else None))
+                                            if "replication_origins" in doc else None),
+                       system_identifier=(int(doc["system_identifier"]) if doc.get("system_identifier") is not None
+                                          else None))
         except (KeyError, TypeError, ValueError) as e:
             raise CatalogError(f"{source}: malformed catalog snapshot: {type(e).__name__}: {e}") from None
 
@@ -428,7 +441,9 @@ class Catalog:
                     text = f.read()
         except (OSError, EOFError) as e:
             raise CatalogError(f"cannot read catalog snapshot {path}: {getattr(e, 'strerror', None) or e}") from None
-        return cls.from_json(text, str(path))
+        catalog = cls.from_json(text, str(path))
+        catalog.source = str(path)
+        return catalog
 
 
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from ..catalog import Catalog
+from ..catalog.choose import check_snapshot
 from .decode import LogicalDecoder, NotDecoded
 from ..errors import WALError, format_lsn
 from .reorderbuffer import DEFAULT_MEMORY_BUDGET, DEFAULT_SPILL_THRESHOLD, OpenTransaction
@@ -54,7 +55,7 @@ def decode_wal(source, catalog: Catalog, plugin, *, plugin_options: dict | None 
                end_lsn: int | None = None, timeline: int | None = None, two_phase: bool = False,
                spill_dir: str | None = None, spill_threshold: int = DEFAULT_SPILL_THRESHOLD,
                memory_budget: int = DEFAULT_MEMORY_BUDGET, include_uncommitted: bool = False,
-               on_warning=None, observer=None, track=None) -> DecodeResult:
+               on_warning=None, observer=None, track=None, start_plan: tuple | None = None) -> DecodeResult:
     """Decode ``source`` (paths, or a ``walfile.SegmentSet``) through ``plugin``, started with
     ``plugin_options`` (as ``pg_recvlogical -o`` gives them).
 
@@ -69,13 +70,16 @@ def decode_wal(source, catalog: Catalog, plugin, *, plugin_options: dict | None 
     the last one unless an error ended the run (under Cython ``after_record`` sees the records the
     Python decoder takes, and every 1024th of the others).  ``track(reader)`` may wrap the reader
     (the progress line): the ``frames()`` of what it returns are read instead, and it is closed at
-    the end.
+    the end.  ``start_plan``: ``startpoint.reading_start``'s (plan, read_from) for these starts, when the
+    caller has it already.  Before anything is read, ``choose.check_snapshot`` refuses a snapshot of
+    another cluster, or one taken after the reading start with catalog changes in between.
     """
     segments = source if isinstance(source, SegmentSet) else discover(source, timeline)
     if segments.major != catalog.major:
         raise VersionMismatchError(f"the WAL was written by {segments.describe_version()} but the catalog snapshot "
                                    f"is from PostgreSQL {catalog.major}")
-    plan, read_from = reading_start(segments, start_lsn, restart_lsn)
+    plan, read_from = start_plan if start_plan is not None else reading_start(segments, start_lsn, restart_lsn)
+    check_snapshot(catalog, segments, read_from, start_lsn)
     reader = XLogReader(segments=segments, start_lsn=read_from, end_lsn=end_lsn)
     decoder = LogicalDecoder(catalog, plugin, two_phase=two_phase, spill_dir=spill_dir,
                              spill_threshold=spill_threshold, memory_budget=memory_budget,
@@ -100,7 +104,6 @@ def decode_wal(source, catalog: Catalog, plugin, *, plugin_options: dict | None 
     finally:
         if records is not reader:
             records.close()  # the progress line goes before anything else is printed
-        _check_catalog_age(decoder, catalog, read_from)
         result.open_transactions = decoder.finish(include_uncommitted, hint=_start_hint(plan, segments))
         result.stop = reader.stop
         result.last_end_lsn = reader.last_end_lsn
@@ -110,20 +113,6 @@ def decode_wal(source, catalog: Catalog, plugin, *, plugin_options: dict | None 
         if decoder.snapbuild.state == SNAPBUILD_CONSISTENT:
             result.consistent_lsn = decoder.snapbuild.consistent_lsn
     return result
-
-
-def _check_catalog_age(decoder: LogicalDecoder, catalog: Catalog, read_from: int | None) -> None:
-    """A snapshot taken after the reading start is right for the changes before it only if the catalog
-    did not change in between: when the WAL shows it did, say so (the output may be wrong there)."""
-    history = decoder.history
-    if history is None or read_from is None or not catalog.lsn or catalog.lsn <= read_from:
-        return
-    changed = [lsn for lsn in history.commit_lsns if read_from <= lsn < catalog.lsn]
-    if changed:
-        decoder.warn(f"the catalog snapshot was taken at {format_lsn(catalog.lsn)}, after the reading start "
-                      f"{format_lsn(read_from)}, and the catalog changed in between (a transaction committed "
-                      f"catalog changes at {format_lsn(changed[0])}): changes before {format_lsn(catalog.lsn)} "
-                      "were decoded with a catalog of later; take the snapshot before the start")
 
 
 def _start_hint(plan: StartPlan | None, segments: SegmentSet) -> str:

@@ -27,7 +27,8 @@ from ..catalog import Catalog
 from ..logical.decode import LogicalDecoder
 from ..errors import Error
 from ..output.base import OutputPlugin, OutputPluginOptions
-from ..logical.session import DecodeResult, _check_catalog_age, _start_hint
+from ..catalog.choose import check_snapshot
+from ..logical.session import DecodeResult, _start_hint
 from ..logical.snapbuild import SNAPBUILD_CONSISTENT, SNAPBUILD_FULL_SNAPSHOT, xid_precedes
 
 
@@ -242,6 +243,7 @@ def run_driver_pass(items, catalog: Catalog, plugin: OutputPlugin, *, plugin_opt
                     segments, nranges: int, nodes: frozenset, on_warning=None) -> Plan:
     """Feed ``items`` ((lsn, item) in LSN order, from phase 1) to a ``DriverDecoder`` as ``decode_wal``
     feeds records to its decoder, and plan phase 2."""
+    check_snapshot(catalog, segments, read_from, start_lsn)  # done by the CLI already: a no-op there
     decoder = DriverDecoder(catalog, plugin, two_phase=two_phase, segment_size=segments.seg_size,
                             plugin_options=plugin_options, start_decoding_at=start_lsn or 0,
                             assume_consistent=start_plan is not None and start_plan.assume_consistent,
@@ -266,7 +268,6 @@ def run_driver_pass(items, catalog: Catalog, plugin: OutputPlugin, *, plugin_opt
     except Error as e:
         error = e
         cutoff = lsn
-    _check_catalog_age(decoder, catalog, read_from)
     result.open_transactions = decoder.finish(include_uncommitted, hint=_start_hint(start_plan, segments))
     result.not_decoded = decoder.not_decoded
     result.ended_early = list(decoder.finished_early.values())
