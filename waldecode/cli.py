@@ -32,8 +32,16 @@ def _build_parser(command: str | None = None) -> argparse.ArgumentParser:
                          description="Print one line per WAL record in pg_waldump's format, or its --stats table.")
     ins.add_argument("paths", nargs="+", metavar="PATH",
                      help="WAL segment files or directories (pg_wal, an archive); .partial, .gz, .lz4, .zst accepted")
-    ins.add_argument("-s", "--start-lsn", type=argtypes.lsn, help="start at the first record at or after this LSN")
-    ins.add_argument("-e", "--end-lsn", type=argtypes.lsn, help="stop before the first record that ends after this LSN")
+    start = ins.add_mutually_exclusive_group()
+    start.add_argument("-s", "--start-lsn", type=argtypes.lsn, help="start at the first record at or after this LSN")
+    start.add_argument("--start-time", metavar="TIME",
+                       help="start at the first commit record whose time is at or after TIME (ISO 8601 or "
+                            "PostgreSQL's timestamptz text; UTC without an offset)")
+    end = ins.add_mutually_exclusive_group()
+    end.add_argument("-e", "--end-lsn", type=argtypes.lsn, help="stop before the first record that ends after this LSN")
+    end.add_argument("--end-time", metavar="TIME",
+                     help="stop before the first commit or abort record whose time is after TIME, as "
+                          "recovery_target_time does (UTC without an offset)")
     # pg_waldump's -z/--stats[=record]: the value only in the "=" form, so "--stats FILE" takes no value
     ins.add_argument("-z", "--stats", action="store_const", const="record",
                      help="print pg_waldump's statistics instead of records: per record type (the default, "
@@ -52,8 +60,9 @@ def _build_parser(command: str | None = None) -> argparse.ArgumentParser:
     dec = sub.add_parser("decode", help="decode WAL into row changes, as a logical slot would",
                          description="Decode WAL offline into the text an output plugin prints (test_decoding).")
     dec.add_argument("paths", nargs="+", metavar="PATH", help="WAL segment files or directories")
-    dec.add_argument("--catalog", metavar="FILE",
-                     help="catalog snapshot written by 'waldecode catalog' (relations, types, settings); "
+    dec.add_argument("--catalog", metavar="FILE|DIR",
+                     help="catalog snapshot written by 'waldecode catalog' (relations, types, settings), or a "
+                          "directory of them: the latest taken at or before the reading start is used; "
                           "not needed when --slot resumes")
     dec.add_argument("--format", default="test_decoding", choices=tuple(PLUGINS),
                      help="output plugin (sql: statements that redo the transactions, see --undo)")
@@ -65,15 +74,23 @@ def _build_parser(command: str | None = None) -> argparse.ArgumentParser:
     dec.add_argument("--parquet", metavar="DIR",
                      help="write the changes as Parquet files in DIR (new or empty), partitioned by table, "
                           "instead of text (docs/jsonl-parquet.md)")
-    dec.add_argument("-s", "--start-lsn", type=argtypes.lsn,
-                     help="decode what a logical slot confirmed up to this LSN (its confirmed_flush_lsn, "
-                          "pg_recvlogical --startpos) decodes: every transaction committing at or after it, "
-                          "whole, reading back through the input as far as needed; default: what a slot "
-                          "created at the input's first record decodes")
+    start = dec.add_mutually_exclusive_group()
+    start.add_argument("-s", "--start-lsn", type=argtypes.lsn,
+                       help="decode what a logical slot confirmed up to this LSN (its confirmed_flush_lsn, "
+                            "pg_recvlogical --startpos) decodes: every transaction committing at or after it, "
+                            "whole, reading back through the input as far as needed; default: what a slot "
+                            "created at the input's first record decodes")
+    start.add_argument("--start-time", metavar="TIME",
+                       help="as --start-lsn at the first commit whose time is at or after TIME (ISO 8601 or "
+                            "PostgreSQL's timestamptz text; without an offset in the snapshot's TimeZone)")
     dec.add_argument("--restart-lsn", type=argtypes.lsn,
                      help="with --start-lsn: the slot's restart_lsn; reading begins there, consistent from "
                           "there on as the server's slot is")
-    dec.add_argument("-e", "--end-lsn", type=argtypes.lsn, help="stop before the first record that ends after this LSN")
+    end = dec.add_mutually_exclusive_group()
+    end.add_argument("-e", "--end-lsn", type=argtypes.lsn, help="stop before the first record that ends after this LSN")
+    end.add_argument("--end-time", metavar="TIME",
+                     help="every transaction committing at or before TIME: stop before the first commit or abort "
+                          "whose time is after it, as recovery_target_time does")
     dec.add_argument("--two-phase", action="store_true",
                      help="decode prepared transactions at PREPARE, as a slot created with two_phase")
     dec.add_argument("--spill-dir", help="directory for .spill files (default: a temporary directory)")
@@ -220,8 +237,21 @@ def _report_stop_of(stop, end_lsn: int | None, prog: str = "waldecode") -> int:
 def cmd_inspect(args) -> int:
     from . import rmgr, waldump
 
-    reader = XLogReader(args.paths, args.start_lsn, args.end_lsn, timeline=args.timeline,
-                        verify_crc=args.verify_crc)
+    start_lsn, end_lsn, segments = args.start_lsn, args.end_lsn, None
+    if args.start_time is not None or args.end_time is not None:
+        from datetime import timezone
+
+        from .logical.targets import resolve_times
+        from .wal.segments import discover
+
+        segments = discover(args.paths, args.timeline)
+        bounds = resolve_times(segments, args.start_time, args.end_time, timezone.utc, start_lsn=start_lsn,
+                               verify_crc=args.verify_crc, what="inspect")
+        _print_notes(bounds.notes)
+        start_lsn = bounds.start_lsn
+        end_lsn = bounds.end_lsn if args.end_time is not None else end_lsn
+    reader = XLogReader(args.paths, start_lsn, end_lsn, timeline=args.timeline,
+                        verify_crc=args.verify_crc, segments=segments)
     wanted_rmgrs = None
     if args.rmgr:
         wanted_rmgrs = {rmgr.rmid_by_name(name) for name in args.rmgr}
@@ -238,11 +268,12 @@ def cmd_inspect(args) -> int:
 
 
 def cmd_decode(args) -> int:
-    from .catalog import Catalog
-    from .logical.session import decode_wal, missing_start_message
+    from .catalog.choose import check_snapshot, open_catalog_source
+    from .logical.session import decode_wal
+    from .logical.startpoint import reading_start
     from .wal.segments import discover
 
-    if args.restart_lsn is not None and args.start_lsn is None:
+    if args.restart_lsn is not None and args.start_lsn is None and args.start_time is None:
         raise UsageError("--restart-lsn goes with --start-lsn (the slot's confirmed_flush_lsn)")
     if args.parquet:
         parquet_conflicts(args)
@@ -255,17 +286,28 @@ def cmd_decode(args) -> int:
     slot_state = None
     if args.slot:
         slot_state = _open_slot(args, segments, options)
+    source = None
+    if slot_state is None:
+        if not args.catalog:
+            raise UsageError("--catalog FILE is needed (a snapshot written by 'waldecode catalog')")
+        source = open_catalog_source(args.catalog, segments)
+    start_lsn, end_lsn = args.start_lsn, args.end_lsn
+    if args.start_time is not None or args.end_time is not None:
+        start_lsn, end_lsn = time_bounds(args, segments, source.time_zone() if source else
+                                         slot_state.catalog.settings.get("TimeZone", "UTC"))
     if slot_state is not None:
         catalog = slot_state.catalog
         # As a server slot: an earlier start position is ignored, a later one is taken
-        start_lsn = max(slot_state.confirmed_lsn, args.start_lsn or 0)
+        start_lsn = max(slot_state.confirmed_lsn, start_lsn or 0)
         restart_lsn = slot_state.restart_lsn
     else:
-        if not args.catalog:
-            raise UsageError("--catalog FILE is needed (a snapshot written by 'waldecode catalog')")
-        catalog = Catalog.load(args.catalog)
-        start_lsn, restart_lsn = args.start_lsn, args.restart_lsn
-    fit_catalog(catalog, segments, args.settings, args.catalog)
+        restart_lsn = args.restart_lsn
+    start_plan = reading_start(segments, start_lsn, restart_lsn)
+    if slot_state is None:
+        catalog = source.for_start(reading_from(start_plan, segments), say=_say)
+    fit_catalog(catalog, segments, args.settings, catalog.source or args.catalog)
+    # Before the slot file and the output exist: a snapshot of another cluster, or of later than the start
+    check_snapshot(catalog, segments, start_plan[1], start_lsn)
     from .forensics.cli import decode_start_warnings
 
     for w in decode_start_warnings(args.paths, segments, start_lsn):
@@ -309,10 +351,10 @@ def cmd_decode(args) -> int:
     try:
         result = decode_wal(segments, catalog, plugin, plugin_options=options, start_lsn=start_lsn,
                             restart_lsn=restart_lsn,
-                            end_lsn=args.end_lsn, two_phase=slot_state.two_phase if slot_state else args.two_phase,
+                            end_lsn=end_lsn, two_phase=slot_state.two_phase if slot_state else args.two_phase,
                             spill_dir=spill_dir, spill_threshold=args.spill_threshold,
                             memory_budget=args.memory_budget, include_uncommitted=args.include_uncommitted,
-                            on_warning=warn, observer=keeper, track=track)
+                            on_warning=warn, observer=keeper, track=track, start_plan=start_plan)
     except BaseException:
         out.close(create=False)  # an input error before any output leaves no empty file behind
         raise
@@ -320,6 +362,36 @@ def cmd_decode(args) -> int:
     for problem in getattr(plugin, "problems", ()):
         print(f"waldecode: {problem}", file=sys.stderr)
     return report_decode_result(result, segments, start_lsn)
+
+
+def time_bounds(args, segments, snapshot_zone: str) -> tuple:
+    """(start LSN, end LSN) of ``--start-time``/``--end-time`` (``decode``, ``spark decode``), or of the LSN
+    options; a time without an offset is read in the snapshot's TimeZone (``--set TimeZone=`` overrides it)."""
+    from .logical.targets import resolve_times, zone_named
+
+    name = snapshot_zone
+    for item in args.settings:
+        key, sep, value = item.partition("=")
+        if sep and key == "TimeZone":
+            name = value
+    zone = zone_named(name, "the snapshot's TimeZone")
+    bounds = resolve_times(segments, args.start_time, args.end_time, zone, start_lsn=args.start_lsn)
+    _print_notes(bounds.notes)
+    return bounds.start_lsn, bounds.end_lsn if args.end_time is not None else args.end_lsn
+
+
+def reading_from(start_plan: tuple, segments) -> int:
+    """Where reading begins, for choosing the snapshot: ``reading_start``'s, or the input's first segment."""
+    return start_plan[1] if start_plan[1] is not None else segments.first_segno * segments.seg_size
+
+
+def _say(line: str) -> None:
+    print(f"waldecode: {line}", file=sys.stderr)
+
+
+def _print_notes(notes) -> None:
+    for note in notes:
+        print(f"waldecode: note: {note}", file=sys.stderr)
 
 
 def parquet_conflicts(args) -> None:

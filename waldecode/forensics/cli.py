@@ -101,8 +101,13 @@ def cmd_diverge(args) -> int:
         options.setdefault("conflict", "guard")
     catalog = Catalog.load(args.catalog)
     # the WAL's version: from any one timeline's segments (the old one is chosen later, from the history)
-    fit_catalog(catalog, discover(args.old, args.old_timeline or max(scan(args.old).by_tli)), args.settings,
-                args.catalog)
+    old_segments = discover(args.old, args.old_timeline or max(scan(args.old).by_tli))
+    fit_catalog(catalog, old_segments, args.settings, args.catalog)
+    # another cluster's snapshot, before anything is read (one of later than the reading start is
+    # refused by decode_wal before it decodes: catalog.choose.check_snapshot)
+    from ..catalog.choose import check_cluster
+
+    check_cluster(catalog, old_segments)
     warn = lambda m: print(f"waldecode: warning: {m}", file=sys.stderr)  # noqa: E731
     newprimary = NewPrimary(args.dsn) if args.dsn else None
     try:

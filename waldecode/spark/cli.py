@@ -43,13 +43,19 @@ def add_arguments(sub) -> None:
                      help="Spark master: local[N], spark://HOST:PORT, yarn, k8s://... (default local[*])")
     dec.add_argument("--conf", dest="confs", action="append", default=[], metavar="KEY=VALUE",
                      help="a Spark setting (repeatable)")
-    dec.add_argument("--catalog", required=True, metavar="FILE", help="catalog snapshot written by 'waldecode catalog'")
+    dec.add_argument("--catalog", required=True, metavar="FILE|DIR",
+                     help="catalog snapshot written by 'waldecode catalog', or a directory of them (as for decode)")
     dec.add_argument("--format", default="test_decoding", choices=tuple(PLUGINS), help="output plugin")
     dec.add_argument("-o", "--option", dest="options", action="append", default=[], metavar="NAME[=VALUE]",
                      help="output plugin option, as pg_recvlogical -o passes it (repeatable)")
-    dec.add_argument("-s", "--start-lsn", type=argtypes.lsn, help="as for decode: the slot's confirmed position")
+    start = dec.add_mutually_exclusive_group()
+    start.add_argument("-s", "--start-lsn", type=argtypes.lsn, help="as for decode: the slot's confirmed position")
+    start.add_argument("--start-time", metavar="TIME", help="as for decode: from the first commit at or after TIME")
     dec.add_argument("--restart-lsn", type=argtypes.lsn, help="as for decode: the slot's restart_lsn")
-    dec.add_argument("-e", "--end-lsn", type=argtypes.lsn, help="stop before the first record that ends after this LSN")
+    end = dec.add_mutually_exclusive_group()
+    end.add_argument("-e", "--end-lsn", type=argtypes.lsn, help="stop before the first record that ends after this LSN")
+    end.add_argument("--end-time", metavar="TIME",
+                     help="as for decode: stop before the first commit or abort whose time is after TIME")
     dec.add_argument("--two-phase", action="store_true", help="decode prepared transactions at PREPARE")
     dec.add_argument("--set", dest="settings", action="append", default=[], metavar="NAME=VALUE",
                      help="override a setting output depends on (as for decode)")
@@ -249,18 +255,48 @@ def cmd_spark_prepare(args) -> int:
 
 
 def cmd_spark_decode(args) -> int:
-    from ..catalog import Catalog
-    from ..cli import _settle_gc, fit_catalog, parquet_conflicts, plugin_options, report_decode_result
+    from ..catalog.choose import check_snapshot, open_catalog_source
+    from ..cli import (
+        _say,
+        _settle_gc,
+        fit_catalog,
+        parquet_conflicts,
+        plugin_options,
+        reading_from,
+        report_decode_result,
+        time_bounds,
+    )
+    from ..logical.startpoint import reading_start
     from ..wal.segments import discover
     from .hadoopfs import discover_hadoop, is_uri
     from .job import SparkExecutor, decode_spark
 
-    if args.restart_lsn is not None and args.start_lsn is None:
+    def fit(segments):
+        """The catalog for the start (a directory's choice said on stderr), checked against the WAL before
+        any output, and the start and end LSNs (times resolved)."""
+        source = open_catalog_source(args.catalog, segments)
+        start_lsn, end_lsn = args.start_lsn, args.end_lsn
+        if args.start_time is not None or args.end_time is not None:
+            start_lsn, end_lsn = time_bounds(args, segments, source.time_zone())
+        start_plan = reading_start(segments, start_lsn, args.restart_lsn)
+        catalog = source.for_start(reading_from(start_plan, segments), say=_say)
+        fit_catalog(catalog, segments, args.settings, catalog.source or args.catalog)
+        check_snapshot(catalog, segments, start_plan[1], start_lsn)
+        return catalog, start_lsn, end_lsn
+
+    if args.restart_lsn is not None and args.start_lsn is None and args.start_time is None:
         raise UsageError("--restart-lsn goes with --start-lsn (the slot's confirmed_flush_lsn)")
     hadoop = any(is_uri(p) for p in args.paths)
     if hadoop and args.parquet:
         raise UsageError("--parquet goes with WAL in a local directory (the dataset is written to a directory "
                          "the driver and the executors share): give the WAL as a local directory")
+    options = plugin_options(args.options)
+    segments = catalog = None
+    start_lsn, end_lsn = args.start_lsn, args.end_lsn
+    if not hadoop:
+        segments = discover(args.paths, args.timeline)
+        catalog, start_lsn, end_lsn = fit(segments)  # before the Parquet directory is made
+        _note_size(segments, args.quiet, args.master)
     plugin = plugin_class(args.format)
     make_plugin = plugin
     if args.parquet:
@@ -272,13 +308,6 @@ def cmd_spark_decode(args) -> int:
         prepare_directory(args.parquet)
         # every range's task writes its own files into the one dataset (a directory the executors share)
         make_plugin = functools.partial(ParquetOutput, directory=os.path.abspath(args.parquet))
-    catalog = Catalog.load(args.catalog)
-    options = plugin_options(args.options)
-    segments = None
-    if not hadoop:
-        segments = discover(args.paths, args.timeline)
-        fit_catalog(catalog, segments, args.settings, args.catalog)
-        _note_size(segments, args.quiet, args.master)
     ranges = args.ranges
     if not plugin.ranges_apart and plugin.in_one_range and not args.parquet:
         # its output depends on everything written before (pgoutput: a relation's schema goes out once
@@ -299,13 +328,13 @@ def cmd_spark_decode(args) -> int:
         if hadoop:
             # Listing and the driver's reads go through Spark's Hadoop file systems (hdfs://, s3a://, file://)
             segments = discover_hadoop(spark, args.paths, args.timeline)
-            fit_catalog(catalog, segments, args.settings, args.catalog)
+            catalog, start_lsn, end_lsn = fit(segments)
             _note_size(segments, args.quiet, args.master)
         executor = SparkExecutor(spark, ranges)
         _settle_gc()  # the driver's pass makes a long-lived plan of millions of small objects
         try:
             result = decode_spark(executor, segments, catalog, make_plugin, out, plugin_options=options,
-                                  start_lsn=args.start_lsn, restart_lsn=args.restart_lsn, end_lsn=args.end_lsn,
+                                  start_lsn=start_lsn, restart_lsn=args.restart_lsn, end_lsn=end_lsn,
                                   two_phase=args.two_phase, include_uncommitted=args.include_uncommitted,
                                   segments_per_run=args.segments_per_task, parts_dir=parts_dir, on_warning=warn)
         except Error:
@@ -326,7 +355,7 @@ def cmd_spark_decode(args) -> int:
     finally:
         if own_session:
             stop_context(spark)
-    return report_decode_result(result, segments, args.start_lsn)
+    return report_decode_result(result, segments, start_lsn)
 
 
 def stop_context(spark) -> None:

@@ -108,7 +108,7 @@ def snapshot_from_datadir(pgdata, database: str | None = None, *, role: str | No
                        server_version=str(major), server_version_num=major * 10000, major=major,
                        lsn=dd.control.checkPoint, database=datname, database_oid=datoid,
                        database_tablespace=dattablespace, settings=settings, relations=rels, types=types,
-                       namespaces=dict(namespaces))
+                       namespaces=dict(namespaces), system_identifier=dd.control.system_identifier)
 
     if db.missing:
         relations = _with_missing_values(make(relations), db.missing, db.atts.table.path)
