@@ -116,12 +116,29 @@ def _build_parser(command: str | None = None) -> argparse.ArgumentParser:
 
     cat = sub.add_parser("catalog", help="write a catalog snapshot for decode",
                          description="Write the catalog snapshot 'waldecode decode' needs, from a live server "
-                                     "(--dsn) or from a stopped cluster's data directory or a base backup "
-                                     "(--datadir).")
+                                     "(--dsn), from a stopped cluster's data directory or a base backup "
+                                     "(--datadir), or from a backup a pgBackRest repository or barman keeps "
+                                     "(--backup).")
     src = cat.add_mutually_exclusive_group(required=True)
     src.add_argument("--dsn", help="libpq connection string of the database to decode")
-    src.add_argument("--datadir", metavar="PGDATA", help="data directory of a stopped cluster, or a base backup")
-    cat.add_argument("--database", help="with --datadir: the database to decode (default: the only user database)")
+    src.add_argument("--datadir", metavar="PGDATA", help="data directory of a stopped cluster, or a base backup "
+                                                          "(a barman backup directory too, tar archives included)")
+    src.add_argument("--backup", metavar="PATH",
+                     help="a pgBackRest repository (its root, backup/<stanza>, or one set) or a barman server or "
+                          "backup directory: the catalog is read from one backup's files (default: the latest)")
+
+    def before_arg(text: str):
+        from .catalog.backups import before_arg
+
+        return before_arg(text)
+
+    cat.add_argument("--stanza", help="with --backup: the pgBackRest stanza, when the repository holds several")
+    cat.add_argument("--backup-set", metavar="LABEL", help="with --backup: the backup to read, by its label")
+    cat.add_argument("--before", metavar="LSN|TIME", type=before_arg,
+                     help="with --backup: the latest backup whose stop LSN (its consistency point) is at or before "
+                          "LSN, or that stopped at or before TIME (ISO 8601; UTC unless it gives an offset)")
+    cat.add_argument("--database", help="with --datadir or --backup: the database to decode (default: the only "
+                                        "user database)")
     cat.add_argument("--pages", choices=("auto", "get_raw_page", "pg_read_binary_file", "none"),
                      help="with --dsn: how the catalogs' pages are read (default auto: pageinspect's get_raw_page "
                           "if installed and permitted, else the relation files after a CHECKPOINT); none: a snapshot "
@@ -523,17 +540,40 @@ def _open_slot(args, segments, options: dict):
 
 
 def cmd_catalog(args) -> int:
-    """Take a snapshot from a live server or a data directory and write its JSON.  A snapshot that cannot
-    be taken is one error line (exit 1); warnings (a server may be running on the data directory, it was
-    not shut down cleanly, wal_level is not logical, catalog pages are missing) are one line each, and
-    the snapshot is still written."""
+    """Take a snapshot from a live server, a data directory or a backup and write its JSON.  A snapshot
+    that cannot be taken is one error line (exit 1); warnings (a server may be running on the data
+    directory, it was not shut down cleanly, wal_level is not logical, catalog pages are missing) are
+    one line each, and the snapshot is still written."""
     prog = "waldecode"
 
     def warn(message: str) -> None:
         print(f"{prog}: warning: {message}", file=sys.stderr)
 
+    if not args.backup and (args.stanza or args.backup_set or args.before):
+        raise UsageError("--stanza, --backup-set and --before go with --backup")
     try:
-        if args.datadir:
+        backup = None
+        if args.backup:
+            from .catalog.backups import find_backup
+
+            before_lsn, before_time = args.before or (None, None)
+            backup = find_backup(args.backup, args.stanza, args.backup_set, before_lsn, before_time)
+        elif args.datadir:
+            from .catalog.backups import datadir_backup
+
+            backup = datadir_backup(args.datadir)
+        if backup is not None:
+            if args.pages:
+                raise UsageError("--pages goes with --dsn; from a backup the pages are read from its files")
+            from .catalog.datadir import snapshot_from_datadir
+
+            print(f"{prog}: catalog from {backup.describe()}", file=sys.stderr)
+            try:
+                catalog = snapshot_from_datadir(backup.source, args.database, warn=warn)
+            finally:
+                backup.close()
+            where = f"the last start of the cluster in {backup.tool} backup {backup.label}"
+        elif args.datadir:
             if args.pages:
                 raise UsageError("--pages goes with --dsn; with --datadir the pages are read from the files")
             from .catalog.datadir import snapshot_from_datadir

@@ -3,7 +3,8 @@
 ``control`` (PG_VERSION, pg_control), ``relmap`` (pg_filenode.map), ``clog`` (pg_xact,
 pg_multixact: tuple visibility), ``heapscan`` (heap pages and scans), ``catalogs`` (catalog
 tables and their rows), ``settings`` (configuration files and ALTER ... SET) and ``snapshot``
-(the ``Catalog``) read the files as the server itself would at startup.
+(the ``Catalog``) read the files as the server itself would at startup, each through ``files``
+(where they are kept: a directory, a pgBackRest backup set, a barman backup).
 """
 
 from .catalogs import PG_ATTRIBUTE_FIXED, read_pg_authid, read_pg_database

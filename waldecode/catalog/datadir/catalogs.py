@@ -34,6 +34,7 @@ from ..pg_catalog import (
 from ...pg.relpath import database_path, tablespace_version_directory
 from .clog import TransactionStatus
 from .control import read_pg_control, read_pg_version
+from .files import DataFiles, data_files
 from .heapscan import HeapScan, HeapTuple
 from .relmap import RELMAPPER_FILENAME, read_relmap_file
 
@@ -97,17 +98,19 @@ class CatalogTable:
 
 
 class DataDir:
-    """Paths, pg_control, mapper files and catalog scans of one data directory."""
+    """Paths, pg_control, mapper files and catalog scans of one data directory (a path or a
+    ``DataFiles``: every file is read through ``files``; ``pgdata`` is its root, as messages name it)."""
 
-    def __init__(self, pgdata: str, warn: Callable[[str], None]):
-        self.pgdata = pgdata
+    def __init__(self, pgdata: str | DataFiles, warn: Callable[[str], None]):
+        self.files = files = data_files(pgdata)
+        self.pgdata = pgdata = files.root
         self.warn = warn
-        self.major = read_pg_version(pgdata)
-        self.control = read_pg_control(pgdata, self.major)
-        self.xact = TransactionStatus(pgdata, self.control)
+        self.major = read_pg_version(files)
+        self.control = read_pg_control(files, self.major)
+        self.xact = TransactionStatus(files, self.control)
         #: the server encoding names and text are decoded with (the chosen database's, once known)
         self.encoding = "UTF8"
-        self.shared_map = read_relmap_file(os.path.join(pgdata, "global", RELMAPPER_FILENAME), self.major)
+        self.shared_map = read_relmap_file(os.path.join(pgdata, "global", RELMAPPER_FILENAME), self.major, files)
         self._att_fixed = _layout_from_spec(PG_ATTRIBUTE_FIXED[self.major])
         self.attribute_cache: dict[str, AttributeRows] = {}  # database directory -> its pg_attribute
 
@@ -117,7 +120,7 @@ class DataDir:
         return os.path.join(self.pgdata, database_path(spcoid, dboid, version_directory))
 
     def scan(self, path: str) -> HeapScan:
-        return HeapScan(path, self.xact, self.control.relseg_size)
+        return HeapScan(path, self.xact, self.control.relseg_size, self.files)
 
     def layout(self, table: CatalogTable, columns: tuple[str, ...]) -> CatalogLayout:
         try:
@@ -265,15 +268,15 @@ def bootstrap_database_dir(dd: DataDir) -> str:
     """A database directory whose pg_attribute describes the shared catalogs: template1's, else any."""
     base = os.path.join(dd.pgdata, "base")
     first = os.path.join(base, str(Template1DbOid))
-    if os.path.exists(os.path.join(first, RELMAPPER_FILENAME)):
+    if dd.files.exists(os.path.join(first, RELMAPPER_FILENAME)):
         return first
     try:
-        entries = sorted((int(e) for e in os.listdir(base) if e.isdigit()))
+        entries = sorted((int(e) for e in dd.files.listdir(base) if e.isdigit()))
     except OSError as e:
         raise CatalogError(f"cannot list {base}: {e.strerror}") from None
     for oid in entries:
         path = os.path.join(base, str(oid))
-        if os.path.exists(os.path.join(path, RELMAPPER_FILENAME)):
+        if dd.files.exists(os.path.join(path, RELMAPPER_FILENAME)):
             return path
     raise CatalogError(f"{base}: no database directory with a {RELMAPPER_FILENAME}")
 
@@ -285,7 +288,8 @@ def read_pg_database(dd: DataDir, wanted: str | None) -> tuple[int, str, int, in
     pg_database's layout comes from the pg_attribute of template1 (or of any database).
     """
     boot_dir = bootstrap_database_dir(dd)
-    atts = dd.read_pg_attribute(boot_dir, read_relmap_file(os.path.join(boot_dir, RELMAPPER_FILENAME), dd.major))
+    atts = dd.read_pg_attribute(boot_dir, read_relmap_file(os.path.join(boot_dir, RELMAPPER_FILENAME), dd.major,
+                                                            dd.files))
     table = shared_table(dd, atts, "pg_database", DatabaseRelationId)
     rows = list(dd.rows(table, ("oid", "datname", "dattablespace", "encoding", "datistemplate", "datconnlimit",
                                 "datcollate", "datctype")))

@@ -31,6 +31,7 @@ from ...pg.transam import (
 )
 from ..model import CatalogError
 from .control import BLCKSZ
+from .files import data_files
 
 # src/include/access/clog.h, src/backend/access/transam/clog.c
 TRANSACTION_STATUS_IN_PROGRESS = 0x00
@@ -62,8 +63,9 @@ class TransactionStatus:
     ``clog_lookups`` counts xids whose status had to be read from pg_xact (the tuple had no hint bit).
     """
 
-    def __init__(self, pgdata: str, control):
-        self.pgdata = pgdata
+    def __init__(self, pgdata, control):
+        self.files = data_files(pgdata)  # a path or a DataFiles
+        self.pgdata = self.files.root
         self.control = control
         self._segments: dict[tuple[str, int], bytes | None] = {}
         self.clog_lookups = 0
@@ -74,8 +76,7 @@ class TransactionStatus:
         key = (subdir, segno)
         if key not in self._segments:
             try:
-                with open(path, "rb") as f:
-                    self._segments[key] = f.read()
+                self._segments[key] = self.files.read(path)
             except FileNotFoundError:
                 self._segments[key] = None
             except OSError as e:

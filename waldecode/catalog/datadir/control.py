@@ -17,6 +17,7 @@ from crc32c import crc32c
 
 from ...pg.quote import NAMEDATALEN
 from ..model import CatalogError
+from .files import LOCAL, DataFiles, data_files
 
 SUPPORTED_MAJORS = range(13, 19)
 
@@ -119,12 +120,11 @@ def control_file_data(major: int) -> Struct:
     )
 
 
-def read_head(path: str, size: int, missing: str, what: str = "") -> bytes:
-    """The first ``size`` bytes of a file; ``CatalogError`` saying ``missing`` when it does not exist, and
-    naming the file (``what`` first) when it cannot be read."""
+def read_head(path: str, size: int, missing: str, what: str = "", files: DataFiles = LOCAL) -> bytes:
+    """The first ``size`` bytes of a file (of ``files``); ``CatalogError`` saying ``missing`` when it does
+    not exist, and naming the file (``what`` first) when it cannot be read."""
     try:
-        with open(path, "rb") as f:
-            return f.read(size)
+        return files.read(path, size)
     except FileNotFoundError:
         raise CatalogError(missing) from None
     except OSError as e:
@@ -136,14 +136,16 @@ def state_name(state: int) -> str:
     return DB_STATE_NAMES.get(state, f"unknown state {state}")
 
 
-def read_pg_version(pgdata: str) -> int:
-    """The major version in ``PG_VERSION`` (written by initdb): the data directory's format."""
+def read_pg_version(pgdata) -> int:
+    """The major version in ``PG_VERSION`` (written by initdb): the data directory's format (``pgdata``:
+    a path or a ``DataFiles``)."""
+    files = data_files(pgdata)
+    pgdata = files.root
     path = os.path.join(pgdata, "PG_VERSION")
-    if not os.path.isdir(pgdata):
+    if not files.isdir(pgdata):
         raise CatalogError(f"{pgdata}: not a directory")
     try:
-        with open(path, encoding="ascii", errors="replace") as f:
-            text = f.read(64).strip()
+        text = files.read(path, 64).decode("ascii", errors="replace").strip()
     except FileNotFoundError:
         raise CatalogError(f"{pgdata}: not a PostgreSQL data directory (no PG_VERSION file)") from None
     except OSError as e:
@@ -157,11 +159,14 @@ def read_pg_version(pgdata: str) -> int:
     return major
 
 
-def read_pg_control(pgdata: str, major: int):
+def read_pg_control(pgdata, major: int):
     """``global/pg_control``: ControlFileData (a ``construct`` container, PostgreSQL's field names), its
-    CRC-32C and sizes checked (xlog.c ReadControlFile)."""
+    CRC-32C and sizes checked (xlog.c ReadControlFile); ``pgdata``: a path or a ``DataFiles``."""
+    files = data_files(pgdata)
+    pgdata = files.root
     path = os.path.join(pgdata, "global", "pg_control")
-    data = read_head(path, PG_CONTROL_FILE_SIZE, f"{pgdata}: not a PostgreSQL data directory (no global/pg_control)")
+    data = read_head(path, PG_CONTROL_FILE_SIZE, f"{pgdata}: not a PostgreSQL data directory (no global/pg_control)",
+                     files=files)
     layout = control_file_data(major)
     if len(data) < layout.sizeof():
         raise CatalogError(f"{path}: file is {len(data)} bytes, too short for a PostgreSQL {major} control file")

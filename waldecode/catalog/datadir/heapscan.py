@@ -10,7 +10,6 @@ catalog history's full-page images and a live server's catalog pages; damage rai
 
 from __future__ import annotations
 
-import os
 import struct
 from typing import Iterator, NamedTuple
 
@@ -18,6 +17,7 @@ from ...heap.heaptuple import HeapTupleHeaderData, SizeofHeapTupleHeader
 from ..model import CatalogError
 from .clog import TransactionStatus, tuple_is_visible
 from .control import BLCKSZ, MAXIMUM_ALIGNOF
+from .files import LOCAL, DataFiles
 
 # src/include/storage/bufpage.h, itemid.h
 SizeOfPageHeaderData = 24
@@ -84,13 +84,13 @@ def read_heap_page(page: bytes, path: str, blkno: int) -> list[tuple[int, int, i
     return items
 
 
-def relation_segments(base_path: str) -> Iterator[str]:
+def relation_segments(base_path: str, files: DataFiles = LOCAL) -> Iterator[str]:
     """The main-fork segment files of a relation: ``base_path``, ``base_path.1``, … while they exist."""
-    if not os.path.exists(base_path):
+    if not files.exists(base_path):
         raise CatalogError(f"relation file {base_path} is missing")
     yield base_path
     segno = 1
-    while os.path.exists(f"{base_path}.{segno}"):
+    while files.exists(f"{base_path}.{segno}"):
         yield f"{base_path}.{segno}"
         segno += 1
 
@@ -121,12 +121,14 @@ def page_lsn(page: bytes) -> int:
 
 
 class HeapScan:
-    """Sequential scan of a heap relation's files yielding the tuples visible per ``tuple_is_visible``."""
+    """Sequential scan of a heap relation's files (of ``files``) yielding the tuples visible per
+    ``tuple_is_visible``."""
 
-    def __init__(self, base_path: str, xact: TransactionStatus, relseg_size: int):
+    def __init__(self, base_path: str, xact: TransactionStatus, relseg_size: int, files: DataFiles = LOCAL):
         self.base_path = base_path
         self.xact = xact
         self.relseg_size = relseg_size
+        self.files = files
 
     #: pages read from a segment file at a time
     CHUNK_PAGES = 256
@@ -137,10 +139,10 @@ class HeapScan:
 
     def pages(self) -> Iterator[tuple[str, int, bytes]]:
         """(segment file, block number, page) of every block of the relation."""
-        for segno, path in enumerate(relation_segments(self.base_path)):
+        for segno, path in enumerate(relation_segments(self.base_path, self.files)):
             blkno = segno * self.relseg_size
             try:
-                with open(path, "rb") as f:
+                with self.files.open(path) as f:
                     while True:
                         data = f.read(BLCKSZ * self.CHUNK_PAGES)
                         if not data:

@@ -14,6 +14,7 @@ from crc32c import crc32c
 
 from ..model import CatalogError
 from .control import read_head
+from .files import LOCAL, DataFiles
 
 RELMAPPER_FILENAME = "pg_filenode.map"
 RELMAPPER_FILEMAGIC = 0x592717
@@ -40,11 +41,11 @@ def rel_map_file(major: int) -> Struct:
     )
 
 
-def read_relmap_file(path: str, major: int) -> dict[int, int]:
-    """A ``pg_filenode.map``: {catalog OID: relfilenode}, magic, count and CRC-32C checked."""
+def read_relmap_file(path: str, major: int, files: DataFiles = LOCAL) -> dict[int, int]:
+    """A ``pg_filenode.map`` (of ``files``): {catalog OID: relfilenode}, magic, count and CRC-32C checked."""
     layout = rel_map_file(major)
     size = layout.sizeof()
-    data = read_head(path, size, f"relation mapper file {path} is missing", "relation mapper file ")
+    data = read_head(path, size, f"relation mapper file {path} is missing", "relation mapper file ", files)
     needed = size - (4 if major < 16 else 0)
     if len(data) < needed:
         raise CatalogError(f"relation mapper file {path}: {len(data)} bytes, expected {needed} or more")

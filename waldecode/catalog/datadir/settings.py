@@ -19,6 +19,7 @@ from ...heap.varlena import ToastPointer
 from ..model import DEFAULT_SETTINGS, CatalogError
 from ..pg_catalog import DbRoleSettingRelationId, TEXTARRAYOID, value_converter
 from .catalogs import AttributeRows, DataDir, fetch_toast_value, shared_table
+from .files import LOCAL, DataFiles, data_files
 
 # guc-file.l: name [=] value [# comment]; a value is a quoted string ('' and backslash escapes),
 # or an unquoted token (identifier, number with unit, …)
@@ -58,16 +59,23 @@ def _deescape(quoted: str) -> str:
     return "".join(out)
 
 
-def parse_config_file(path: str, into: dict[str, tuple[str, str]], depth: int = 0, strict: bool = True) -> bool:
+def _text(data: bytes) -> str:
+    """A configuration file's text as ``open(path, encoding="utf-8", errors="surrogateescape")`` reads it
+    (universal newlines)."""
+    return data.decode("utf-8", errors="surrogateescape").replace("\r\n", "\n").replace("\r", "\n")
+
+
+def parse_config_file(path: str, into: dict[str, tuple[str, str]], depth: int = 0, strict: bool = True,
+                      files: DataFiles = LOCAL) -> bool:
     """ParseConfigFile: ``name = value`` lines into ``into`` {lowercase name: (value, file)}, the
     last occurrence winning; ``include``, ``include_if_exists`` and ``include_dir`` followed
     (relative to the including file).  Returns False if the file does not exist and not ``strict``.
+    Files are read through ``files`` (a backup holds none outside its data directory).
     """
     if depth > 10:
         raise CatalogError(f"{path}: configuration files nested too deeply (include loop?)")
     try:
-        with open(path, encoding="utf-8", errors="surrogateescape") as f:
-            lines = f.read().split("\n")
+        lines = _text(files.read(path)).split("\n")
     except FileNotFoundError:
         if strict:
             raise CatalogError(f"configuration file {path} is missing") from None
@@ -87,23 +95,22 @@ def parse_config_file(path: str, into: dict[str, tuple[str, str]], depth: int = 
         if name in ("include", "include_if_exists", "include_dir"):
             target = value if os.path.isabs(value) else os.path.join(here, value)
             if name == "include_dir":
-                if os.path.isdir(target):
-                    for entry in sorted(os.listdir(target)):
+                if files.isdir(target):
+                    for entry in sorted(files.listdir(target)):
                         if entry.endswith(".conf") and not entry.startswith("."):
-                            parse_config_file(os.path.join(target, entry), into, depth + 1)
+                            parse_config_file(os.path.join(target, entry), into, depth + 1, files=files)
             else:
-                parse_config_file(target, into, depth + 1, strict=name == "include")
+                parse_config_file(target, into, depth + 1, strict=name == "include", files=files)
             continue
         into[name] = (value, path)
     return True
 
 
-def _postmaster_opts(pgdata: str) -> list[tuple[str, str]]:
+def _postmaster_opts(files: DataFiles) -> list[tuple[str, str]]:
     """``-c name=value`` / ``--name=value`` options of the last start, from ``postmaster.opts``."""
-    path = os.path.join(pgdata, "postmaster.opts")
+    path = os.path.join(files.root, "postmaster.opts")
     try:
-        with open(path, encoding="utf-8", errors="surrogateescape") as f:
-            text = f.read()
+        text = _text(files.read(path))
     except OSError:
         return []
     args = re.findall(r'"((?:[^"\\]|\\.)*)"|(\S+)', text)
@@ -195,7 +202,7 @@ def _normalise(name: str, value: str, previous: str) -> str:
     return value
 
 
-def read_settings(pgdata: str, db_settings: list[list[str]] = (), warn: Callable[[str], None] | None = None
+def read_settings(pgdata, db_settings: list[list[str]] = (), warn: Callable[[str], None] | None = None
                   ) -> dict[str, str]:
     """The settings output functions and format_type depend on, as a new session would start with them.
 
@@ -204,16 +211,18 @@ def read_settings(pgdata: str, db_settings: list[list[str]] = (), warn: Callable
     line of the last start (``postmaster.opts``, absent from base backups); then
     ``db_settings``: ``pg_db_role_setting.setconfig`` arrays in increasing precedence.
     """
+    files = data_files(pgdata)  # a path or a DataFiles
+    pgdata = files.root
     found: dict[str, tuple[str, str]] = {}
     conf = os.path.join(pgdata, "postgresql.conf")
-    argv = _postmaster_opts(pgdata)
+    argv = _postmaster_opts(files)
     for name, value in argv:
         if name == "config_file":
             conf = value
-    if not parse_config_file(conf, found, strict=False) and warn is not None:
+    if not parse_config_file(conf, found, strict=False, files=files) and warn is not None:
         warn(f"{conf} does not exist: settings take PostgreSQL's defaults unless set by ALTER SYSTEM, "
              "ALTER DATABASE or ALTER ROLE (was the configuration kept elsewhere, e.g. /etc/postgresql?)")
-    parse_config_file(os.path.join(pgdata, "postgresql.auto.conf"), found, strict=False)
+    parse_config_file(os.path.join(pgdata, "postgresql.auto.conf"), found, strict=False, files=files)
     layers = [[(name, value) for name, (value, _f) in found.items()], argv]
     for config in db_settings:
         layer = []

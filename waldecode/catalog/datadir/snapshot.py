@@ -40,6 +40,7 @@ from ..pg_catalog import (
 )
 from .catalogs import CatalogTable, DataDir, read_pg_authid, read_pg_database, read_pg_replication_origin, unique_rows
 from .control import DB_SHUTDOWNED, DB_SHUTDOWNED_IN_RECOVERY, WAL_LEVEL_NAMES, state_name
+from .files import data_files
 from .heapscan import page_lsn
 from .relmap import RELMAPPER_FILENAME, read_relmap_file
 from .settings import read_pg_db_role_setting, read_settings
@@ -66,7 +67,8 @@ def _default_warn(message: str) -> None:
 
 def snapshot_from_datadir(pgdata, database: str | None = None, *, role: str | None = None,
                           warn: Callable[[str], None] | None = None) -> Catalog:
-    """Build the catalog snapshot of ``database`` from the data directory ``pgdata``.
+    """Build the catalog snapshot of ``database`` from the data directory ``pgdata``: a path, or a
+    ``files.DataFiles`` (a backup: ``catalog.backups``), which the caller closes.
 
     ``database`` defaults to the only database that is neither a template nor ``postgres``.
     ``role`` names the session user: it resolves ``"$user"`` in search_path and adds that
@@ -75,9 +77,9 @@ def snapshot_from_datadir(pgdata, database: str | None = None, *, role: str | No
     by default they are issued as ``DatadirWarning``.  Raises ``CatalogError`` naming the
     file at fault.
     """
-    pgdata = os.fspath(pgdata)
+    files = data_files(pgdata)
     warn = warn or _default_warn
-    dd = DataDir(pgdata, warn)
+    dd = DataDir(files, warn)
     _check_state(dd)
     major = dd.major
 
@@ -87,7 +89,7 @@ def snapshot_from_datadir(pgdata, database: str | None = None, *, role: str | No
     db = _Database(dd, datoid, datname, dattablespace)
 
     role_oid = read_pg_authid(dd, db.atts, role) if role is not None else None
-    settings = read_settings(pgdata, read_pg_db_role_setting(dd, db.atts, datoid, role_oid), warn)
+    settings = read_settings(files, read_pg_db_role_setting(dd, db.atts, datoid, role_oid), warn)
     settings["wal_level"] = WAL_LEVEL_NAMES.get(dd.control.wal_level, str(dd.control.wal_level))
     settings["server_encoding"] = server_encoding
     settings["lc_collate"], settings["lc_ctype"] = datcollate, datctype  # what catalog.dsn records
@@ -153,9 +155,9 @@ class _Database:
         self.datoid = datoid
         self.dattablespace = dattablespace
         self.dir = dd.database_path(datoid, dattablespace)
-        if not os.path.isdir(self.dir):
+        if not dd.files.isdir(self.dir):
             raise CatalogError(f"{self.dir}: directory of database {datname!r} (OID {datoid}) is missing")
-        self.local_map = read_relmap_file(os.path.join(self.dir, RELMAPPER_FILENAME), dd.major)
+        self.local_map = read_relmap_file(os.path.join(self.dir, RELMAPPER_FILENAME), dd.major, dd.files)
         self.atts = dd.attribute_cache.get(self.dir) or dd.read_pg_attribute(self.dir, self.local_map)
         self.pg_class = self.mapped("pg_class", RelationRelationId)
         self.classes = unique_rows(dd.rows(self.pg_class, _PG_CLASS_COLUMNS), self.pg_class)
@@ -321,12 +323,12 @@ class _Database:
 def _check_state(dd: DataDir) -> None:
     """Warnings, not errors: a running server (postmaster.pid), an unclean or backup state."""
     pid_file = os.path.join(dd.pgdata, "postmaster.pid")
-    if os.path.exists(pid_file):
+    if dd.files.exists(pid_file):
         dd.warn(f"{pid_file} exists: a server may be running on this data directory (or it crashed); "
                 "files being written can be inconsistent; the snapshot holds what they hold now")
     ctl = dd.control
     where = f"{dd.pgdata}/global/pg_control"
-    if os.path.exists(os.path.join(dd.pgdata, "backup_label")):
+    if dd.files.exists(os.path.join(dd.pgdata, "backup_label")):
         dd.warn(f"{dd.pgdata} is a base backup (backup_label): catalog files are as copied, consistent only "
                 f"up to the last checkpoint {format_lsn(ctl.checkPoint)} plus whatever was copied later")
     elif ctl.state not in (DB_SHUTDOWNED, DB_SHUTDOWNED_IN_RECOVERY):

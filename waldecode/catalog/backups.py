@@ -1,0 +1,359 @@
+"""Backups as catalog sources: the backups a pgBackRest repository or a barman server keeps, and which one to read.
+
+Owns recognising what a path is — a pgBackRest repository root (``backup/<stanza>/backup.info``),
+a stanza's directory under ``backup/`` (or ``archive/<stanza>``, mapped to it), one backup set; a
+barman server directory (``base/`` and ``wals/``), one barman backup — and listing its backups from
+the tools' own records: pgBackRest's ``backup.info`` (``[backup:current]``, the system identifier
+and version from ``[db:history]``) or a set's ``backup.manifest``, barman's ``base/<id>/backup.info``
+(key=value: ``begin_xlog``, ``end_xlog``, ``begin_time``, ``end_time``, ``systemid``, ``version``).
+Chooses one: by label, the latest whose consistency point (its stop LSN) is at or before an LSN
+or a time, or the latest.  Hands the chosen ``Backup``'s ``source`` (a ``datadir.files.DataFiles``)
+to ``datadir.snapshot_from_datadir``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+
+from ..pg.lsn import format_lsn, parse_lsn
+from .datadir.files import DataFiles, PgBackRestSet, barman_backup_files, read_pgbackrest_ini
+from .model import CatalogError
+
+#: barman backup statuses whose files are complete (infofile.py BackupInfo: DONE; WAITING_FOR_WALS has
+#: every data file, only WAL to come)
+BARMAN_USABLE_STATUSES = ("DONE", "WAITING_FOR_WALS")
+
+
+@dataclass
+class Backup:
+    """One backup: what the tool records about it, and its files (``source``, opened on first use)."""
+
+    tool: str  # "pgBackRest" or "barman"
+    label: str
+    type: str  # full, diff or incr
+    start_lsn: int | None
+    stop_lsn: int | None
+    start_time: datetime | None
+    stop_time: datetime | None
+    sysid: int | None
+    version: str  # the major version, as "15"
+    path: str  # the set's or backup's directory
+    group: str  # the stanza or barman server
+    _source: DataFiles | None = field(default=None, repr=False, compare=False)
+    tablespaces: tuple[int, ...] = ()
+
+    @property
+    def source(self) -> DataFiles:
+        """The backup's data directory as a ``DataFiles`` (close it, or the ``Backup``, when done)."""
+        if self._source is None:
+            if self.tool == "pgBackRest":
+                self._source = PgBackRestSet(self.path)
+            else:
+                self._source = barman_backup_files(self.path, self.tablespaces)
+        return self._source
+
+    def close(self) -> None:
+        if self._source is not None:
+            self._source.close()
+            self._source = None
+
+    def describe(self) -> str:
+        stop = format_lsn(self.stop_lsn) if self.stop_lsn is not None else "an unknown LSN"
+        return f"{self.tool} backup {self.label} ({self.type}), stopped at {stop}"
+
+
+def _utc(ts) -> datetime | None:
+    return datetime.fromtimestamp(int(ts), tz=timezone.utc) if ts is not None else None
+
+
+def _lsn(text, where: str) -> int | None:
+    if text in (None, "", "None"):
+        return None
+    try:
+        return parse_lsn(str(text))
+    except ValueError as e:
+        raise CatalogError(f"{where}: {e}") from None
+
+
+# -- pgBackRest ---------------------------------------------------------------------------------------
+
+def _is_pgbackrest_info(path: str) -> bool:
+    """A pgBackRest info file (INI sections), as opposed to barman's key=value ``backup.info``."""
+    try:
+        with open(path, encoding="utf-8", errors="replace") as f:
+            return f.readline().startswith("[")
+    except OSError:
+        return False
+
+
+def _info_file(stanza_dir: str) -> str | None:
+    """``backup.info``, or the copy pgBackRest keeps beside it when the main one is missing."""
+    for name in ("backup.info", "backup.info.copy"):
+        path = os.path.join(stanza_dir, name)
+        if os.path.isfile(path):
+            return path
+    return None
+
+
+def _pgbackrest_stanzas(repo: str) -> list[str]:
+    backup = os.path.join(repo, "backup")
+    try:
+        names = sorted(os.listdir(backup))
+    except OSError as e:
+        raise CatalogError(f"cannot list {backup}: {e.strerror}") from None
+    return [n for n in names if _info_file(os.path.join(backup, n))]
+
+
+def _pgbackrest_sets(stanza_dir: str) -> list[Backup]:
+    """The sets ``backup.info`` lists (as ``pgbackrest info`` does) whose directory is there."""
+    info_path = _info_file(stanza_dir)
+    if info_path is None:
+        raise CatalogError(f"{stanza_dir}: no backup.info: not a pgBackRest stanza directory")
+    info = read_pgbackrest_ini(info_path)
+    if info.get("cipher"):
+        raise CatalogError(f"{info_path}: the repository is encrypted (repo1-cipher-type): not supported")
+    history = info.get("db:history", {})
+    stanza = os.path.basename(stanza_dir.rstrip("/"))
+    out = []
+    for label, b in info.get("backup:current", {}).items():
+        set_dir = os.path.join(stanza_dir, label)
+        if not (os.path.isfile(os.path.join(set_dir, "backup.manifest"))
+                or os.path.isfile(os.path.join(set_dir, "backup.manifest.copy"))):
+            continue
+        db = history.get(str(b.get("db-id")), {})
+        out.append(Backup("pgBackRest", label, b.get("backup-type", "?"),
+                          _lsn(b.get("backup-lsn-start"), info_path), _lsn(b.get("backup-lsn-stop"), info_path),
+                          _utc(b.get("backup-timestamp-start")), _utc(b.get("backup-timestamp-stop")),
+                          db.get("db-system-id"), str(db.get("db-version", "?")), set_dir, stanza))
+    return out
+
+
+def _pgbackrest_set(set_dir: str) -> Backup:
+    """One set from its own manifest (``[backup]``, ``[backup:db]``)."""
+    source = PgBackRestSet(set_dir)
+    b = source.manifest.get("backup", {})
+    db = source.manifest.get("backup:db", {})
+    where = source.manifest_path
+    backup = Backup("pgBackRest", b.get("backup-label", source.label), b.get("backup-type", "?"),
+                    _lsn(b.get("backup-lsn-start"), where), _lsn(b.get("backup-lsn-stop"), where),
+                    _utc(b.get("backup-timestamp-start")), _utc(b.get("backup-timestamp-stop")),
+                    db.get("db-system-id"), str(db.get("db-version", "?")), source.set_dir,
+                    os.path.basename(source.stanza_dir))
+    backup._source = source
+    return backup
+
+
+# -- barman --------------------------------------------------------------------------------------------
+
+def read_barman_info(path: str) -> dict[str, str]:
+    """barman's ``backup.info`` (infofile.py FieldListFile): ``key=value`` lines, values as written."""
+    try:
+        with open(path, encoding="utf-8", errors="surrogateescape") as f:
+            lines = f.read().splitlines()
+    except OSError as e:
+        raise CatalogError(f"cannot read {path}: {e.strerror}") from None
+    out = {}
+    for line in lines:
+        key, eq, value = line.partition("=")
+        if eq:
+            out[key.strip()] = value.strip()
+    return out
+
+
+def _barman_time(text: str | None, where: str) -> datetime | None:
+    if text in (None, "", "None"):
+        return None
+    try:
+        t = datetime.fromisoformat(text)
+    except ValueError:
+        raise CatalogError(f"{where}: time {text!r} is not ISO 8601") from None
+    return t if t.tzinfo else t.replace(tzinfo=timezone.utc)
+
+
+def _barman_tablespaces(text: str | None) -> tuple[int, ...]:
+    """The OIDs in ``tablespaces=[Tablespace(name='t', oid=16385, location='/x'), ...]`` (or tuples)."""
+    import re
+
+    if not text or text == "None":
+        return ()
+    oids = re.findall(r"oid=(\d+)", text) or re.findall(r"\(\s*'[^']*'\s*,\s*(\d+)\s*,", text)
+    return tuple(int(o) for o in oids)
+
+
+def _barman_backup(backup_dir: str, explicit: bool = False) -> Backup | None:
+    """One barman backup from its ``backup.info``; None when its status makes it unusable (an error
+    naming it when it was asked for by path)."""
+    where = os.path.join(backup_dir, "backup.info")
+    info = read_barman_info(where)
+    status = info.get("status", "")
+    label = info.get("backup_id") or os.path.basename(backup_dir.rstrip("/"))
+    if status not in BARMAN_USABLE_STATUSES:
+        if explicit:
+            raise CatalogError(f"{where}: barman backup {label} has status {status or 'unknown'}, not DONE")
+        return None
+    if info.get("parent_backup_id") not in (None, "", "None"):
+        raise CatalogError(f"{where}: barman backup {label} is incremental (parent {info['parent_backup_id']}): "
+                           "its files need pg_combinebackup first; not supported")
+    version = info.get("version", "")
+    major = str(int(version) // 10000) if version.isdigit() and int(version) >= 100000 else version or "?"
+    sysid = info.get("systemid")
+    return Backup("barman", label, "full", _lsn(info.get("begin_xlog"), where), _lsn(info.get("end_xlog"), where),
+                  _barman_time(info.get("begin_time"), where), _barman_time(info.get("end_time"), where),
+                  int(sysid) if sysid and sysid.isdigit() else None, major, backup_dir.rstrip("/"),
+                  info.get("server_name") or os.path.basename(os.path.dirname(os.path.dirname(backup_dir.rstrip("/")))),
+                  tablespaces=_barman_tablespaces(info.get("tablespaces")))
+
+
+def _barman_backups(server_dir: str) -> list[Backup]:
+    base = os.path.join(server_dir, "base")
+    try:
+        names = sorted(os.listdir(base))
+    except OSError as e:
+        raise CatalogError(f"cannot list {base}: {e.strerror}") from None
+    out = []
+    for name in names:
+        if os.path.isfile(os.path.join(base, name, "backup.info")):
+            b = _barman_backup(os.path.join(base, name))
+            if b is not None:
+                out.append(b)
+    return out
+
+
+def is_barman_backup(path) -> bool:
+    """A barman backup directory (``<server>/base/<id>``: a key=value ``backup.info`` beside its data)."""
+    path = os.fspath(path)
+    info = os.path.join(path, "backup.info")
+    return os.path.isfile(info) and not _is_pgbackrest_info(info)
+
+
+# -- what a path is, and its backups ----------------------------------------------------------------
+
+def _locate(path: str, stanza: str | None) -> tuple[str, list[Backup]]:
+    """(what ``path`` is, for messages; its backups)."""
+    p = path.rstrip("/") or "/"
+    if not os.path.isdir(p):
+        raise CatalogError(f"{path}: no such directory (expected a pgBackRest repository or stanza, a barman "
+                           "server or backup directory)")
+    if os.path.isfile(os.path.join(p, "backup.manifest")) or os.path.isfile(os.path.join(p, "backup.manifest.copy")):
+        b = _pgbackrest_set(p)
+        return f"pgBackRest backup set {p}", [b]
+    if is_barman_backup(p):
+        return f"barman backup {p}", [_barman_backup(p, explicit=True)]
+    info = _info_file(p)
+    if info and _is_pgbackrest_info(info):
+        _check_stanza(stanza, os.path.basename(p), p)
+        return f"pgBackRest stanza {os.path.basename(p)} in {os.path.dirname(os.path.dirname(p))}", _pgbackrest_sets(p)
+    parent = os.path.dirname(p)
+    if os.path.basename(parent) == "archive":  # archive/<stanza>: the stanza's backups beside it
+        stanza_dir = os.path.join(os.path.dirname(parent), "backup", os.path.basename(p))
+        if _info_file(stanza_dir):
+            _check_stanza(stanza, os.path.basename(p), p)
+            return (f"pgBackRest stanza {os.path.basename(p)} in {os.path.dirname(parent)}",
+                    _pgbackrest_sets(stanza_dir))
+    if os.path.isdir(os.path.join(p, "backup")):
+        stanzas = _pgbackrest_stanzas(p)
+        if not stanzas:
+            raise CatalogError(f"{path}: a pgBackRest repository without stanzas (no backup/<stanza>/backup.info)")
+        if stanza is None:
+            if len(stanzas) > 1:
+                raise CatalogError(f"{path}: the pgBackRest repository holds {len(stanzas)} stanzas "
+                                   f"({', '.join(stanzas)}): name one with --stanza")
+            stanza = stanzas[0]
+        elif stanza not in stanzas:
+            raise CatalogError(f"{path}: no stanza {stanza!r} in this pgBackRest repository "
+                               f"(stanzas: {', '.join(stanzas)})")
+        return f"pgBackRest stanza {stanza} in {p}", _pgbackrest_sets(os.path.join(p, "backup", stanza))
+    if os.path.isdir(os.path.join(p, "base")) and not os.path.exists(os.path.join(p, "PG_VERSION")):
+        if stanza is not None and stanza != os.path.basename(p):
+            raise CatalogError(f"{path}: a barman server directory ({os.path.basename(p)}): --stanza {stanza} "
+                               "does not apply")
+        return f"barman server {os.path.basename(p)} in {parent}", _barman_backups(p)
+    raise CatalogError(f"{path}: not a pgBackRest repository, stanza or backup set, nor a barman server or backup "
+                       "directory")
+
+
+def _check_stanza(wanted: str | None, found: str, path: str) -> None:
+    if wanted is not None and wanted != found:
+        raise CatalogError(f"{path}: this is pgBackRest stanza {found}, not {wanted}")
+
+
+def _order(b: Backup) -> tuple:
+    return (b.stop_time or datetime.min.replace(tzinfo=timezone.utc), b.stop_lsn or 0, b.label)
+
+
+def list_backups(path, stanza: str | None = None) -> list[Backup]:
+    """The backups at ``path`` (see the module docstring), oldest first."""
+    _what, backups = _locate(os.fspath(path), stanza)
+    return sorted(backups, key=_order)
+
+
+def find_backup(path, stanza: str | None = None, label: str | None = None, before_lsn: int | None = None,
+                before_time: datetime | None = None) -> Backup:
+    """The backup to read at ``path``: the one labelled ``label``, else the latest whose stop LSN (its
+    consistency point) is at or before ``before_lsn`` and whose stop time is at or before
+    ``before_time`` (aware, or UTC), else the latest.  ``CatalogError`` in one line otherwise."""
+    path = os.fspath(path)
+    what, backups = _locate(path, stanza)
+    backups.sort(key=_order)
+    if not backups:
+        raise CatalogError(f"{what}: no usable backup")
+    if label is not None:
+        chosen = [b for b in backups if b.label == label]
+        if not chosen:
+            raise CatalogError(f"{what}: no backup {label!r} (backups: {', '.join(b.label for b in backups)})")
+        backups = chosen
+    if before_time is not None and before_time.tzinfo is None:
+        before_time = before_time.replace(tzinfo=timezone.utc)
+    if before_lsn is not None:
+        fits = [b for b in backups if b.stop_lsn is not None and b.stop_lsn <= before_lsn]
+        if not fits:
+            raise CatalogError(f"{what}: no backup{' ' + label if label else ''} stopped at or before "
+                               f"{format_lsn(before_lsn)} ({_earliest(backups, 'lsn')})")
+        backups = sorted(fits, key=lambda b: (b.stop_lsn, _order(b)))
+    if before_time is not None:
+        fits = [b for b in backups if b.stop_time is not None and b.stop_time <= before_time]
+        if not fits:
+            raise CatalogError(f"{what}: no backup{' ' + label if label else ''} stopped at or before "
+                               f"{before_time.isoformat()} ({_earliest(backups, 'time')})")
+        backups = fits
+    return backups[-1]
+
+
+def _earliest(backups: list[Backup], by: str) -> str:
+    if by == "lsn":
+        b = min(backups, key=lambda b: (b.stop_lsn is None, b.stop_lsn or 0))
+        return f"the earliest, {b.label}, stopped at {format_lsn(b.stop_lsn) if b.stop_lsn is not None else '?'}"
+    b = min(backups, key=_order)
+    return f"the earliest, {b.label}, stopped at {b.stop_time.isoformat() if b.stop_time else '?'}"
+
+
+def datadir_backup(path) -> Backup | None:
+    """The barman backup ``catalog --datadir PATH`` names, when PATH is one (its directory, or the
+    ``data/`` in it holding the tar archives); None for anything else, read as a data directory."""
+    p = os.fspath(path).rstrip("/") or "/"
+    if os.path.exists(os.path.join(p, "PG_VERSION")):
+        return None
+    if is_barman_backup(p):
+        return _barman_backup(p, explicit=True)
+    if os.path.basename(p) == "data" and is_barman_backup(os.path.dirname(p)):
+        return _barman_backup(os.path.dirname(p), explicit=True)
+    return None
+
+
+def before_arg(text: str) -> tuple[int | None, datetime | None]:
+    """``--before LSN|TIME`` (argparse ``type=``): (LSN, None) for ``X/X``, else (None, time) for an
+    ISO 8601 time, UTC when it gives no offset."""
+    from ..argtypes import lsn
+
+    if "/" in text:
+        return lsn(text), None
+    try:
+        t = datetime.fromisoformat(text.strip())
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"invalid LSN or time {text!r}: expected an LSN (0/16B3748) or an "
+                                         "ISO 8601 time (2026-11-27T12:00:00, UTC unless an offset is given)") \
+            from None
+    return None, t if t.tzinfo else t.replace(tzinfo=timezone.utc)
