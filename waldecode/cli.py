@@ -55,6 +55,7 @@ def _build_parser(command: str | None = None) -> argparse.ArgumentParser:
     ins.add_argument("--no-crc-check", dest="verify_crc", action="store_false",
                      help="do not verify record CRCs (for looking at damaged WAL)")
     ins.add_argument("-q", "--quiet", action="store_true", help="no progress line on stderr")
+    argtypes.add_input_options(ins)
     ins.set_defaults(func=cmd_inspect)
 
     dec = sub.add_parser("decode", help="decode WAL into row changes, as a logical slot would",
@@ -62,8 +63,8 @@ def _build_parser(command: str | None = None) -> argparse.ArgumentParser:
     dec.add_argument("paths", nargs="+", metavar="PATH", help="WAL segment files or directories")
     dec.add_argument("--catalog", metavar="FILE|DIR",
                      help="catalog snapshot written by 'waldecode catalog' (relations, types, settings), or a "
-                          "directory of them: the latest taken at or before the reading start is used; "
-                          "not needed when --slot resumes")
+                          "directory of them, or a pgBackRest repository or barman server (its backups): the "
+                          "latest taken at or before the reading start is used; not needed when --slot resumes")
     dec.add_argument("--format", default="test_decoding", choices=tuple(PLUGINS),
                      help="output plugin (sql: statements that redo the transactions, see --undo)")
     dec.add_argument("--undo", action="store_true",
@@ -112,6 +113,7 @@ def _build_parser(command: str | None = None) -> argparse.ArgumentParser:
                      help="with --slot: update the slot file at most this often (default 5 s; always at the end)")
     dec.add_argument("-t", "--timeline", type=int, help="read this timeline when the input holds several")
     dec.add_argument("-q", "--quiet", action="store_true", help="no progress line on stderr")
+    argtypes.add_input_options(dec)
     dec.set_defaults(func=cmd_decode)
 
     cat = sub.add_parser("catalog", help="write a catalog snapshot for decode",
@@ -254,14 +256,15 @@ def _report_stop_of(stop, end_lsn: int | None, prog: str = "waldecode") -> int:
 def cmd_inspect(args) -> int:
     from . import rmgr, waldump
 
-    start_lsn, end_lsn, segments = args.start_lsn, args.end_lsn, None
+    from .wal.segments import discover
+
+    start_lsn, end_lsn = args.start_lsn, args.end_lsn
+    segments = discover(args.paths, args.timeline, argtypes.input_options(args))
     if args.start_time is not None or args.end_time is not None:
         from datetime import timezone
 
         from .logical.targets import resolve_times
-        from .wal.segments import discover
 
-        segments = discover(args.paths, args.timeline)
         bounds = resolve_times(segments, args.start_time, args.end_time, timezone.utc, start_lsn=start_lsn,
                                verify_crc=args.verify_crc, what="inspect")
         _print_notes(bounds.notes)
@@ -294,7 +297,7 @@ def cmd_decode(args) -> int:
         raise UsageError("--restart-lsn goes with --start-lsn (the slot's confirmed_flush_lsn)")
     if args.parquet:
         parquet_conflicts(args)
-    segments = discover(args.paths, args.timeline)
+    segments = discover(args.paths, args.timeline, argtypes.input_options(args))
     options = plugin_options(args.options)
     if args.undo:
         if args.format != "sql":
@@ -307,7 +310,7 @@ def cmd_decode(args) -> int:
     if slot_state is None:
         if not args.catalog:
             raise UsageError("--catalog FILE is needed (a snapshot written by 'waldecode catalog')")
-        source = open_catalog_source(args.catalog, segments)
+        source = open_catalog_source(args.catalog, segments, getattr(args, "stanza", None))
     start_lsn, end_lsn = args.start_lsn, args.end_lsn
     if args.start_time is not None or args.end_time is not None:
         start_lsn, end_lsn = time_bounds(args, segments, source.time_zone() if source else
@@ -323,11 +326,24 @@ def cmd_decode(args) -> int:
     if slot_state is None:
         catalog = source.for_start(reading_from(start_plan, segments), say=_say)
     fit_catalog(catalog, segments, args.settings, catalog.source or args.catalog)
+    # Usage errors before the WAL is read for the check below: options the plugin refuses, a --parquet
+    # directory that is not empty (one that does not exist is made later, so that a refusal leaves none)
+    from .output.base import CatalogView
+
+    if args.parquet:
+        from .output.parquet import ParquetOutput, prepare_directory
+
+        if os.path.exists(args.parquet):
+            prepare_directory(args.parquet)
+        probe = ParquetOutput(directory=args.parquet)
+    else:
+        probe = plugin_class(args.format)(lambda line: None)
+    probe.startup(dict(options), CatalogView(catalog))
     # Before the slot file and the output exist: a snapshot of another cluster, or of later than the start
     check_snapshot(catalog, segments, start_plan[1], start_lsn)
     from .forensics.cli import decode_start_warnings
 
-    for w in decode_start_warnings(args.paths, segments, start_lsn):
+    for w in decode_start_warnings(args.paths, segments, start_lsn, argtypes.input_options(args)):
         print(f"waldecode: warning: {w}", file=sys.stderr)
     keeper = None
     spill_dir = args.spill_dir
@@ -373,7 +389,9 @@ def cmd_decode(args) -> int:
                             memory_budget=args.memory_budget, include_uncommitted=args.include_uncommitted,
                             on_warning=warn, observer=keeper, track=track, start_plan=start_plan)
     except BaseException:
-        out.close(create=False)  # an input error before any output leaves no empty file behind
+        # An input error leaves no partial output behind: a slot's output is cut back to what the slot
+        # file confirms (as the next run would), a new file is removed
+        out.discard(None if keeper is None else keeper.confirmed_output())
         raise
     out.close()
     for problem in getattr(plugin, "problems", ()):
@@ -515,6 +533,19 @@ class _LazyOutput:
             self.f.flush()
         elif self.f is not None or create:
             (self.f or self._open()).close()
+
+    def discard(self, keep_bytes: int | None = None) -> None:
+        """After an error: the file cut back to its first ``keep_bytes`` bytes, or removed when None
+        (standard output cannot be taken back)."""
+        if self.path is None:
+            self.close()
+        elif keep_bytes is not None:
+            f = self.f or open(self.path, "r+b")
+            f.truncate(keep_bytes)
+            f.close()
+        elif self.f is not None:
+            self.f.close()
+            os.unlink(self.path)
 
 
 def _fresh_dir(path: str) -> str:

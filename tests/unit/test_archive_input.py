@@ -205,7 +205,7 @@ def test_a_cut_compressed_file_is_one_error_naming_it(plain, tmp_path, kind):
 
 def test_a_file_that_decompresses_past_a_segment_is_refused(tmp_path):
     big = gzip.compress(b"\0" * (2 << 20))
-    with pytest.raises(SegmentFileError, match="decompresses \\(gzip\\) to more than"):
+    with pytest.raises(SegmentFileError, match="decompresses \\(gzip\\) to more than .* damaged or not a WAL segment"):
         decompress(big, tmp_path / "x.gz", 1 << 20)
 
 

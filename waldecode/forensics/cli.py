@@ -26,6 +26,7 @@ def add_arguments(sub) -> None:
     tl.add_argument("paths", nargs="+", metavar="PATH", help="WAL segment files, history files or directories")
     tl.add_argument("-s", "--start-lsn", type=argtypes.lsn,
                     help="warn when a decode started here would lie past a switch point")
+    argtypes.add_input_options(tl)
     tl.set_defaults(func=cmd_timelines)
 
     dv = sub.add_parser("diverge", help="what the old primary committed after a failover, and what to do about it",
@@ -60,6 +61,7 @@ def add_arguments(sub) -> None:
                     help="override a setting output depends on, as decode --set")
     dv.add_argument("--spill-dir", help="directory for .spill files (default: a temporary directory)")
     dv.add_argument("--output", metavar="FILE", help="write to this file instead of standard output")
+    argtypes.add_input_options(dv)
     dv.set_defaults(func=cmd_diverge)
 
 
@@ -67,21 +69,22 @@ def cmd_timelines(args) -> int:
     from ..wal.segments import scan
     from .timelines import format_timelines, timelines
 
-    found = scan(args.paths)
+    found = scan(args.paths, argtypes.input_options(args))
     tls = timelines(args.paths, found)
     text = format_timelines(tls, found.seg_size, args.start_lsn)
     sys.stdout.write(text)
     return EXIT_OK
 
 
-def decode_start_warnings(paths, segments, start_lsn: int | None) -> list[str]:
+def decode_start_warnings(paths, segments, start_lsn: int | None, inputs=None) -> list[str]:
     """``decode --start-lsn`` in an input holding several timelines: what the start misses or means."""
     if start_lsn is None or len(segments.timelines) < 2:
         return []
     from ..wal.segments import scan
     from .timelines import start_warnings, timelines
 
-    return start_warnings(timelines(paths, scan(paths)), start_lsn, segments.tli)
+    return start_warnings(timelines(paths, scan(paths, inputs or argtypes.input_options(None))), start_lsn,
+                          segments.tli)
 
 
 def cmd_diverge(args) -> int:
@@ -101,7 +104,8 @@ def cmd_diverge(args) -> int:
         options.setdefault("conflict", "guard")
     catalog = Catalog.load(args.catalog)
     # the WAL's version: from any one timeline's segments (the old one is chosen later, from the history)
-    old_segments = discover(args.old, args.old_timeline or max(scan(args.old).by_tli))
+    inputs = argtypes.input_options(args)
+    old_segments = discover(args.old, args.old_timeline or max(scan(args.old, inputs).by_tli), inputs)
     fit_catalog(catalog, old_segments, args.settings, args.catalog)
     # another cluster's snapshot, before anything is read (one of later than the reading start is
     # refused by decode_wal before it decodes: catalog.choose.check_snapshot)
@@ -113,7 +117,7 @@ def cmd_diverge(args) -> int:
     try:
         d = diverge(args.old, catalog, new_paths=args.new, newprimary=newprimary, switch_lsn=args.switch_lsn,
                     old_timeline=args.old_timeline, plugin=args.plugin, plugin_options=options,
-                    with_changes=args.changes, spill_dir=args.spill_dir, warn=warn)
+                    with_changes=args.changes, spill_dir=args.spill_dir, warn=warn, inputs=inputs)
     finally:
         if newprimary is not None:
             newprimary.close()
@@ -149,6 +153,7 @@ def add_apply_arguments(sub) -> None:
     ap.add_argument("--set", dest="settings", action="append", default=[], metavar="NAME=VALUE",
                     help="as decode --set")
     ap.add_argument("--dry-run", action="store_true", help="print what would be applied; change nothing")
+    argtypes.add_input_options(ap)
     ap.set_defaults(func=cmd_apply)
 
 
@@ -161,7 +166,7 @@ def cmd_apply(args) -> int:
     from ..wal.segments import discover
     from .apply import ApplyError, ApplyOutput
 
-    segments = discover(args.paths, args.timeline)
+    segments = discover(args.paths, args.timeline, argtypes.input_options(args))
     catalog = Catalog.load(args.catalog)
     fit_catalog(catalog, segments, args.settings, args.catalog)
 

@@ -635,14 +635,16 @@ class LogicalDecoder(TransactionListener):
 
     # -- end -----------------------------------------------------------------------------------
 
-    def finish(self, include_uncommitted: bool = False, hint: str = "start earlier or read further"):
+    def finish(self, include_uncommitted: bool = False, hint: str = "start earlier or read further",
+               ended: bool = True):
         """The transactions left open at the end of the WAL read; spill files are removed.
 
         With ``include_uncommitted``, the changes of each open transaction are replayed
         too, in first-LSN order, ended by the plugin's ``uncommitted`` line instead of a
         commit: what a crashed or cut-off primary had in flight.  The plugin is shut down.
+        ``ended``: reading came to its end; otherwise an error stopped it, and it alone is reported.
         """
-        if self.snapbuild.state < SNAPBUILD_CONSISTENT:
+        if self.snapbuild.state < SNAPBUILD_CONSISTENT and ended:
             self.warn("no consistent point was reached: the WAL read holds no XLOG_RUNNING_XACTS record that "
                        "lets decoding start (one is written at every checkpoint and about every 15 s of "
                        f"activity); {hint}")

@@ -89,6 +89,7 @@ def decode_wal(source, catalog: Catalog, plugin, *, plugin_options: dict | None 
                              on_warning=on_warning)
     result = DecodeResult(plan, read_from, None, end_lsn, decoder=decoder)
     records = reader if track is None else track(reader)
+    ended = False  # reading came to its end (else an error is on its way: it alone is reported)
     try:
         after = None
         if observer is not None:
@@ -101,10 +102,12 @@ def decode_wal(source, catalog: Catalog, plugin, *, plugin_options: dict | None 
             decoder.process_framed(path, framed, start, after)
         if observer is not None and not decoder.not_decoded:
             observer.finish(reader.last_end_lsn, decoder)
+        ended = True
     finally:
         if records is not reader:
             records.close()  # the progress line goes before anything else is printed
-        result.open_transactions = decoder.finish(include_uncommitted, hint=_start_hint(plan, segments))
+        result.open_transactions = decoder.finish(include_uncommitted, hint=_start_hint(plan, segments),
+                                                  ended=ended)
         result.stop = reader.stop
         result.last_end_lsn = reader.last_end_lsn
         result.not_decoded = decoder.not_decoded

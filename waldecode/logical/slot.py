@@ -144,6 +144,13 @@ class SlotKeeper:
         self._catalog_version = -1  # commits with catalog changes when self._catalog was materialized
         self._catalog = None
 
+    def confirmed_output(self) -> int | None:
+        """How many bytes of OUT the slot file confirms; None when this run created the slot and has not
+        written its file yet (then OUT holds nothing a slot confirms)."""
+        if self.new and not os.path.exists(self.path):
+            return None
+        return self.state.output_bytes
+
     def begin(self, read_from: int, decoder) -> None:
         if self.new:
             # A new slot restarts where this first run began, with the catalog it was given

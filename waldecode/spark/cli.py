@@ -74,6 +74,7 @@ def add_arguments(sub) -> None:
                           "process; default: the output's directory, else the temporary directory)")
     dec.add_argument("-t", "--timeline", type=int, help="read this timeline when the input holds several")
     dec.add_argument("-q", "--quiet", action="store_true", help="no notes on stderr")
+    argtypes.add_input_options(dec)
     dec.set_defaults(func=cmd_spark_decode)
     prep = spsub.add_parser("prepare", help="write the class-data archive that starts Spark's JVM faster",
                             description="Write a class-data archive of Spark's classes for this Java and this "
@@ -174,6 +175,14 @@ def spark_error(e: BaseException) -> SparkJobError | None:
     return SparkJobError(f"Spark job failed: {lines[0] if lines else type(e).__name__}")
 
 
+def _take_back(out) -> None:
+    """After an error: nothing partial left in FILE (standard output cannot be taken back)."""
+    if getattr(out, "can_rewind", False):
+        out.rewind()
+    else:
+        out.close(create=False)
+
+
 class _LazyBinaryOutput:
     """FILE created at the first byte (or at the end): an input error before any output leaves none."""
 
@@ -268,13 +277,14 @@ def cmd_spark_decode(args) -> int:
     )
     from ..logical.startpoint import reading_start
     from ..wal.segments import discover
+    from ..wal.storage import has_store
     from .hadoopfs import discover_hadoop, is_uri
     from .job import SparkExecutor, decode_spark
 
     def fit(segments):
         """The catalog for the start (a directory's choice said on stderr), checked against the WAL before
         any output, and the start and end LSNs (times resolved)."""
-        source = open_catalog_source(args.catalog, segments)
+        source = open_catalog_source(args.catalog, segments, getattr(args, "stanza", None))
         start_lsn, end_lsn = args.start_lsn, args.end_lsn
         if args.start_time is not None or args.end_time is not None:
             start_lsn, end_lsn = time_bounds(args, segments, source.time_zone())
@@ -286,7 +296,8 @@ def cmd_spark_decode(args) -> int:
 
     if args.restart_lsn is not None and args.start_lsn is None and args.start_time is None:
         raise UsageError("--restart-lsn goes with --start-lsn (the slot's confirmed_flush_lsn)")
-    hadoop = any(is_uri(p) for p in args.paths)
+    # URIs of a store waldecode reads itself (s3://) are read as local files are; others through Hadoop
+    hadoop = any(is_uri(p) and not has_store(p) for p in args.paths)
     if hadoop and args.parquet:
         raise UsageError("--parquet goes with WAL in a local directory (the dataset is written to a directory "
                          "the driver and the executors share): give the WAL as a local directory")
@@ -294,7 +305,7 @@ def cmd_spark_decode(args) -> int:
     segments = catalog = None
     start_lsn, end_lsn = args.start_lsn, args.end_lsn
     if not hadoop:
-        segments = discover(args.paths, args.timeline)
+        segments = discover(args.paths, args.timeline, argtypes.input_options(args))
         catalog, start_lsn, end_lsn = fit(segments)  # before the Parquet directory is made
         _note_size(segments, args.quiet, args.master)
     plugin = plugin_class(args.format)
@@ -327,7 +338,7 @@ def cmd_spark_decode(args) -> int:
     try:
         if hadoop:
             # Listing and the driver's reads go through Spark's Hadoop file systems (hdfs://, s3a://, file://)
-            segments = discover_hadoop(spark, args.paths, args.timeline)
+            segments = discover_hadoop(spark, args.paths, args.timeline, argtypes.input_options(args))
             catalog, start_lsn, end_lsn = fit(segments)
             _note_size(segments, args.quiet, args.master)
         executor = SparkExecutor(spark, ranges)
@@ -338,10 +349,10 @@ def cmd_spark_decode(args) -> int:
                                   two_phase=args.two_phase, include_uncommitted=args.include_uncommitted,
                                   segments_per_run=args.segments_per_task, parts_dir=parts_dir, on_warning=warn)
         except Error:
-            out.close(create=False)
+            _take_back(out)
             raise
         except Exception as e:
-            out.close(create=False)
+            _take_back(out)
             err = spark_error(e)
             if err is None:
                 raise

@@ -75,7 +75,8 @@ def decompress(data, path, limit: int, hint: str | None = None) -> bytes:
     except Exception as e:  # each library raises its own error classes
         raise SegmentFileError(f"could not decompress the file ({kind}): {e}", path=str(path)) from None
     if len(out) > limit:
-        raise SegmentFileError(f"the file decompresses ({kind}) to more than {limit} bytes: not a WAL segment",
+        raise SegmentFileError(f"the file decompresses ({kind}) to more than {limit} bytes: it is damaged or not a WAL "
+                               "segment",
                                path=str(path))
     return out
 
