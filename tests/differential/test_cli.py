@@ -83,9 +83,17 @@ def test_decode_reports_bad_catalog_file(tmp_path):
 
 def test_decode_with_a_catalog_of_another_database_names_relfilenode_lsn_and_transaction(tmp_path):
     """A wrong catalog: one line naming what could not be resolved, where; no traceback."""
+    import gzip
+
     fx, other = FIXTURES["pg15-off/small_dml"], FIXTURES["pg15-off/types"]
     slot = fx.meta["slot"]
-    out = run("decode", "--catalog", other.path / "snapshot.json.gz", "--start-lsn", slot["restart_lsn"],
+    # the other workload's snapshot is of the same cluster, taken later: dated back to this workload's start,
+    # so that it passes the check of a snapshot later than the start (catalog.choose) and is only wrong
+    doc = json.loads(gzip.decompress((other.path / "snapshot.json.gz").read_bytes()))
+    doc["lsn"] = fx.meta["start_lsn"]
+    wrong = tmp_path / "catalog.json"
+    wrong.write_text(json.dumps(doc))
+    out = run("decode", "--catalog", wrong, "--start-lsn", slot["restart_lsn"],
               "--end-lsn", fx.meta["end_lsn"], fx.wal_dir)
     err = out.stderr.decode()
     assert out.returncode == 1

@@ -293,3 +293,74 @@ def _utc(t: str) -> str:
     from datetime import datetime, timezone
 
     return datetime.fromisoformat(t).astimezone(timezone.utc).isoformat()
+
+
+# -- a backup repository as --catalog --------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def repo_world():
+    """A cluster archiving to pgBackRest: a full backup, a slot, DDL and rows, a second full backup."""
+    from backup_tools import archive_script, missing_tools, pgbackrest, pgbackrest_config, pgbackrest_push, \
+        server_tempdir
+    from waldecode.testing.cluster import Cluster, ClusterError
+
+    if missing_tools("pgbackrest"):
+        pytest.skip("pgbackrest is not installed (./dev test installs it)")
+    base = server_tempdir("waldecode-catalog-choice")
+    try:
+        c = Cluster(15)
+        c.init()
+    except ClusterError as e:
+        shutil.rmtree(base, ignore_errors=True)
+        pytest.skip(f"PostgreSQL 15 is not available: {e}")
+    w = World()
+    try:
+        w.repo = base / "repo"
+        conf = pgbackrest_config(base, "main", w.repo, "gz", c.pgdata, c.socket_dir, c.port)
+        command = archive_script(base / "pgbackrest-archive.sh", [pgbackrest_push(conf, "main")])
+        with open(c.pgdata / "postgresql.conf", "a", encoding="utf-8") as f:
+            f.write(f"archive_mode = on\narchive_command = '{command}'\n")
+        c.start()
+        c.sql(f"CREATE DATABASE {DB}")
+        with c.connect(DB) as conn:
+            conn.execute(SCHEMA)
+        pgbackrest(conf, "main", "stanza-create")
+        pgbackrest(conf, "main", "backup", "--type=full")
+        with c.connect(DB) as conn:
+            conn.execute("CHECKPOINT")
+            w.first, restart = _slot(conn, "first")
+            conn.execute("INSERT INTO t VALUES (1, 'before')")
+            conn.execute("ALTER TABLE t ADD COLUMN w int")
+            conn.execute("INSERT INTO t VALUES (2, 'after', 2)")
+        pgbackrest(conf, "main", "backup", "--type=full")
+        with c.connect(DB) as conn:
+            conn.execute("UPDATE t SET w = 3")
+            conn.execute("CHECKPOINT")
+            w.end = conn.execute("SELECT pg_current_wal_insert_lsn()::text").fetchone()[0]
+            w.rows = _peek(conn, "first", w.end)
+            first_seg, last_seg = conn.execute("SELECT pg_walfile_name(%s::pg_lsn), pg_walfile_name(%s::pg_lsn)",
+                                               (restart, w.end)).fetchone()
+        w.wal = c.archive_wal(base / "wal", first_seg, last_seg)
+        w.labels = sorted(p.name for p in (w.repo / "backup" / "main").iterdir() if p.name.endswith("F"))
+        yield w
+    finally:
+        try:
+            c.stop()
+        finally:
+            c.cleanup()
+            shutil.rmtree(base, ignore_errors=True)
+
+
+@pytest.mark.slow
+def test_a_backup_repository_gives_the_backup_before_the_start(repo_world):
+    w = repo_world
+    assert len(w.labels) == 2
+    r = run_cli("decode", "--catalog", w.repo, "-o", "include-timestamp=1", "--start-lsn", w.first, "--end-lsn",
+                w.end, w.wal)
+    err = r.stderr.decode().splitlines()
+    assert r.returncode == 0, err
+    assert len(err) == 1 and re.match(rf"waldecode: catalog from pgBackRest backup {w.labels[0]} \(full\), "
+                                      r"stopped at \S+ \(latest at or before the start \S+\)$", err[0]), err
+    assert r.stdout.decode() == text(w.rows)
+    assert any("w[integer]:3" in x for x in w.rows)

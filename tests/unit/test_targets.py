@@ -7,7 +7,10 @@ for every fixture, with their xids and times, under both implementations.  On WA
 order, equal times), ``resolve_times`` follows recoveryStopsBefore: the end is the first commit
 or abort whose time is after the target, the start the first commit at or after it, and a time
 before or after the WAL's commits is one line naming the WAL's first or last commit.  Times
-read and print as PostgreSQL's timestamptz text does.
+read and print as PostgreSQL's timestamptz text does.  The catalog check (``catalog.choose``)
+on the same scan: a commit with invalidations counts when its transaction wrote a tracked
+catalog's row, or may have begun before the first running-xacts record read; ANALYZE's shape
+(pg_statistic rows, pg_class in place) does not.
 """
 
 from __future__ import annotations
@@ -196,3 +199,98 @@ def test_time_text_reads_as_postgresql_writes_it():
         parse_timestamp("yesterday", berlin, "--end-time")
     with pytest.raises(UsageError, match="'Mars/Olympus' is not a time zone"):
         parse_timestamp("2026-11-24 14:03 Mars/Olympus", berlin, "--end-time")
+
+
+# -- the catalog check's use of the scan (catalog.choose.first_catalog_change) ----------------------------
+
+DB, SPC = 16384, 1663
+PG_CLASS_NODE, PG_STATISTIC_NODE = 1259, 2619
+
+
+def _catalog(lsn: int):
+    """A snapshot taken at ``lsn`` whose tracked catalogs live in relfilenode = OID (pg_class 1259...)."""
+    from waldecode.catalog import Catalog, Relation, TRACKED_CATALOGS
+
+    rels = {oid: Relation(oid, name, "pg_catalog", "r", "p", oid, 0, "n") for oid, name in TRACKED_CATALOGS.items()}
+    return Catalog("15.0", 150000, 15, lsn, "db", DB, SPC, {"TimeZone": "UTC"}, rels, {},
+                   system_identifier=None)
+
+
+def running_xacts(next_xid: int, running=()) -> Record:
+    main = struct.pack("<iiB3xIII", len(running), 0, 0, next_xid, min(running, default=next_xid), next_xid - 1)
+    return Record(8, 0x10, main_data=main + struct.pack(f"<{len(running)}I", *running))  # RM_STANDBY_ID
+
+
+def catalog_write(xid: int, node: int, op: int = 0x20) -> Record:
+    """A heap record of ``xid`` on relfilenode ``node`` (UPDATE by default; 0x70 INPLACE)."""
+    return Record(RM_HEAP_ID, op, xid=xid, main_data=bytes(14), blocks=(Block(0, rel=(SPC, DB, node), data=bytes(30)),))
+
+
+def invals_commit(xid: int, t: int = T0) -> Record:
+    return xact(XLOG_XACT_COMMIT, xid, t, xinfo=XACT_XINFO_HAS_DBINFO | XACT_XINFO_HAS_INVALS, pad=2)
+
+
+def _first_change(tmp_path, records, snapshot_after: int = -1, beyond: int = 0):
+    """first_catalog_change over ``records`` for a snapshot taken after the record at ``snapshot_after``
+    (default: after all; ``beyond`` bytes later), reading from the first record."""
+    from waldecode.catalog.choose import first_catalog_change
+
+    w = WALWriter(major=15, seg_size=1 << 20)
+    written = [w.append(r) for r in records]
+    w.write(tmp_path)
+    lsn = (written[snapshot_after].end if snapshot_after >= 0 else w.insert_lsn) + beyond
+    return first_catalog_change(discover([tmp_path]), _catalog(lsn), written[0].lsn), written
+
+
+def test_analyze_like_commits_do_not_count_but_catalog_rows_do(tmp_path):
+    """ANALYZE: pg_statistic rows and an in-place pg_class update, a commit with invalidations: not a
+    change.  A pg_class UPDATE is, and so is a transaction running at the reading start (what it wrote
+    before is not read)."""
+    records = [running_xacts(800, running=(799,)),
+               catalog_write(800, PG_STATISTIC_NODE), catalog_write(800, PG_CLASS_NODE, op=0x70), invals_commit(800),
+               catalog_write(799, PG_STATISTIC_NODE), invals_commit(799),
+               catalog_write(801, PG_STATISTIC_NODE), catalog_write(801, PG_CLASS_NODE), invals_commit(801)]
+    found, w = _first_change(tmp_path / "a", records)
+    assert found is not None and (found.xid, found.lsn) == (799, w[5].lsn)
+    found, w = _first_change(tmp_path / "b", records[:4] + records[6:])
+    assert found is not None and (found.xid, found.lsn) == (801, w[6].lsn)
+    # the snapshot taken before that commit: nothing changed before it
+    found, _w = _first_change(tmp_path / "c", records[:4] + records[6:], snapshot_after=5)
+    assert found is None
+    # no running-xacts record before the commit: what began before the start cannot be told apart
+    found, _w = _first_change(tmp_path / "d", records[1:4])
+    assert found is not None and found.xid == 800
+    # a snapshot taken after the end of the WAL given: what happened in between cannot be seen
+    stop, w = _first_change(tmp_path / "e", records[:4], beyond=2 << 20)
+    assert (stop.kind, stop.lsn) == ("end", (w[-1].end + 7) & ~7), stop
+
+
+def test_check_snapshot_says_why_in_one_line(tmp_path):
+    from waldecode.catalog.choose import SnapshotMismatchError, check_snapshot
+
+    w = WALWriter(major=15, seg_size=1 << 20, sysid=7300000000000000001)
+    written = [w.append(r) for r in (running_xacts(800), catalog_write(800, PG_CLASS_NODE), invals_commit(800),
+                                     running_xacts(801))]
+    w.write(tmp_path)
+    segments = discover([tmp_path])
+    start = written[0].lsn
+    late = _catalog(w.insert_lsn)
+    late.source = "late.json"
+    with pytest.raises(SnapshotMismatchError) as e:
+        check_snapshot(late, segments, start)
+    assert str(e.value).startswith(f"the catalog snapshot late.json was taken at 0/{w.insert_lsn:X}, after the "
+                                   f"reading start 0/{start:X}, and transaction 800 changed the catalog in between "
+                                   f"(committed at 0/{written[2].lsn:X}, 2026-11-24 14:00:00+00): ")
+    beyond = _catalog(w.insert_lsn + (1 << 20))
+    with pytest.raises(SnapshotMismatchError, match=r"but the WAL read stops at .*: whether the catalog changed "
+                                                    r"before .* cannot be seen; give the WAL up to it"):
+        check_snapshot(beyond, segments, written[2].end)
+    foreign = _catalog(0)
+    foreign.system_identifier = 7300000000000000002
+    with pytest.raises(SnapshotMismatchError, match=r"^the catalog snapshot is of the cluster with system identifier "
+                                                    r"7300000000000000002, the WAL \(.*000000010000000000000001\) of "
+                                                    r"the cluster with system identifier 7300000000000000001: "):
+        check_snapshot(foreign, segments, start)
+    ok = _catalog(w.insert_lsn)
+    check_snapshot(ok, segments, written[2].end)  # nothing in between: valid, and remembered
+    assert ok.valid_from == written[2].end

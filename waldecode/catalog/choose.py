@@ -19,8 +19,7 @@ snapshot, the WAL and the remedy.  A snapshot found valid for a start remembers 
 (``Catalog.valid_from``), so that the ranges of ``spark decode`` (each a ``decode_wal`` of
 its own) do not scan again.  Takes a ``SegmentSet`` and the reading start
 (``logical.startpoint.reading_start``); hands a ``Catalog`` to ``logical.session.decode_wal``.
-A backup repository as a catalog source (``catalog.backups``) is the hook left in
-``open_catalog_source``.
+A backup repository (``catalog.backups``) is a source too: its backups are the candidates.
 """
 
 from __future__ import annotations
@@ -43,6 +42,7 @@ from ..rmgr.heap import (
     XLOG_HEAP_UPDATE,
 )
 from ..rmgr.xact import XACT_XINFO_HAS_INVALS
+from ..wal.xlogpage import ReadStop
 from .model import FORMAT_NAME, Catalog
 from .pg_catalog import OPTIONAL_CATALOGS, TRACKED_CATALOGS
 
@@ -73,6 +73,14 @@ def check_snapshot(catalog: Catalog, segments, read_from: int | None, start_lsn:
     if catalog.valid_from is not None and catalog.valid_from <= start:
         return
     change = first_catalog_change(segments, catalog, read_from)
+    if isinstance(change, ReadStop):
+        stop = change
+        where = f" in {stop.path}" if stop.path else ""
+        raise SnapshotMismatchError(
+            f"{source} was taken at {format_lsn(catalog.lsn)}, after the reading start {format_lsn(start)}, "
+            f"but the WAL read stops at {format_lsn(stop.lsn)}{where} ({stop.reason}): whether the catalog "
+            f"changed before {format_lsn(catalog.lsn)} cannot be seen; give the WAL up to it (the server's "
+            f"pg_wal), or {_REMEDY}")
     if change is not None:
         zone = _zone_or_utc(catalog)
         asked = (f" (for the start {format_lsn(start_lsn)})"
@@ -101,20 +109,25 @@ def _named(catalog: Catalog) -> str:
 
 def first_catalog_change(segments, catalog: Catalog, read_from: int | None):
     """The first transaction (a ``targets.XactEnd``) committed from ``read_from`` to the snapshot's LSN
-    that changed the catalog, or None.  Commits whose record ends after the snapshot's LSN are not
-    in it (``pg_current_wal_lsn()`` was past every commit it sees)."""
+    that changed the catalog; None when none did; the ``ReadStop`` where the WAL read ended before the
+    snapshot's LSN (its end, or damage) when none did before it (what came after cannot be seen).
+    Commits whose record ends after the snapshot's LSN are not in it (``pg_current_wal_lsn()`` was past
+    every commit it sees)."""
     from ..logical.targets import XactScan
 
     nodes = _tracked_nodes(catalog)
     firsts: dict = {}  # xid -> its first record read (other than a transaction record), while open
     running = _Running(segments, read_from)
-    for x in XactScan(segments, read_from, catalog.lsn, firsts=firsts):
+    scan = XactScan(segments, read_from, catalog.lsn, firsts=firsts)
+    for x in scan:
         if x.is_commit and x.xinfo & XACT_XINFO_HAS_INVALS:
             if not _leaves_catalog_alone(segments, catalog, x, firsts, nodes, running):
                 return x
         firsts.pop(x.xid, None)
         for sub in x.subxacts:
             firsts.pop(sub, None)
+    if scan.stop is not None and scan.stop.kind != "limit":
+        return scan.stop
     return None
 
 
@@ -259,9 +272,11 @@ class CatalogSource:
         return Catalog.load(chosen.path)
 
 
-def open_catalog_source(path, segments) -> CatalogSource:
-    """``--catalog PATH`` for the WAL of ``segments``: a snapshot file, or a directory holding snapshot files
-    (``*.json``, ``*.json.gz``; those of another cluster or major version are passed over)."""
+def open_catalog_source(path, segments, stanza: str | None = None) -> CatalogSource:
+    """``--catalog PATH`` for the WAL of ``segments``: a snapshot file, a directory holding snapshot files
+    (``*.json``, ``*.json.gz``; those of another cluster or major version are passed over), or a backup
+    repository (``catalog.backups``: a pgBackRest repository or stanza, a barman server; ``stanza``
+    where a repository holds several), whose backups are the candidates."""
     path = os.fspath(path)
     if not os.path.isdir(path):
         return CatalogSource(path, catalog=Catalog.load(path))
@@ -277,12 +292,68 @@ def open_catalog_source(path, segments) -> CatalogSource:
         found.append(c)
     if found:
         return CatalogSource(path, candidates=found)
-    # Hook: a backup repository (pgBackRest, barman) as a source of snapshots (``catalog.backups``)
+    if not names:
+        backups = _backups_in(path, segments, stanza)
+        if backups is not None:
+            return BackupSource(path, backups)
     if other:
         raise CatalogError(f"no catalog snapshot in {path} is of the WAL's cluster (system identifier "
                            f"{segments.sysid}, PostgreSQL {segments.major}): {len(other)} of another cluster "
                            "or version")
     raise CatalogError(f"no catalog snapshot (*.json, *.json.gz written by 'waldecode catalog') in {path}")
+
+
+class BackupSource(CatalogSource):
+    """A backup repository given to ``--catalog``: the snapshot is taken from the latest backup whose stop
+    LSN (its consistency point) is at or before the reading start (all later: the earliest), read from
+    the backup's files as ``catalog --backup`` reads them."""
+
+    def __init__(self, path: str, backups: list):
+        super().__init__(path)
+        self.backups = backups
+
+    def time_zone(self) -> str:
+        raise UsageError(f"--catalog {self.path} is a backup repository: the TimeZone a time without an offset "
+                         "is read in comes from a snapshot; give the time with an offset (as 2026-11-24 "
+                         "14:03:00+01)")
+
+    def for_start(self, start: int, say=None) -> Catalog:
+        from .datadir import snapshot_from_datadir
+
+        before = [b for b in self.backups if b.stop_lsn <= start]
+        if before:
+            chosen = max(before, key=lambda b: b.stop_lsn)
+            why = f"latest at or before the start {format_lsn(start)}"
+        else:
+            chosen = min(self.backups, key=lambda b: b.stop_lsn)
+            why = f"the earliest; every one stopped after the start {format_lsn(start)}"
+        if say is not None:
+            say(f"catalog from {chosen.describe()} ({why})")
+        try:
+            catalog = snapshot_from_datadir(chosen.source, warn=lambda m: None)
+        finally:
+            chosen.close()
+        catalog.source = f"of {chosen.describe()}"
+        return catalog
+
+
+def _backups_in(path: str, segments, stanza: str | None) -> list | None:
+    """The backups of the WAL's cluster and version a backup repository at ``path`` keeps (None: not a
+    repository ``catalog.backups`` knows, or that module is not there)."""
+    try:
+        from . import backups as _backups
+    except ImportError:
+        return None
+    try:
+        found = _backups.list_backups(path, stanza)
+    except CatalogError:
+        return None
+    fits = [b for b in found if b.stop_lsn is not None and (b.sysid is None or b.sysid == segments.sysid)
+            and str(b.version) == str(segments.major)]
+    if not fits:
+        raise CatalogError(f"no backup in {path} is of the WAL's cluster (system identifier {segments.sysid}, "
+                           f"PostgreSQL {segments.major}): {len(found)} of another cluster or version, or unfinished")
+    return fits
 
 
 def _peek(path: str) -> Candidate | None:
@@ -306,7 +377,7 @@ def _peek(path: str) -> Candidate | None:
         return None
 
 
-def catalog_for_start(path, segments, start: int, say=None) -> Catalog:
+def catalog_for_start(path, segments, start: int, say=None, stanza: str | None = None) -> Catalog:
     """The snapshot ``--catalog PATH`` gives for reading ``segments`` from ``start`` (not yet checked:
     ``check_snapshot``)."""
-    return open_catalog_source(path, segments).for_start(start, say)
+    return open_catalog_source(path, segments, stanza).for_start(start, say)
