@@ -561,3 +561,47 @@ def _inspect_refused(path, capfdbinary) -> str:
     assert status != 0 and out == b"", out[:200]
     assert len(err) == 1 and err[0].startswith("waldecode: error: "), err
     return err[0]
+
+
+# -- timelines and diverge read every layout as they read plain files -----------------------------------
+
+LAYOUT_SAMPLES = ["pgbackrest-gz:repository", "barman-bzip2:server", "walg-br:prefix", "tree:nested"]
+
+
+def _without_paths(text: bytes) -> list[str]:
+    # the file each timeline's WAL ends in is named by its path: the same segment, another file
+    import re
+
+    return [re.sub(r" in \S+: ", " in FILE: ", ln) for ln in text.decode().splitlines()]
+
+
+@pytest.mark.parametrize("form", LAYOUT_SAMPLES)
+def test_timelines_as_of_plain_files(archives, form, capfdbinary):
+    a = archives
+    paths, _ = _form(a, form)
+    status, expected, err = _cli(["timelines", "--start-lsn", a.confirmed_lsn, a.plain], capfdbinary)
+    assert (status, err) == (0, [])
+    assert "timeline 2" in expected.decode()
+    status, out, err = _cli(["timelines", "--start-lsn", a.confirmed_lsn, *paths], capfdbinary)
+    assert (status, err) == (0, [])
+    assert _without_paths(out) == _without_paths(expected)
+
+
+@pytest.mark.parametrize("form", LAYOUT_SAMPLES)
+def test_diverge_as_of_plain_files(archives, form, tmp_path, capfdbinary):
+    """The old timeline 1 decoded past 00000002.history's switch point: the same report from every layout."""
+    import json
+
+    a = archives
+    paths, _ = _form(a, form)
+
+    def report(old) -> dict:
+        out = tmp_path / "report.json"
+        status, _, err = _cli(["diverge", "--old", *old, "--catalog", a.catalog, "--format", "json", "--changes",
+                               "--output", out], capfdbinary)
+        assert status == 0, err
+        return json.loads(out.read_text())
+
+    expected = report([a.plain])
+    assert expected["old_timeline"] == 1 and expected["switch_lsn"]
+    assert report(paths) == expected

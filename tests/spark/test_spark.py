@@ -460,3 +460,52 @@ def test_partition_keys_match_spark(spark):
         placed = spark.createDataFrame([(k,) for k in keys], "key long").repartition(n, "key") \
             .rdd.mapPartitionsWithIndex(lambda i, rows: [(r[0], i) for r in rows]).collect()
         assert dict(placed) == {k: i for i, k in enumerate(keys)}
+
+
+def _layouts(tmp_path, wal_dir):
+    """The fixture's segments as pgBackRest (zstd, SHA-1 names, archive.info), barman (bzip2, bare names)
+    and WAL-G (brotli) keep them."""
+    import bz2
+    import hashlib
+
+    import brotli
+    import zstandard
+
+    from waldecode.wal.segments import identity_of, read_segment_file
+
+    segs = {p.name.split(".")[0]: read_segment_file(p) for p in sorted(wal_dir.iterdir())}
+    sysid = identity_of(next(iter(segs.values())), "first").xlp_sysid
+    repo, barman, walg = tmp_path / "repo", tmp_path / "barman", tmp_path / "walg"
+    for name, data in segs.items():
+        leaf = repo / "archive" / "main" / "15-1" / name[:16]
+        leaf.mkdir(parents=True, exist_ok=True)
+        (leaf / f"{name}-{hashlib.sha1(data).hexdigest()}.zst").write_bytes(zstandard.ZstdCompressor().compress(data))
+        (barman / "wals" / name[:16]).mkdir(parents=True, exist_ok=True)
+        (barman / "wals" / name[:16] / name).write_bytes(bz2.compress(data))
+        (walg / "wal_005").mkdir(parents=True, exist_ok=True)
+        (walg / "wal_005" / f"{name}.br").write_bytes(brotli.compress(data))
+    (repo / "backup" / "main").mkdir(parents=True)
+    (repo / "archive" / "main" / "archive.info").write_text(
+        f"[db]\ndb-id=1\ndb-system-id={sysid}\ndb-version=\"15\"\n\n"
+        f"[db:history]\n1={{\"db-id\":{sysid},\"db-version\":\"15\"}}\n")
+    (barman / "base").mkdir()
+    return {"pgbackrest": repo, "barman": barman, "walg": walg}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("how", ["local", "file-uri"])
+def test_cli_archive_layouts_as_decode(spark, tmp_path, capfd, how):
+    """spark decode reads the backup tools' layouts as decode does, locally and through Hadoop's file systems."""
+    fx = _fixture("pg15-off/checkpoint_fpi")
+    slot = _slot(fx, fx.meta["decoding_options"]["test_decoding.jsonl"])
+    common = ["--catalog", str(fx.path / "snapshot.json.gz"), "--start-lsn", slot["confirmed_flush_lsn"],
+              "--end-lsn", fx.meta["end_lsn"]]
+    plain = tmp_path / "plain.out"
+    assert _cli(["decode", *common, "--output", str(plain), str(fx.wal_dir)], capfd) == (0, [])
+    assert plain.stat().st_size > 0
+    for tool, path in _layouts(tmp_path, fx.wal_dir).items():
+        out = tmp_path / f"{tool}.out"
+        where = str(path) if how == "local" else path.resolve().as_uri()
+        status, errors = _cli(["spark", "decode", "--master", "local[2]", *common, "--output", str(out), where], capfd)
+        assert (tool, status, errors) == (tool, 0, [])
+        assert out.read_bytes() == plain.read_bytes(), tool

@@ -179,9 +179,10 @@ def store_for(location: str, options: InputOptions = DEFAULT_OPTIONS) -> Store:
 
 
 def has_store(location: str) -> bool:
-    """Whether waldecode reads ``location`` itself (a local path, file://, a known object store's URL)."""
+    """Whether ``location`` is a local path or an object store's URL that waldecode reads itself
+    (spark decode reads other URLs, ``file://`` included, through Hadoop's file systems)."""
     m = URL_RE.match(str(location))
-    return m is None or m.group(1).lower() in ("file", *_STORES)
+    return m is None or m.group(1).lower() in _STORES
 
 
 def local_path(location: str) -> str:
