@@ -48,8 +48,12 @@ def add_input_options(parser) -> None:
                    help="s3:// input: the endpoint of an S3-compatible store (default: AWS_ENDPOINT_URL, else AWS)")
     g.add_argument("--no-verify-tls", dest="verify_tls", action="store_false",
                    help="s3:// input: do not check the endpoint's TLS certificate (a self-signed test store)")
+    g.add_argument("--prefetch", metavar="N", type=int, default=InputOptions.prefetch,
+                   help="s3:// input: segments fetched ahead of the reader, concurrently (default: %(default)s; "
+                        "0: none)")
 
 
 def input_options(args) -> InputOptions:
     return InputOptions(stanza=getattr(args, "stanza", None), endpoint_url=getattr(args, "endpoint_url", None),
-                        verify_tls=getattr(args, "verify_tls", True))
+                        verify_tls=getattr(args, "verify_tls", True),
+                        prefetch=max(0, getattr(args, "prefetch", InputOptions.prefetch)))

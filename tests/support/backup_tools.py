@@ -248,3 +248,28 @@ def walg_layout(prefix: Path | str, source: Path | str, compression: str) -> Pat
         with open(f, "rb") as src, open(wal / f"{f.name}.{compression}", "wb") as dst:
             subprocess.run(tool, stdin=src, stdout=dst, check=True, timeout=120)
     return prefix
+
+
+# -- pgBackRest in object storage (tests/live/test_object_store.py) ---------------------------------
+
+def pgbackrest_s3_config(dir: Path | str, stanza: str, s3, bucket: str, s3_path: str, local_repo: Path | str,
+                         compress_type: str, pg_path: Path | str, socket_dir: Path | str, port: int) -> Path:
+    """A pgBackRest configuration whose repo1 is ``s3_path`` in ``bucket`` of the S3 server ``s3``
+    (tests/support/s3server.py: path-style addressing, its self-signed certificate not checked) and whose
+    repo2 is the local directory ``local_repo``: ``archive-push`` writes the same archive to both."""
+    extra = {
+        "repo1-type": "s3",
+        "repo1-path": s3_path,
+        "repo1-s3-bucket": bucket,
+        "repo1-s3-endpoint": "127.0.0.1",
+        "repo1-storage-port": str(s3.port),
+        "repo1-s3-uri-style": "path",
+        "repo1-storage-verify-tls": "n",
+        "repo1-s3-region": s3.region,
+        "repo1-s3-key": s3.access_key,
+        "repo1-s3-key-secret": s3.secret_key,
+        "repo2-type": "posix",
+        "repo2-path": str(local_repo),
+    }
+    return pgbackrest_config(dir, stanza, local_repo, compress_type, pg_path, socket_dir, port,
+                             name=f"s3-{bucket}", extra=extra)

@@ -119,6 +119,8 @@ class XLogReader:
         if self.end_lsn is not None:
             last_segno = min(last_segno, (self.end_lsn - 1) // seg_size)
         segs.check_contiguous(first_segno, last_segno)
+        # an object store fetches the segments of the range ahead of the reader (local files: nothing)
+        segs.prefetch(first_segno, last_segno)
         self.read_from = start
         # XLogFindNextRecord: begin at the page holding ``start`` and skip records before it
         page_start = start - start % segs.page_size

@@ -1,0 +1,362 @@
+"""WAL in object storage: pgBackRest archives to an S3 server, and waldecode reads ``s3://`` as the server printed.
+
+An S3-compatible server on 127.0.0.1 (tests/support/s3server.py: moto over TLS, Signature V4 checked)
+holds a pgBackRest repository that a throw-away PostgreSQL 15 cluster's ``archive_command``
+(``pgbackrest archive-push``, lz4) fills; the same push writes a local copy of the repository (repo2).
+A catalog snapshot and a test_decoding slot come first, then a workload over several 1 MB segments (a
+transaction across two of them, DDL, a logical message).  Expected outputs are the server's: the
+slot's rows (peeked) and ``pg_waldump`` over a copy of ``pg_wal``.
+
+``waldecode decode`` from the repository root and from ``archive/<stanza>`` in the bucket must write the
+slot's bytes, and ``inspect`` print pg_waldump's; segments are fetched ahead on the store's threads,
+each once, within the window ``--prefetch`` sets; the store travels pickled (as to Spark tasks) without
+its client; credentials come from a profile as well as the environment.  Wrong keys, a missing bucket
+and an endpoint that does not answer are one line on stderr and a non-zero exit, with no output file.
+"""
+
+from __future__ import annotations
+
+import pickle
+import shutil
+import sys
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+import backup_tools as bt
+from waldecode.cli import main
+
+pytestmark = [pytest.mark.server, pytest.mark.slow]
+
+DB = "objstore"
+STANZA = "main"
+BUCKET = "wal"
+REPO = "/pgbackrest"  # repo1-path: the keys' prefix in the bucket
+
+SCHEMA = """
+CREATE TABLE acct (id int PRIMARY KEY, owner text, balance numeric(12,2));
+CREATE TABLE events (id bigserial PRIMARY KEY, kind text, payload text);
+INSERT INTO acct SELECT g, 'owner ' || g, g * 10 FROM generate_series(1, 20) g;
+"""
+
+# A pg_switch_wal() after each part
+WORKLOAD = [
+    ["INSERT INTO acct VALUES (101, 'new', 1.5)",
+     "UPDATE acct SET balance = balance + 1 WHERE id <= 3",
+     "DELETE FROM acct WHERE id = 20"],
+    # one transaction over two segments (1 MB each)
+    ["BEGIN",
+     "INSERT INTO events (kind, payload) SELECT 'bulk', repeat(md5(g::text), 6) FROM generate_series(1, 6000) g",
+     "UPDATE acct SET owner = 'bulk owner' WHERE id = 5",
+     "COMMIT"],
+    ["ALTER TABLE acct ADD COLUMN note text",
+     "UPDATE acct SET note = 'noted ' || id WHERE id % 4 = 0",
+     "BEGIN", "INSERT INTO acct VALUES (102, 'last', 2, 'x')",
+     "SELECT pg_logical_emit_message(true, 'objstore', 'the end')", "COMMIT"],
+]
+
+
+@dataclass
+class Archive:
+    s3: object                # s3server.S3Server
+    base: Path
+    catalog: Path
+    local_repo: Path          # repo2: the same archive on local disk
+    restart_lsn: str
+    confirmed_lsn: str
+    end: str
+    expected: bytes           # the slot's rows, as pg_recvlogical -f writes them
+    waldump: bytes            # pg_waldump from restart_lsn to end
+    segments: list
+
+    @property
+    def url(self) -> str:
+        return f"s3://{BUCKET}{REPO}"
+
+    def store_args(self) -> list[str]:
+        return ["--endpoint-url", self.s3.endpoint_url, "--no-verify-tls"]
+
+
+def _wait_archived(c, timeout: float = 90) -> None:
+    """Until the archiver has no segment left to push (pg_wal/archive_status holds no .ready)."""
+    status = c.waldir / "archive_status"
+    deadline = time.monotonic() + timeout
+    while any(f.suffix == ".ready" for f in status.iterdir()):
+        if time.monotonic() > deadline:
+            failed = c.sql("SELECT last_failed_wal, failed_count FROM pg_stat_archiver")
+            raise RuntimeError(f"archiving did not finish: {failed}; server log:\n{c.log_tail()}")
+        c.sql("SELECT pg_stat_clear_snapshot()")
+        time.sleep(0.1)
+
+
+@pytest.fixture(scope="module")
+def archive():
+    from s3server import S3Server, missing_modules
+
+    if bt.missing_tools("pgbackrest", "openssl"):
+        pytest.skip("pgbackrest or openssl missing (./dev test installs them)")
+    if missing_modules():
+        pytest.skip(f"missing Python packages: {', '.join(missing_modules())} (pip install -e '.[test]')")
+    pytest.importorskip("obstore")
+    from waldecode.testing.cluster import Cluster, ClusterError
+
+    base = bt.server_tempdir("waldecode-objstore")
+    try:
+        with S3Server(buckets=[BUCKET]) as s3:
+            try:
+                c = Cluster(15, settings={"archive_mode": "on", "archive_command": "", "wal_keep_size": "64MB"})
+                c.__enter__()
+            except ClusterError as e:
+                pytest.skip(f"PostgreSQL 15 is not available: {e}")
+            try:
+                yield _build(c, s3, base)
+            finally:
+                c.__exit__(None, None, None)
+    finally:
+        shutil.rmtree(base, ignore_errors=True)
+
+
+def _build(c, s3, base: Path) -> Archive:
+    conf = base / "conf"
+    conf.mkdir()
+    bt.chown_to_server(conf)
+    cfg = bt.pgbackrest_s3_config(conf, STANZA, s3, BUCKET, REPO, base / "local-repo", "lz4", c.pgdata,
+                                  c.socket_dir, c.port)
+    bt.pgbackrest(cfg, STANZA, "stanza-create")
+    command = bt.archive_script(base / "archive.sh", [bt.pgbackrest_push(cfg, STANZA)])
+    c.sql("ALTER SYSTEM SET archive_command = '%s'" % command.replace("'", "''"))
+    c.sql("SELECT pg_reload_conf()")
+    c.sql(f"CREATE DATABASE {DB}")
+    with c.connect(DB) as conn:
+        conn.execute(SCHEMA)
+    catalog = base / "catalog.json"
+    assert main(["catalog", "--dsn", f"host={c.socket_dir} port={c.port} user=postgres dbname={DB}",
+                 "-o", str(catalog)]) == 0
+    with c.connect(DB) as conn:
+        conn.execute("CHECKPOINT")
+        conn.execute("SELECT pg_create_logical_replication_slot('objstore', 'test_decoding')")
+        restart, confirmed = conn.execute("SELECT restart_lsn::text, confirmed_flush_lsn::text "
+                                          "FROM pg_replication_slots WHERE slot_name = 'objstore'").fetchone()
+        for part in WORKLOAD:
+            for s in part:
+                conn.execute(s)
+            conn.execute("SELECT pg_switch_wal()")
+        conn.execute("INSERT INTO acct VALUES (103, 'after the last switch', 3)")
+        end = conn.execute("SELECT pg_current_wal_insert_lsn()::text").fetchone()[0]
+        rows = conn.execute("SELECT data FROM pg_logical_slot_peek_binary_changes('objstore', %s::pg_lsn, NULL)",
+                            (end,)).fetchall()
+        first, last = conn.execute("SELECT pg_walfile_name(%s::pg_lsn), pg_walfile_name(%s::pg_lsn)",
+                                   (restart, end)).fetchone()
+        conn.execute("SELECT pg_switch_wal()")
+    _wait_archived(c)
+    segments = [f.name for f in sorted(c.waldir.iterdir()) if len(f.name) == 24 and first <= f.name <= last]
+    pg_wal_copy = c.archive_wal(base / "pg_wal-copy", first, last)
+    bt.chown_to_server(pg_wal_copy)
+    waldump = c.run_bin("pg_waldump", "--path", pg_wal_copy, "--start", restart, "--end", end, text=False).stdout
+    return Archive(s3=s3, base=base, catalog=catalog, local_repo=base / "local-repo", restart_lsn=restart,
+                   confirmed_lsn=confirmed, end=end, expected=b"".join(bytes(r[0]) + b"\n" for r in rows),
+                   waldump=waldump, segments=segments)
+
+
+@pytest.fixture
+def aws(archive, monkeypatch, tmp_path):
+    """The environment a user of the store has: its keys and region, no profile, no endpoint variable."""
+    for name in ("AWS_PROFILE", "AWS_DEFAULT_PROFILE", "AWS_ENDPOINT_URL", "AWS_ENDPOINT_URL_S3",
+                 "AWS_SESSION_TOKEN", "AWS_CONFIG_FILE", "AWS_SHARED_CREDENTIALS_FILE"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("HOME", str(tmp_path))  # no ~/.aws of the machine's
+    for name, value in archive.s3.env().items():
+        monkeypatch.setenv(name, value)
+    return monkeypatch
+
+
+def _cli(argv, capfdbinary) -> tuple[int, bytes, list[str]]:
+    status = main([str(x) for x in argv])
+    sys.stdout.flush()
+    out, err = capfdbinary.readouterr()
+    return status, out, err.decode("utf-8", "replace").splitlines()
+
+
+def _decode(a: Archive, url: str, out: Path, tmp_path: Path, capfdbinary, *extra):
+    return _cli(["decode", "--catalog", a.catalog, "--start-lsn", a.confirmed_lsn, "--end-lsn", a.end,
+                 "--output", out, "--quiet", "--spill-dir", tmp_path, *a.store_args(), *extra, url], capfdbinary)
+
+
+# -- the harness ----------------------------------------------------------------------------------
+
+def test_repository_is_in_the_bucket(archive, aws):
+    """pgBackRest wrote its repository into the bucket (and the same files to the local repo2)."""
+    import obstore
+    from obstore.store import S3Store
+
+    a = archive
+    assert len(a.segments) >= 4 and a.expected.count(b"table public.events: INSERT:") == 6000
+    store = S3Store(BUCKET, endpoint=a.s3.endpoint_url, client_options={"allow_invalid_certificates": True})
+    keys = {o["path"] for chunk in obstore.list(store, REPO.strip("/")) for o in chunk}
+    local = {str(p.relative_to(a.local_repo)) for p in a.local_repo.rglob("*") if p.is_file()}
+    archived = {k.split("/archive/", 1)[1] for k in keys if "/archive/" in k}
+    assert f"{STANZA}/archive.info" in archived
+    for seg in a.segments:
+        assert any(k.rsplit("/", 1)[1].startswith(seg + "-") and k.endswith(".lz4") for k in keys), seg
+    assert archived <= {k.split("archive/", 1)[1] for k in local if k.startswith("archive/")}
+
+
+# -- s3:// decodes as the slot and inspects as pg_waldump ------------------------------------------
+
+@pytest.mark.parametrize("form", ["repository", "archive/<stanza>"])
+def test_decode_equals_slot(archive, aws, form, tmp_path, capfdbinary):
+    a = archive
+    url = a.url if form == "repository" else f"{a.url}/archive/{STANZA}"
+    out = tmp_path / "out"
+    status, _, err = _decode(a, url, out, tmp_path, capfdbinary)
+    assert (status, [ln for ln in err if "note:" not in ln]) == (0, []), err
+    assert out.read_bytes() == a.expected
+
+
+def test_decode_local_copy_equals_slot(archive, aws, tmp_path, capfdbinary):
+    """The same archive on local disk (repo2) decodes the same: the throughput comparison's baseline."""
+    a = archive
+    out = tmp_path / "out"
+    status, _, err = _decode(a, str(a.local_repo), out, tmp_path, capfdbinary)
+    assert (status, [ln for ln in err if "note:" not in ln]) == (0, []), err
+    assert out.read_bytes() == a.expected
+
+
+@pytest.mark.parametrize("prefetch", ["8", "0"])
+def test_inspect_equals_pg_waldump(archive, aws, prefetch, capfdbinary):
+    a = archive
+    status, out, err = _cli(["inspect", "--quiet", "--start-lsn", a.restart_lsn, "--end-lsn", a.end,
+                             *a.store_args(), "--prefetch", prefetch, a.url], capfdbinary)
+    assert (status, err) == (0, []), err
+    assert out == a.waldump
+
+
+# -- fetching ahead -------------------------------------------------------------------------------
+
+def _record_gets(monkeypatch) -> list:
+    """Every whole-object GET of the S3 store: (object name, thread name)."""
+    from waldecode.wal import objectstore
+
+    gets = []
+    real = objectstore.S3Store._get
+
+    def get(self, location):
+        gets.append((location.rsplit("/", 1)[1], threading.current_thread().name))
+        return real(self, location)
+
+    monkeypatch.setattr(objectstore.S3Store, "_get", get)
+    return gets
+
+
+@pytest.mark.parametrize("prefetch", [8, 0])
+def test_segments_fetched_ahead_once_each(archive, aws, prefetch, capfdbinary):
+    a = archive
+    gets = _record_gets(aws)
+    status, out, err = _cli(["inspect", "--quiet", "--start-lsn", a.restart_lsn, "--end-lsn", a.end,
+                             *a.store_args(), "--prefetch", prefetch, a.url], capfdbinary)
+    assert (status, out == a.waldump) == (0, True), err
+    segment_gets = [(name[:24], thread) for name, thread in gets if name[:24] in a.segments]
+    assert sorted(name for name, _ in segment_gets) == a.segments  # every segment of the range, once
+    threads = {thread for _, thread in segment_gets}
+    if prefetch:
+        assert all(t.startswith("waldecode-fetch") for t in threads), threads
+        assert len(threads) > 1  # concurrently
+    else:
+        assert threads == {threading.current_thread().name}
+
+
+def test_prefetch_window_is_bounded(archive, aws):
+    """At most ``prefetch`` files are on their way ahead of the last one read."""
+    from waldecode.wal.segments import discover
+    from waldecode.wal.storage import InputOptions
+
+    a = archive
+    segs = discover([a.url], options=InputOptions(endpoint_url=a.s3.endpoint_url, verify_tls=False, prefetch=2))
+    first = segs.first_segno
+    segs.prefetch(first, segs.last_segno)
+    store = segs.store
+    assert len(store._fetched) == 2
+    data, _ = segs.load(first)
+    assert len(data) == segs.seg_size
+    assert len(store._fetched) == 2 and str(segs.files[first].path) not in store._fetched
+    assert str(segs.files[first + 2].path) in store._fetched
+
+
+def test_store_travels_pickled_without_its_client(archive, aws):
+    """As to a Spark task: the SegmentSet and its store pickle without connections or fetched bytes, and
+    the copy reads the same segment."""
+    from waldecode.wal.segments import discover
+    from waldecode.wal.storage import InputOptions
+
+    a = archive
+    segs = discover([a.url], options=InputOptions(endpoint_url=a.s3.endpoint_url, verify_tls=False))
+    segs.prefetch(segs.first_segno, segs.last_segno)
+    blob = pickle.dumps(segs)
+    assert len(blob) < 64 * 1024  # no segment bytes in it
+    copy = pickle.loads(blob)
+    assert not copy.store._clients and not copy.store._fetched
+    n = segs.first_segno + 1
+    assert copy.load(n)[0] == segs.load(n)[0]
+
+
+def test_credentials_from_a_profile(archive, aws, tmp_path, capfdbinary):
+    a = archive
+    creds = tmp_path / "credentials"
+    creds.write_text(f"[default]\naws_access_key_id = WRONGKEY\naws_secret_access_key = wrong\n\n"
+                     f"[waldecode-ci]\naws_access_key_id = {a.s3.access_key}\n"
+                     f"aws_secret_access_key = {a.s3.secret_key}\n")
+    aws.delenv("AWS_ACCESS_KEY_ID")
+    aws.delenv("AWS_SECRET_ACCESS_KEY")
+    aws.setenv("AWS_SHARED_CREDENTIALS_FILE", str(creds))
+    aws.setenv("AWS_PROFILE", "waldecode-ci")
+    argv = ["inspect", "--quiet", "--start-lsn", a.restart_lsn, "--end-lsn", a.end, *a.store_args(), a.url]
+    status, out, err = _cli(argv, capfdbinary)
+    assert (status, err, out == a.waldump) == (0, [], True)
+    aws.delenv("AWS_PROFILE")  # the default profile's keys are wrong
+    status, out, err = _cli(argv, capfdbinary)
+    assert (status, out) == (1, b"") and len(err) == 1 and "InvalidAccessKeyId" in err[0], err
+
+
+# -- bad input: one line, a non-zero exit, nothing written -------------------------------------------
+
+def _bad(a: Archive, aws, case: str) -> tuple[str, list[str], str]:
+    """The URL, options and the words the one error line must hold."""
+    if case == "wrong secret":
+        aws.setenv("AWS_SECRET_ACCESS_KEY", "not-the-secret")
+        return a.url, a.store_args(), "access denied: the request signature does not match"
+    if case == "unknown key":
+        aws.setenv("AWS_ACCESS_KEY_ID", "AKIANOTKNOWN")
+        return a.url, a.store_args(), "access denied: the access key is not known"
+    if case == "no credentials":
+        aws.delenv("AWS_ACCESS_KEY_ID")
+        aws.delenv("AWS_SECRET_ACCESS_KEY")
+        # where the instance role would be asked last: a port that refuses at once, on any machine
+        aws.setenv("AWS_METADATA_ENDPOINT", "http://127.0.0.1:9")
+        return a.url, a.store_args(), "no credentials"
+    if case == "missing bucket":
+        return f"s3://no-such-bucket{REPO}", a.store_args(), "no such bucket 'no-such-bucket'"
+    if case == "missing prefix":
+        return f"s3://{BUCKET}/no/such/prefix", a.store_args(), "no such file or directory"
+    if case == "certificate checked":
+        return a.url, ["--endpoint-url", a.s3.endpoint_url], "TLS certificate"
+    if case == "endpoint down":
+        return a.url, ["--endpoint-url", "https://127.0.0.1:9", "--no-verify-tls"], "cannot reach https://127.0.0.1:9"
+    raise AssertionError(case)
+
+
+BAD = ["wrong secret", "unknown key", "no credentials", "missing bucket", "missing prefix", "certificate checked",
+       "endpoint down"]
+
+
+@pytest.mark.parametrize("case", BAD)
+def test_bad_store_input_is_one_line(archive, aws, case, tmp_path, capfdbinary):
+    a = archive
+    url, opts, words = _bad(a, aws, case)
+    out = tmp_path / "out"
+    status, stdout, err = _cli(["decode", "--catalog", a.catalog, "--start-lsn", a.confirmed_lsn, "--output", out,
+                                "--quiet", *opts, url], capfdbinary)
+    assert status != 0 and stdout == b"" and not out.exists(), err
+    assert len(err) == 1 and err[0].startswith("waldecode: error: ") and words in err[0] and url in err[0], err
