@@ -304,13 +304,14 @@ class Catalog:
     replication_origins: dict | None = None
     # pg_control's system_identifier of the cluster the snapshot is of; None: not recorded (older snapshots)
     system_identifier: int | None = None
-    # Not in the JSON: the file it was loaded from (for messages), and the earliest reading start for which
-    # the WAL was found to hold no catalog change before ``lsn`` (``catalog.choose.check_snapshot``)
-    source: str = field(default="", repr=False, compare=False)
-    valid_from: int | None = field(default=None, repr=False, compare=False)
     _by_filenode: dict = field(default_factory=dict, repr=False)
 
     def __post_init__(self):
+        # Not part of the snapshot (no field, not in the JSON): the file it was loaded from (for messages),
+        # and the earliest reading start for which the WAL was found to hold no catalog change before
+        # ``lsn`` (``catalog.choose.check_snapshot``)
+        self.source: str = ""
+        self.valid_from: int | None = None
         self._by_filenode = {}
         for rel in self.relations.values():
             if rel.relfilenode:
