@@ -235,6 +235,21 @@ def _damaged_copies(tmp_path):
     return fx, out
 
 
+def _dated_back(fx, tmp_path) -> str:
+    """The fixture's snapshot (taken after its setup DDL) dated back to the start of its first segment, where
+    decoding without --start-lsn reads from: it passes the check of a snapshot later than the start
+    (catalog.choose), so that the damage is what these runs meet."""
+    import gzip
+    import json
+
+    doc = json.loads(gzip.decompress((fx.path / "snapshot.json.gz").read_bytes()))
+    first = sorted(fx.wal_dir.iterdir())[0].name
+    doc["lsn"] = f"{int(first[8:16], 16):X}/{int(first[16:24], 16) * fx.meta['wal_segment_size']:X}"
+    path = tmp_path / "snapshot.json"
+    path.write_text(json.dumps(doc))
+    return str(path)
+
+
 def _damaged(tmp_path, damage):
     fx, dirs = _damaged_copies(tmp_path)
     if damage == "missing":
@@ -256,7 +271,7 @@ def _damaged(tmp_path, damage):
 @pytest.mark.parametrize("damage", ["crc", "page", "cut", "missing"])
 def test_cli_errors_as_decode(spark, tmp_path, capfd, damage):
     fx, paths = _damaged(tmp_path, damage)
-    args = ["--catalog", str(fx.path / "snapshot.json.gz")]
+    args = ["--catalog", _dated_back(fx, tmp_path)]
     a, b = tmp_path / "single.out", tmp_path / "spark.out"
     s1, e1 = _cli(["decode", *args, "--output", str(a), *paths], capfd)
     s2, e2 = _cli(["spark", "decode", "--master", "local[2]", *args, "--output", str(b), *paths], capfd)
@@ -271,7 +286,7 @@ def test_cli_errors_as_decode(spark, tmp_path, capfd, damage):
 def test_cli_parquet_errors_as_decode(spark, tmp_path, capfd, damage):
     """--parquet: the error decode prints, with its status, though it was raised in a Python worker."""
     fx, paths = _damaged(tmp_path, damage)
-    args = ["--catalog", str(fx.path / "snapshot.json.gz")]
+    args = ["--catalog", _dated_back(fx, tmp_path)]
     s1, e1 = _cli(["decode", *args, "--output", str(tmp_path / "single.out"), *paths], capfd)
     s2, e2 = _cli(["spark", "decode", "--master", "local[2]", *args, "--parquet", str(tmp_path / "pq"), *paths], capfd)
     assert s1 != 0 and e1

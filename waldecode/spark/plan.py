@@ -268,7 +268,9 @@ def run_driver_pass(items, catalog: Catalog, plugin: OutputPlugin, *, plugin_opt
     except Error as e:
         error = e
         cutoff = lsn
-    result.open_transactions = decoder.finish(include_uncommitted, hint=_start_hint(start_plan, segments))
+    # as decode_wal: an error that stopped reading is reported alone
+    result.open_transactions = decoder.finish(include_uncommitted, hint=_start_hint(start_plan, segments),
+                                              ended=error is None)
     result.not_decoded = decoder.not_decoded
     result.ended_early = list(decoder.finished_early.values())
     result.warnings = decoder.warnings
