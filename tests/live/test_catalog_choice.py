@@ -130,8 +130,9 @@ def text(rows) -> str:
 def ok(r) -> bool:
     """Exit 0, and on stderr only the normal end of the WAL read and the transactions left open there (the
     next one's first record read, its commit not, as recovery leaves it)."""
-    return r.returncode == 0 and all(("is still open at the end of the WAL read" in x or
-                                      x.startswith("waldecode: end of WAL at ")) for x in r.stderr.decode().splitlines())
+    return r.returncode == 0 and all("is still open at the end of the WAL read" in x
+                                     or x.startswith("waldecode: end of WAL at ")
+                                     for x in r.stderr.decode().splitlines())
 
 
 def transactions(rows: list[str]) -> list[tuple[str, list[str]]]:
@@ -158,9 +159,9 @@ def test_a_late_snapshot_with_ddl_in_between_is_one_line_and_writes_nothing(worl
     assert r.returncode == 1, err
     assert len(err) == 1, err
     assert re.match(rf"waldecode: error: the catalog snapshot {re.escape(str(world.dir / 's2.json'))} was taken at "
-                    rf"\S+, after the reading start \S+ \(for the start {world.first}\), and transaction {world.ddl_xid} changed the catalog in "
-                    r"between \(committed at \S+, \S+ \S+\+01\): the changes before \S+ cannot be decoded with it; "
-                    r"take a snapshot at or before the start: 'waldecode catalog --datadir' of a backup taken "
+                    rf"\S+, after the reading start \S+ \(for the start {world.first}\), and transaction "
+                    rf"{world.ddl_xid} changed the catalog in between \(committed at \S+, \S+ \S+\+01\): the "
+                    r"changes before \S+ cannot be decoded with it; take a snapshot at or before the start: 'waldecode catalog --datadir' of a backup taken "
                     r"before it, or --catalog DIR holding one$", err[0]), err[0]
     assert not out.exists() and not slot.exists() and r.stdout == b""
 
