@@ -161,8 +161,9 @@ def test_a_late_snapshot_with_ddl_in_between_is_one_line_and_writes_nothing(worl
     assert re.match(rf"waldecode: error: the catalog snapshot {re.escape(str(world.dir / 's2.json'))} was taken at "
                     rf"\S+, after the reading start \S+ \(for the start {world.first}\), and transaction "
                     rf"{world.ddl_xid} changed the catalog in between \(committed at \S+, \S+ \S+\+01\): the "
-                    r"changes before \S+ cannot be decoded with it; take a snapshot at or before the start: 'waldecode catalog --datadir' of a backup taken "
-                    r"before it, or --catalog DIR holding one$", err[0]), err[0]
+                    r"changes before \S+ cannot be decoded with it; take a snapshot at or before the start: "
+                    r"'waldecode catalog --datadir' of a backup taken before it, or --catalog DIR holding one$",
+                    err[0]), err[0]
     assert not out.exists() and not slot.exists() and r.stdout == b""
 
 
