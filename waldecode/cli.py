@@ -340,7 +340,7 @@ def cmd_decode(args) -> int:
         probe = plugin_class(args.format)(lambda line: None)
     probe.startup(dict(options), CatalogView(catalog))
     # Before the slot file and the output exist: a snapshot of another cluster, or of later than the start
-    check_snapshot(catalog, segments, start_plan[1], start_lsn)
+    check_snapshot(catalog, segments, start_plan[1], start_lsn, say=_say)
     from .forensics.cli import decode_start_warnings
 
     for w in decode_start_warnings(args.paths, segments, start_lsn, argtypes.input_options(args)):

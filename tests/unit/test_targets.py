@@ -281,10 +281,17 @@ def test_check_snapshot_says_why_in_one_line(tmp_path):
     assert str(e.value).startswith(f"the catalog snapshot late.json was taken at 0/{w.insert_lsn:X}, after the "
                                    f"reading start 0/{start:X}, and transaction 800 changed the catalog in between "
                                    f"(committed at 0/{written[2].lsn:X}, 2026-11-24 14:00:00+00): ")
+    # taken after the WAL's end (from the live server, after the archive's last segment): no change in the
+    # WAL read, taken with a note that what came after its end cannot be seen
     beyond = _catalog(w.insert_lsn + (1 << 20))
-    with pytest.raises(SnapshotMismatchError, match=r"but the WAL read stops at .*: whether the catalog changed "
-                                                    r"before .* cannot be seen; give the WAL up to it"):
-        check_snapshot(beyond, segments, written[2].end)
+    notes = []
+    check_snapshot(beyond, segments, written[2].end, say=notes.append)
+    assert len(notes) == 1 and re.match(r"note: the catalog snapshot was taken at .*, after the end of the WAL "
+                                        r"read .*: no transaction changed the catalog from the start .* to there; "
+                                        r"changes after it cannot be seen", notes[0]), notes
+    assert beyond.valid_from == written[2].end
+    with pytest.raises(SnapshotMismatchError, match="transaction 800 changed the catalog"):
+        check_snapshot(_catalog(w.insert_lsn + (1 << 20)), segments, start)
     foreign = _catalog(0)
     foreign.system_identifier = 7300000000000000002
     with pytest.raises(SnapshotMismatchError, match=r"^the catalog snapshot is of the cluster with system identifier "

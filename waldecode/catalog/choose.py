@@ -62,9 +62,13 @@ class SnapshotMismatchError(DecodeError):
 # -- the rule ------------------------------------------------------------------------------------
 
 
-def check_snapshot(catalog: Catalog, segments, read_from: int | None, start_lsn: int | None = None) -> None:
+def check_snapshot(catalog: Catalog, segments, read_from: int | None, start_lsn: int | None = None,
+                   say=None) -> None:
     """Raise ``SnapshotMismatchError`` unless ``catalog`` can decode ``segments`` read from ``read_from``
-    (None: the input's first record; ``start_lsn``, the requested start, only names it in messages)."""
+    (None: the input's first record; ``start_lsn``, the requested start, only names it in messages).
+    ``say(line)`` hears a note when the WAL ends before the snapshot's LSN: the catalog did not change
+    in the WAL read, what came after its end cannot be seen (a snapshot taken from the live server
+    after the archive's last segment, the common case, is taken with that note)."""
     check_cluster(catalog, segments)
     source = _named(catalog)
     start = read_from if read_from is not None else segments.first_segno * segments.seg_size
@@ -76,6 +80,14 @@ def check_snapshot(catalog: Catalog, segments, read_from: int | None, start_lsn:
     if isinstance(change, ReadStop):
         stop = change
         where = f" in {stop.path}" if stop.path else ""
+        if stop.kind == "end":
+            if say is not None:
+                say(f"note: {source} was taken at {format_lsn(catalog.lsn)}, after the end of the WAL read "
+                    f"{format_lsn(stop.lsn)}: no transaction changed the catalog from the start "
+                    f"{format_lsn(start)} to there; changes after it cannot be seen (were there any, "
+                    f"{_REMEDY})")
+            catalog.valid_from = start
+            return
         raise SnapshotMismatchError(
             f"{source} was taken at {format_lsn(catalog.lsn)}, after the reading start {format_lsn(start)}, "
             f"but the WAL read stops at {format_lsn(stop.lsn)}{where} ({stop.reason}): whether the catalog "

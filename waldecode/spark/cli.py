@@ -291,7 +291,8 @@ def cmd_spark_decode(args) -> int:
         start_plan = reading_start(segments, start_lsn, args.restart_lsn)
         catalog = source.for_start(reading_from(start_plan, segments), say=_say)
         fit_catalog(catalog, segments, args.settings, catalog.source or args.catalog)
-        check_snapshot(catalog, segments, start_plan[1], start_lsn)
+        check_snapshot(catalog, segments, start_plan[1], start_lsn,
+                       say=lambda line: print(f"waldecode: {line}", file=sys.stderr))
         return catalog, start_lsn, end_lsn
 
     if args.restart_lsn is not None and args.start_lsn is None and args.start_time is None:
