@@ -276,13 +276,15 @@ def test_prefetch_window_is_bounded(archive, aws):
     a = archive
     segs = discover([a.url], options=InputOptions(endpoint_url=a.s3.endpoint_url, verify_tls=False, prefetch=2))
     first = segs.first_segno
+    paths = [str(segs.files[n].path) for n in range(first, segs.last_segno + 1)]
+    assert len(paths) >= 4
     segs.prefetch(first, segs.last_segno)
     store = segs.store
-    assert len(store._fetched) == 2
+    # the first file may be there already (its first page told the cluster; compressed, it was read whole)
+    assert set(store._fetched) <= set(paths[:2]) and paths[1] in store._fetched
     data, _ = segs.load(first)
     assert len(data) == segs.seg_size
-    assert len(store._fetched) == 2 and str(segs.files[first].path) not in store._fetched
-    assert str(segs.files[first + 2].path) in store._fetched
+    assert set(store._fetched) <= set(paths[1:3]) and paths[2] in store._fetched
 
 
 def test_store_travels_pickled_without_its_client(archive, aws):

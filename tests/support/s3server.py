@@ -21,12 +21,14 @@ from __future__ import annotations
 import argparse
 import hashlib
 import hmac
+import logging
 import os
 import shutil
 import signal
 import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
 from urllib.parse import quote, unquote
 
@@ -46,12 +48,15 @@ class S3Server:
     """``with S3Server(buckets=["wal"]) as s3:`` an S3 endpoint at ``s3.endpoint_url`` (https, self-signed).
 
     ``s3.env()`` is the environment a client needs (keys, region; not the endpoint, which the tests
-    give with ``--endpoint-url`` or pgBackRest's options).  ``s3.port``, ``s3.cert`` (PEM).
+    give with ``--endpoint-url`` or pgBackRest's options).  ``s3.port``, ``s3.cert`` (PEM);
+    ``s3.upload(bucket, {key: bytes})``; with ``log_requests``, ``s3.requests()`` lists what was asked;
+    ``delay`` (seconds) holds every answer back, as a remote store's latency would.
     """
 
     def __init__(self, buckets=(), access_key: str = ACCESS_KEY, secret_key: str = SECRET_KEY,
-                 region: str = REGION):
+                 region: str = REGION, log_requests: bool = False, delay: float = 0.0):
         self.buckets = list(buckets)
+        self.log_requests, self.delay = log_requests, delay
         self.access_key, self.secret_key, self.region = access_key, secret_key, region
         self.port: int | None = None
         self._dir: Path | None = None
@@ -75,6 +80,10 @@ class S3Server:
                 "--access-key", self.access_key, "--secret-key", self.secret_key, "--region", self.region]
         for b in self.buckets:
             argv += ["--bucket", b]
+        if self.log_requests:
+            argv.append("--log-requests")
+        if self.delay:
+            argv += ["--delay", str(self.delay)]
         # moto reads its settings from the environment at import: no AWS credentials of the caller's
         env = {k: v for k, v in os.environ.items() if not k.startswith("AWS_")}
         self.log = self._dir / "server.log"
@@ -87,6 +96,23 @@ class S3Server:
             raise RuntimeError(f"the S3 server did not start: {line}{self.log.read_text()[-2000:]}")
         self.port = int(line.split()[1])
         return self
+
+    def requests(self) -> list[tuple[str, str, str]]:
+        """(method, path, Range header or "-") of every request so far (``log_requests``)."""
+        lines = self.log.read_text(errors="replace").splitlines()
+        return [tuple(ln.split(" ", 2)) for ln in lines if ln.split(" ", 1)[0] in ("GET", "HEAD", "PUT", "POST",
+                                                                                 "DELETE")]
+
+    def upload(self, bucket: str, files: dict) -> None:
+        """Put objects (key -> bytes) into a bucket, with the server's keys."""
+        import obstore
+        from obstore.store import S3Store
+
+        store = S3Store(bucket, endpoint=self.endpoint_url, access_key_id=self.access_key,
+                        secret_access_key=self.secret_key, region=self.region,
+                        client_options={"allow_invalid_certificates": True})
+        for key, data in files.items():
+            obstore.put(store, key, data)
 
     def __exit__(self, *exc) -> None:
         if self._proc is not None:
@@ -121,10 +147,16 @@ def _sign(key: bytes, msg: str) -> bytes:
 class S3App:
     """moto's WSGI application, with S3's Signature V4 checked first and every response framed."""
 
-    def __init__(self, app, access_key: str, secret_key: str):
+    def __init__(self, app, access_key: str, secret_key: str, log_requests: bool = False, delay: float = 0.0):
         self.app, self.access_key, self.secret_key = app, access_key, secret_key
+        self.log_requests, self.delay = log_requests, delay
 
     def __call__(self, environ, start_response):
+        if self.delay:  # a remote store's latency, for throughput measurements
+            time.sleep(self.delay)
+        if self.log_requests:  # "METHOD PATH RANGE" per request, for tests that count what was read
+            print(environ["REQUEST_METHOD"], environ.get("PATH_INFO", ""), environ.get("HTTP_RANGE", "-"),
+                  file=sys.stderr, flush=True)
         denied = self._authenticate(environ)
         if denied is not None:
             return _error(start_response, "403 Forbidden", *denied)
@@ -200,6 +232,8 @@ def serve(argv=None) -> None:
     p.add_argument("--secret-key", default=SECRET_KEY)
     p.add_argument("--region", default=REGION)
     p.add_argument("--bucket", action="append", default=[])
+    p.add_argument("--log-requests", action="store_true")
+    p.add_argument("--delay", type=float, default=0.0, help="seconds every answer waits (a remote store's latency)")
     args = p.parse_args(argv)
 
     from moto.core import DEFAULT_ACCOUNT_ID
@@ -207,14 +241,13 @@ def serve(argv=None) -> None:
     from moto.server import DomainDispatcherApplication, MotoRequestHandler, create_backend_app
     from werkzeug.serving import make_server
 
-    import logging
-
-    logging.getLogger("werkzeug").setLevel(int(os.environ.get("S3SERVER_LOG_LEVEL", logging.ERROR)))  # no line per request
+    logging.getLogger("werkzeug").setLevel(logging.ERROR)  # no line per request (see --log-requests)
 
     backend = s3_backends[DEFAULT_ACCOUNT_ID]["aws"]
     for b in args.bucket:
         backend.create_bucket(b, args.region)
-    app = S3App(DomainDispatcherApplication(create_backend_app), args.access_key, args.secret_key)
+    app = S3App(DomainDispatcherApplication(create_backend_app), args.access_key, args.secret_key,
+                args.log_requests, args.delay)
     server = make_server("127.0.0.1", args.port, app, threaded=True, ssl_context=(args.cert, args.key),
                          request_handler=MotoRequestHandler)
     plain_shutdown = server.shutdown_request

@@ -32,6 +32,7 @@ import os
 import re
 import threading
 import weakref
+from collections import OrderedDict
 from concurrent.futures import Future, ThreadPoolExecutor
 from datetime import timedelta
 
@@ -42,6 +43,9 @@ from .storage import InputOptions, Store
 _RETRY = {"max_retries": 4, "retry_timeout": timedelta(seconds=60)}
 _CONNECT_TIMEOUT = "10s"
 _TIMEOUT = "120s"  # one request: 16 MiB must arrive within it (the default, 30 s, is 0.5 MiB/s)
+# Files read whole that are kept: finding where reading starts reads the segments before the start,
+# which the reader then reads again (local files stay in the page cache; these would be fetched again)
+_KEEP = 4
 
 
 def _split(location: str) -> tuple[str, str]:
@@ -71,6 +75,7 @@ class S3Store(Store):
         self._listings: dict = {}  # (bucket, dir key) -> ({file name: size}, {subdirectory names})
         self._pool: ThreadPoolExecutor | None = None
         self._fetched: dict[str, Future] = {}  # location -> its whole bytes, on their way
+        self._recent: OrderedDict[str, bytes] = OrderedDict()  # the last _KEEP files read whole
         self._order: list[str] = []  # what prefetch was told will be read, in order
         self._index: dict[str, int] = {}
         self._next = 0  # the first of _order not yet submitted
@@ -170,15 +175,22 @@ class S3Store(Store):
         return out
 
     def read(self, location: str, limit: int | None = None) -> bytes:
+        with self._lock:
+            i = self._index.get(location) if limit is None else None
+            if i is not None:
+                self._fill(i)  # the window moves on: this one is read
+            data = self._recent.get(location)
+            if data is not None:
+                self._recent.move_to_end(location)
+                return data if limit is None else data[:limit]
+            fut = self._fetched.pop(location, None) if limit is None else None
         if limit is None:
+            data = fut.result() if fut is not None else self._get(location)
             with self._lock:
-                fut = self._fetched.pop(location, None)
-                i = self._index.get(location)
-                if i is not None:
-                    self._fill(i)
-            if fut is not None:
-                return fut.result()
-            return self._get(location)
+                self._recent[location] = data
+                while len(self._recent) > _KEEP:
+                    self._recent.popitem(last=False)
+            return data
         import obstore
 
         bucket, key = _split(location)
@@ -221,7 +233,7 @@ class S3Store(Store):
         while self._next < len(self._order) and self._next <= last_read + self.options.prefetch:
             loc = self._order[self._next]
             self._next += 1
-            if loc not in self._fetched:
+            if loc not in self._fetched and loc not in self._recent:
                 self._fetched[loc] = self._pool.submit(self._get, loc)
 
     @staticmethod
