@@ -55,7 +55,7 @@ class HadoopSegmentSet(SegmentSet):
         return copy
 
     def __getstate__(self):
-        state = dict(self.__dict__)
+        state = super().__getstate__()
         state.pop("_contents", None)
         return state
 

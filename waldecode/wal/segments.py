@@ -19,7 +19,7 @@ from typing import NamedTuple
 from ..errors import MissingSegmentError, SegmentFileError, format_lsn
 from .archive import SEGMENT_FILE_RE, Archive, find
 from .compression import EXTENSIONS, decompress, detect
-from .storage import DEFAULT_OPTIONS, LOCAL, InputOptions, Store
+from .storage import DEFAULT_OPTIONS, LOCAL, InputOptions, LocalStore, Store
 from .xlogpage import MAJOR_BY_XLOG_PAGE_MAGIC, SizeOfXLogLongPHD, XLP_LONG_HEADER, parse_long_header
 
 # XLogFileName's 24 hex digits (a partial segment's name adds ".partial"); archive.SEGMENT_FILE_RE
@@ -141,13 +141,16 @@ class SegmentSet:
                 f"missing WAL segment {self.name(segno)} (LSN {format_lsn(segno * self.seg_size)}); "
                 f"the input has {self.name(self.first_segno)} to {self.name(self.last_segno)}",
                 lsn=segno * self.seg_size)
-        data = self.map_file(f) if mapped and not f.compressed else None
-        if data is not None and detect(bytes(data[:16]), f.hint) is not None:
-            data = None  # compressed after all, whatever the name says
+        ahead = getattr(self, "_ahead", None)
+        data = ahead.take(segno) if ahead is not None else None
         if data is None:
-            data = self.read_file(f)
-        if f.sha1 is not None:
-            check_sha1(data, f)
+            data = self.map_file(f) if mapped and not f.compressed else None
+            if data is not None and detect(bytes(data[:16]), f.hint) is not None:
+                data = None  # compressed after all, whatever the name says
+            if data is None:
+                data = self._fetch(f)
+            elif f.sha1 is not None:
+                check_sha1(data, f)
         if len(data) > self.seg_size:
             raise SegmentFileError(f"file has {len(data)} bytes, more than the segment size {self.seg_size}",
                                    path=str(f.path), lsn=segno * self.seg_size)
@@ -163,9 +166,41 @@ class SegmentSet:
         location = str(f.path)
         return decompress(self.store.read(location), location, self.seg_size, f.hint)
 
+    def _fetch(self, f: SegmentFile) -> bytes:
+        """A file's segment bytes, read, decompressed and checked (the work ``prefetch`` does ahead)."""
+        data = self.read_file(f)
+        if f.sha1 is not None:
+            check_sha1(data, f)
+        return data
+
     def prefetch(self, first: int, last: int) -> None:
-        """Segments ``first`` to ``last`` will be loaded in order (an object store fetches them ahead)."""
-        self.store.prefetch([str(self.files[n].path) for n in range(first, last + 1) if n in self.files])
+        """Segments ``first`` to ``last`` will be loaded in order: an object store fetches them ahead,
+        and a thread reads, decompresses and checks the next ones while the reader works on this one
+        (zlib, bz2, lzma, lz4, zstd, brotli and SHA-1 let other threads run), unless they are plain local
+        files, which are mapped."""
+        wanted = [n for n in range(first, last + 1) if n in self.files]
+        self.store.prefetch([str(self.files[n].path) for n in wanted])
+        old = getattr(self, "_ahead", None)
+        if old is not None:
+            old.close()
+        busy = [n for n in wanted if self._busy(self.files[n])]
+        self._ahead = _Ahead(self, busy) if len(busy) > 1 else None
+
+    def _busy(self, f: SegmentFile) -> bool:
+        """Whether loading the file is more than mapping it: compressed (its name or its first bytes
+        say so), named by its SHA-1, or not local."""
+        if f.compressed or f.sha1 is not None or not isinstance(self.store, LocalStore):
+            return True
+        try:
+            return detect(self.store.read(str(f.path), 16), f.hint) is not None
+        except SegmentFileError:
+            return False  # loading it will say what is wrong
+
+    def __getstate__(self):
+        # A set travels to Spark tasks: the thread working ahead stays behind
+        state = dict(self.__dict__)
+        state.pop("_ahead", None)
+        return state
 
     def check_contiguous(self, first: int, last: int) -> None:
         for segno in range(first, last + 1):
@@ -173,6 +208,46 @@ class SegmentSet:
                 raise MissingSegmentError(
                     f"missing WAL segment {self.name(segno)} (LSN {format_lsn(segno * self.seg_size)}) "
                     f"between {self.name(first)} and {self.name(last)}", lsn=segno * self.seg_size)
+
+
+class _Ahead:
+    """Segments loaded ahead of the reader, in the order it will ask for them, by one thread: at most
+    ``AHEAD_BYTES`` of them at a time.  An error is raised when its segment is taken, where loading it
+    would have raised it."""
+
+    AHEAD_BYTES = 64 * 1024 * 1024
+
+    def __init__(self, segments: SegmentSet, order: list[int]):
+        from concurrent.futures import ThreadPoolExecutor
+
+        self.segments = segments
+        self.order = list(order)
+        self.pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="waldecode-ahead")
+        self.pending: dict = {}
+        self.window = max(1, self.AHEAD_BYTES // segments.seg_size)
+        self._fill()
+
+    def _fill(self) -> None:
+        while self.order and len(self.pending) < self.window:
+            segno = self.order.pop(0)
+            self.pending[segno] = self.pool.submit(self.segments._fetch, self.segments.files[segno])
+
+    def take(self, segno: int):
+        """The segment's bytes when they were loaded ahead, else None (the caller loads it)."""
+        fut = self.pending.pop(segno, None)
+        if fut is None:
+            return None
+        try:
+            return fut.result()
+        finally:
+            self._fill()
+
+    def close(self) -> None:
+        self.order.clear()
+        for fut in self.pending.values():
+            fut.cancel()
+        self.pending.clear()
+        self.pool.shutdown(wait=False)
 
 
 def check_sha1(data, f: SegmentFile) -> None:
