@@ -264,8 +264,8 @@ def test_segments_fetched_ahead_once_each(archive, aws, prefetch, capfdbinary):
     if prefetch:
         assert all(t.startswith("waldecode-fetch") for t in threads), threads
         assert len(threads) > 1  # concurrently
-    else:
-        assert threads == {threading.current_thread().name}
+    else:  # fetched when they are read (by the reader, or the thread decompressing ahead of it)
+        assert not any(t.startswith("waldecode-fetch") for t in threads), threads
 
 
 def test_prefetch_window_is_bounded(archive, aws):
