@@ -47,22 +47,11 @@ PGBACKREST_COMPRESSIONS = ("gz", "lz4", "zst")
 BARMAN_SERVERS = {"pg-none": None, "pg-gzip": "gzip", "pg-bzip2": "bzip2"}
 MULTI_STANZAS = ("alpha", "beta")
 
-SCHEMA = """
-CREATE TABLE acct (id int PRIMARY KEY, owner text, balance numeric(12,2));
-CREATE TABLE events (id bigserial PRIMARY KEY, kind text, payload text);
-INSERT INTO acct SELECT g, 'owner ' || g, g * 10 FROM generate_series(1, 20) g;
-"""
+SCHEMA = bt.WORKLOAD_SCHEMA
 
 # Parts of the workload on timeline 1, a pg_switch_wal() after each
 WORKLOAD = [
-    ["INSERT INTO acct VALUES (101, 'new', 1.5)",
-     "UPDATE acct SET balance = balance + 1 WHERE id <= 3",
-     "DELETE FROM acct WHERE id = 20"],
-    # one transaction over two segments (1 MB each): about 1.6 MB of WAL
-    ["BEGIN",
-     "INSERT INTO events (kind, payload) SELECT 'bulk', repeat(md5(g::text), 6) FROM generate_series(1, 6000) g",
-     "UPDATE acct SET owner = 'bulk owner' WHERE id = 5",
-     "COMMIT"],
+    *bt.WORKLOAD_PARTS,
     ["ALTER TABLE acct ADD COLUMN note text",
      "UPDATE acct SET note = 'noted ' || id WHERE id % 4 = 0",
      "CREATE TABLE later (k int PRIMARY KEY, v jsonb)",

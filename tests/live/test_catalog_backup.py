@@ -35,18 +35,18 @@ from backup_tools import (  # tests/support/
     chown_to_server,
     barman_config,
     barman_incoming,
+    init_cluster,
     missing_tools,
     pgbackrest,
     pgbackrest_config,
     pgbackrest_push,
-    server_tempdir,
 )
 
 pytestmark = [pytest.mark.server, pytest.mark.slow]
 
 psycopg = pytest.importorskip("psycopg")
 
-from waldecode.testing.cluster import Cluster, ClusterError  # noqa: E402
+from waldecode.testing.cluster import Cluster  # noqa: E402
 
 STANZA = "main"
 OTHER_STANZA = "other"  # a second stanza of the same cluster in the same repository
@@ -91,13 +91,7 @@ def backups():
     missing = missing_tools("pgbackrest", "barman", "tar")
     if missing:
         pytest.skip(f"not installed: {', '.join(missing)} (./dev test installs them)")
-    base = server_tempdir("waldecode-catalog-backup")
-    try:
-        c = Cluster(15)
-        c.init()
-    except ClusterError as e:
-        shutil.rmtree(base, ignore_errors=True)
-        pytest.skip(f"PostgreSQL 15 is not available: {e}")
+    c, base = init_cluster("waldecode-catalog-backup")
     try:
         yield _make_backups(c, base)
     finally:

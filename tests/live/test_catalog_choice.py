@@ -303,19 +303,12 @@ def _utc(t: str) -> str:
 @pytest.fixture(scope="module")
 def repo_world():
     """A cluster archiving to pgBackRest: a full backup, a slot, DDL and rows, a second full backup."""
-    from backup_tools import archive_script, missing_tools, pgbackrest, pgbackrest_config, pgbackrest_push, \
-        server_tempdir
-    from waldecode.testing.cluster import Cluster, ClusterError
+    from backup_tools import archive_script, init_cluster, missing_tools, pgbackrest, pgbackrest_config, \
+        pgbackrest_push
 
     if missing_tools("pgbackrest"):
         pytest.skip("pgbackrest is not installed (./dev test installs it)")
-    base = server_tempdir("waldecode-catalog-choice")
-    try:
-        c = Cluster(15)
-        c.init()
-    except ClusterError as e:
-        shutil.rmtree(base, ignore_errors=True)
-        pytest.skip(f"PostgreSQL 15 is not available: {e}")
+    c, base = init_cluster("waldecode-catalog-choice")
     w = World()
     try:
         w.repo = base / "repo"

@@ -273,3 +273,39 @@ def pgbackrest_s3_config(dir: Path | str, stanza: str, s3, bucket: str, s3_path:
     }
     return pgbackrest_config(dir, stanza, local_repo, compress_type, pg_path, socket_dir, port,
                              name=f"s3-{bucket}", extra=extra)
+
+
+# The archive tests' workload (tests/live/test_archives.py, test_object_store.py): its tables, and the
+# parts every archive holds, a pg_switch_wal() after each: plain DML, one transaction over two 1 MB
+# segments, a column added
+WORKLOAD_SCHEMA = """
+CREATE TABLE acct (id int PRIMARY KEY, owner text, balance numeric(12,2));
+CREATE TABLE events (id bigserial PRIMARY KEY, kind text, payload text);
+INSERT INTO acct SELECT g, 'owner ' || g, g * 10 FROM generate_series(1, 20) g;
+"""
+WORKLOAD_PARTS = [
+    ["INSERT INTO acct VALUES (101, 'new', 1.5)",
+     "UPDATE acct SET balance = balance + 1 WHERE id <= 3",
+     "DELETE FROM acct WHERE id = 20"],
+    ["BEGIN",
+     "INSERT INTO events (kind, payload) SELECT 'bulk', repeat(md5(g::text), 6) FROM generate_series(1, 6000) g",
+     "UPDATE acct SET owner = 'bulk owner' WHERE id = 5",
+     "COMMIT"],
+]
+
+
+def init_cluster(prefix: str):
+    """A new PostgreSQL 15 cluster (initdb'd, not started) and a temporary directory the server's user
+    owns, or a skip when PostgreSQL 15 is missing."""
+    import pytest
+
+    from waldecode.testing.cluster import Cluster, ClusterError
+
+    base = server_tempdir(prefix)
+    try:
+        c = Cluster(15)
+        c.init()
+    except ClusterError as e:
+        shutil.rmtree(base, ignore_errors=True)
+        pytest.skip(f"PostgreSQL 15 is not available: {e}")
+    return c, base

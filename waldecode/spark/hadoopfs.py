@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import re
 from dataclasses import fields
-from pathlib import PurePosixPath
 
 from ..errors import Error, SegmentFileError, UsageError
 from ..wal.compression import decompress

@@ -209,7 +209,10 @@ def _pgbackrest_stanza(store: Store, stanza_dir: str, db_id: int | None, out: Ar
     info_path = store.join(stanza_dir, "archive.info")
     if store.kind(info_path) != "file":
         info_path = store.join(stanza_dir, "archive.info.copy")
-    info = parse_pgbackrest_info(store.read(info_path).decode(errors="replace"), info_path)
+    try:
+        info = parse_pgbackrest_info(store.read(info_path).decode(errors="replace"))
+    except ValueError as e:
+        raise SegmentFileError(str(e), path=info_path, what="file") from None
     current = info.get("db", {})
     history = info.get("db:history", {})
     try:
@@ -225,28 +228,27 @@ def _pgbackrest_stanza(store: Store, stanza_dir: str, db_id: int | None, out: Ar
     return store.join(stanza_dir, f"{version}-{wanted}")
 
 
-def parse_pgbackrest_info(text: str, source: str) -> dict:
-    """pgBackRest's info files (archive.info, backup.info, backup.manifest): INI sections whose values
-    are JSON (src/common/ini.c, src/info/info.c)."""
+def parse_pgbackrest_info(text: str) -> dict[str, dict]:
+    """pgBackRest's info and manifest files (archive.info, backup.info, backup.manifest; src/common/ini.c):
+    ``[section]`` lines, then ``key=value`` lines whose values are JSON; a section may appear twice
+    (``[backrest]``: the checksum last).  A line that is neither raises ValueError saying which."""
     import json
 
-    out: dict = {}
+    out: dict[str, dict] = {}
     section = None
-    for n, line in enumerate(text.splitlines(), 1):
-        line = line.strip()
-        if not line or line.startswith("#"):
+    for lineno, line in enumerate(text.split("\n"), 1):
+        if not line.strip():
             continue
-        if line.startswith("[") and line.endswith("]"):
-            section = out.setdefault(line[1:-1], {})
+        if line.startswith("[") and line.rstrip().endswith("]"):
+            section = out.setdefault(line.strip()[1:-1], {})
             continue
-        key, sep, value = line.partition("=")
-        if not sep or section is None:
-            raise SegmentFileError(f"line {n} of a pgBackRest info file is not 'key=value': {line[:60]!r}",
-                                   path=source, what="file")
+        key, eq, value = line.partition("=")
+        if section is None or not eq:
+            raise ValueError(f"line {lineno} is not a pgBackRest info or manifest line: {line[:80]!r}")
         try:
             section[key] = json.loads(value)
         except ValueError:
-            section[key] = value
+            raise ValueError(f"line {lineno}: the value of {key} is not JSON: {value[:80]!r}") from None
     return out
 
 

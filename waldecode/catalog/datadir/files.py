@@ -30,7 +30,6 @@ import errno
 import gzip
 import hashlib
 import io
-import json
 import os
 import posixpath
 import shutil
@@ -39,6 +38,7 @@ import tarfile
 import tempfile
 from typing import BinaryIO, Iterator
 
+from ...wal.archive import parse_pgbackrest_info
 from ..model import CatalogError
 
 #: bytes copied or decompressed at a time
@@ -309,8 +309,8 @@ def _exact_reader(raw: io.RawIOBase) -> BinaryIO:
 # -- pgBackRest -------------------------------------------------------------------------------------
 
 def read_pgbackrest_ini(path: str, text: str | None = None) -> dict[str, dict]:
-    """pgBackRest's info and manifest files (common/ini.c): ``[section]`` lines, then ``key=value``
-    lines whose values are JSON; a section may appear twice (``[backrest]``: the checksum last)."""
+    """pgBackRest's info and manifest files (``wal.archive.parse_pgbackrest_info``), read from ``path``
+    unless ``text`` is given; errors name the file."""
     if text is None:
         try:
             with open(path, encoding="utf-8", errors="surrogateescape") as f:
@@ -319,22 +319,10 @@ def read_pgbackrest_ini(path: str, text: str | None = None) -> dict[str, dict]:
             raise CatalogError(f"{path} is missing") from None
         except OSError as e:
             raise CatalogError(f"cannot read {path}: {e.strerror}") from None
-    out: dict[str, dict] = {}
-    section = None
-    for lineno, line in enumerate(text.split("\n"), 1):
-        if not line.strip():
-            continue
-        if line.startswith("[") and line.rstrip().endswith("]"):
-            section = out.setdefault(line.strip()[1:-1], {})
-            continue
-        key, eq, value = line.partition("=")
-        if section is None or not eq:
-            raise CatalogError(f"{path}:{lineno}: not a pgBackRest info or manifest line: {line[:80]!r}")
-        try:
-            section[key] = json.loads(value)
-        except ValueError:
-            raise CatalogError(f"{path}:{lineno}: value of {key} is not JSON: {value[:80]!r}") from None
-    return out
+    try:
+        return parse_pgbackrest_info(text)
+    except ValueError as e:
+        raise CatalogError(f"{path}: {e}") from None
 
 
 #: [backup:option] option-compress-type -> the extension stored files carry (common/compress/helper.c)
