@@ -8,9 +8,11 @@ tools' default levels (pgBackRest: gz level 6, lz4 level 1, zst level 3, ``<segm
 WAL-G: ``wal_005/<segment>.lz4|.lzma|.br|.zst``), then times ``decode`` from each (the median of
 ``--runs``), checks every output equals ``pg_recvlogical``'s, and prints a table: size on disk,
 seconds, ratio to plain files.  (tests/live/test_archives.py checks the same layouts as the real
-tools write them.)
+tools write them.)  With ``--s3``, each layout is also uploaded to an S3-compatible server on
+127.0.0.1 (the tests' moto server over TLS, tests/support/s3server.py, ``--s3-delay`` seconds added
+to every answer as a remote store's latency) and decoded from there.
 
-    python benchmarks/bench_archives.py --bench-json bench-results/bench.json --work /tmp/waldecode-bench-XXXX
+    python benchmarks/bench_archives.py --bench-json bench-results/bench.json --work /tmp/waldecode-bench-XXXX [--s3]
 """
 
 from __future__ import annotations
@@ -80,6 +82,16 @@ def size_of(path: Path) -> int:
     return sum(f.stat().st_size for f in path.rglob("*") if f.is_file())
 
 
+def timed_decode(argv: list, out: Path, runs: int, env: dict) -> float:
+    times = []
+    for _ in range(runs):
+        started = time.perf_counter()
+        subprocess.run(argv + ["--output", str(out)], check=True, stderr=subprocess.DEVNULL,
+                       env=dict(env, WALDECODE_IMPL="cython"))
+        times.append(time.perf_counter() - started)
+    return statistics.median(times)
+
+
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--bench-json", required=True, help="bench.json of a 'waldecode bench --keep' run")
@@ -87,7 +99,16 @@ def main() -> int:
     p.add_argument("--workload", default="pgbench")
     p.add_argument("--runs", type=int, default=3)
     p.add_argument("--layouts", default=",".join(LAYOUTS))
+    p.add_argument("--s3", action="store_true", help="also decode each layout from a local S3-compatible server")
+    p.add_argument("--s3-delay", type=float, default=0.0, metavar="SECONDS",
+                   help="latency added to every answer of the S3 server")
     args = p.parse_args()
+    s3 = None
+    if args.s3:
+        sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests" / "support"))
+        from s3server import S3Server
+
+        s3 = S3Server(buckets=["bench"], delay=args.s3_delay).__enter__()
     bench = json.load(open(args.bench_json))
     w = next(x for x in bench["workloads"] if x["name"] == args.workload)
     work = Path(args.work) / args.workload
@@ -99,23 +120,31 @@ def main() -> int:
             path = build(name, work / "wal", tmp)
             out = tmp / f"{name}.out"
             argv = [sys.executable, "-m", "waldecode.cli", "decode", "--quiet", "--catalog", str(work / "catalog.json"),
-                    "--start-lsn", w["wal"]["decode_start_lsn"], "--end-lsn", w["wal"]["end_lsn"],
-                    "--output", str(out), str(path)]
-            times = []
-            for _ in range(args.runs):
-                started = time.perf_counter()
-                subprocess.run(argv, check=True, stderr=subprocess.DEVNULL, env=dict(os.environ, WALDECODE_IMPL="cython"))
-                times.append(time.perf_counter() - started)
+                    "--start-lsn", w["wal"]["decode_start_lsn"], "--end-lsn", w["wal"]["end_lsn"]]
+            local = timed_decode(argv + [str(path)], out, args.runs, dict(os.environ))
             same = out.read_bytes() == expected
-            rows.append((name, size_of(path), statistics.median(times), same))
+            remote = None
+            if s3 is not None:
+                out.unlink()
+                s3.upload("bench", {f"{name}/{f.relative_to(path)}": f.read_bytes()
+                                    for f in sorted(path.rglob("*")) if f.is_file()})
+                remote = timed_decode(argv + ["--endpoint-url", s3.endpoint_url, "--no-verify-tls", f"s3://bench/{name}"],
+                                      out, args.runs, dict(os.environ, **s3.env()))
+                same = same and out.read_bytes() == expected
+            rows.append((name, size_of(path), local, remote, same))
             if name != "plain":
                 shutil.rmtree(path)
+    if s3 is not None:
+        s3.__exit__(None, None, None)
     plain = next(r[2] for r in rows if r[0] == "plain") if any(r[0] == "plain" for r in rows) else None
-    print(f"{'layout':<16} {'MiB on disk':>11} {'decode s':>9} {'vs plain':>9}  identical")
-    for name, size, secs, same in rows:
+    print(f"{'layout':<16} {'MiB on disk':>11} {'decode s':>9} {'vs plain':>9} {'from S3 s':>10} {'vs plain':>9}  identical")
+    for name, size, secs, remote, same in rows:
         ratio = f"{secs / plain:.2f}x" if plain else "-"
-        print(f"{name:<16} {size / 2**20:>11.1f} {secs:>9.2f} {ratio:>9}  {'yes' if same else 'NO'}")
-    return 0 if all(r[3] for r in rows) else 1
+        r_secs = f"{remote:.2f}" if remote is not None else "-"
+        r_ratio = f"{remote / plain:.2f}x" if remote is not None and plain else "-"
+        print(f"{name:<16} {size / 2**20:>11.1f} {secs:>9.2f} {ratio:>9} {r_secs:>10} {r_ratio:>9}  "
+              f"{'yes' if same else 'NO'}")
+    return 0 if all(r[4] for r in rows) else 1
 
 
 if __name__ == "__main__":
