@@ -7,6 +7,12 @@ A catalog snapshot and a test_decoding slot come first, then a workload over sev
 transaction across two of them, DDL, a logical message).  Expected outputs are the server's: the
 slot's rows (peeked) and ``pg_waldump`` over a copy of ``pg_wal``.
 
+Before the slot, pgBackRest backs the cluster up into the bucket: a full set (in bundles), then after
+DDL an incremental one (its own files plain, the rest referenced in the full set).  ``catalog --backup
+s3://...`` must write, for each set, the snapshot ``catalog --backup`` takes from a local copy of the
+same repository, field for field; ``decode --catalog s3://bucket/repo s3://bucket/repo`` the slot's bytes;
+a set whose manifest lists a file the bucket does not hold, one error line naming it.
+
 ``waldecode decode`` from the repository root and from ``archive/<stanza>`` in the bucket must write the
 slot's bytes, and ``inspect`` print pg_waldump's; segments are fetched ahead on the store's threads,
 each once, within the window ``--prefetch`` sets; the store travels pickled (as to Spark tasks) without
@@ -16,6 +22,7 @@ and an endpoint that does not answer are one line on stderr and a non-zero exit,
 
 from __future__ import annotations
 
+import json
 import pickle
 import shutil
 import sys
@@ -37,6 +44,12 @@ BUCKET = "wal"
 REPO = "/pgbackrest"  # repo1-path: the keys' prefix in the bucket
 
 SCHEMA = bt.WORKLOAD_SCHEMA
+# between the full and the incremental backup: decoding the workload with the full set's catalog would
+# miss the column
+DDL_INCR = """
+ALTER TABLE events ADD COLUMN extra int DEFAULT 7;
+CREATE TABLE side (k int PRIMARY KEY, v text);
+"""
 
 # A pg_switch_wal() after each part
 WORKLOAD = [
@@ -60,6 +73,8 @@ class Archive:
     expected: bytes           # the slot's rows, as pg_recvlogical -f writes them
     waldump: bytes            # pg_waldump from restart_lsn to end
     segments: list
+    sets: dict                # "full", "incr" -> the set's label
+    local_copy: Path          # the bucket's backup/ keys, downloaded: the same sets on local disk
 
     @property
     def url(self) -> str:
@@ -115,12 +130,20 @@ def _build(c, s3, base: Path) -> Archive:
     cfg = bt.pgbackrest_s3_config(conf, STANZA, s3, BUCKET, REPO, base / "local-repo", "lz4", c.pgdata,
                                   c.socket_dir, c.port)
     bt.pgbackrest(cfg, STANZA, "stanza-create")
-    command = bt.archive_script(base / "archive.sh", [bt.pgbackrest_push(cfg, STANZA)])
+    # pgBackRest's backup checks that archive_command holds "pgbackrest": it is in the script's name
+    command = bt.archive_script(base / "pgbackrest-archive.sh", [bt.pgbackrest_push(cfg, STANZA)])
     c.sql("ALTER SYSTEM SET archive_command = '%s'" % command.replace("'", "''"))
     c.sql("SELECT pg_reload_conf()")
     c.sql(f"CREATE DATABASE {DB}")
     with c.connect(DB) as conn:
         conn.execute(SCHEMA)
+    bt.pgbackrest(cfg, STANZA, "backup", "--repo=1", "--type=full", "--repo1-bundle")
+    with c.connect(DB) as conn:
+        conn.execute(DDL_INCR)
+    bt.pgbackrest(cfg, STANZA, "backup", "--repo=1", "--type=incr")
+    info = json.loads(bt.pgbackrest(cfg, STANZA, "info", "--repo=1", "--output=json").stdout)
+    sets = {b["type"]: b["label"] for b in info[0]["backup"]}
+    local_copy = _download(s3, f"{REPO.strip('/')}/backup/", base / "s3-copy")
     catalog = base / "catalog.json"
     assert main(["catalog", "--dsn", f"host={c.socket_dir} port={c.port} user=postgres dbname={DB}",
                  "-o", str(catalog)]) == 0
@@ -147,7 +170,28 @@ def _build(c, s3, base: Path) -> Archive:
     waldump = c.run_bin("pg_waldump", "--path", pg_wal_copy, "--start", restart, "--end", end, text=False).stdout
     return Archive(s3=s3, base=base, catalog=catalog, local_repo=base / "local-repo", restart_lsn=restart,
                    confirmed_lsn=confirmed, end=end, expected=b"".join(bytes(r[0]) + b"\n" for r in rows),
-                   waldump=waldump, segments=segments)
+                   waldump=waldump, segments=segments, sets=sets, local_copy=local_copy)
+
+
+def _bucket(s3):
+    from obstore.store import S3Store
+
+    return S3Store(BUCKET, endpoint=s3.endpoint_url, region=s3.region, access_key_id=s3.access_key,
+                   secret_access_key=s3.secret_key, client_options={"allow_invalid_certificates": True})
+
+
+def _download(s3, prefix: str, dest: Path) -> Path:
+    """The keys under ``prefix`` written below ``dest`` (a local repository holding the same files); returns
+    ``dest``/``REPO``."""
+    import obstore
+
+    store = _bucket(s3)
+    for chunk in obstore.list(store, prefix):
+        for o in chunk:
+            path = dest / o["path"]
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_bytes(bytes(obstore.get(store, o["path"]).bytes()))
+    return dest / REPO.strip("/")
 
 
 @pytest.fixture
@@ -351,3 +395,76 @@ def test_bad_store_input_is_one_line(archive, aws, case, tmp_path, capfdbinary):
                                 "--quiet", *opts, url], capfdbinary)
     assert status != 0 and stdout == b"" and not out.exists(), err
     assert len(err) == 1 and err[0].startswith("waldecode: error: ") and words in err[0] and url in err[0], err
+
+
+# -- backup sets in the bucket as catalog sources ---------------------------------------------------
+
+def _snapshot(argv, out: Path, capfdbinary) -> tuple[int, list[str], dict | None]:
+    status, _, err = _cli(["catalog", *argv, "-o", out], capfdbinary)
+    return status, err, json.loads(out.read_text()) if out.exists() else None
+
+
+@pytest.mark.parametrize("kind", ["full", "incr"])
+def test_backup_set_snapshot_equals_local_copy(archive, aws, kind, tmp_path, capfdbinary):
+    """``catalog --backup s3://...`` reads the set (bundles, references into the full set, lz4) as the same
+    files on local disk read: the same snapshot, field for field."""
+    a = archive
+    label = a.sets[kind]
+    status, err, remote = _snapshot(["--backup", a.url, "--backup-set", label, *a.store_args()],
+                                    tmp_path / "s3.json", capfdbinary)
+    assert status == 0 and remote is not None, err
+    assert any(f"pgBackRest backup {label} ({kind})" in ln for ln in err), err
+    status, err, local = _snapshot(["--backup", a.local_copy, "--backup-set", label], tmp_path / "local.json",
+                                   capfdbinary)
+    assert status == 0, err
+    assert remote == local
+    # the set's own catalog: the column added between the sets is there in the incremental one only
+    text = json.dumps(remote)
+    assert ('"extra"' in text) == (kind == "incr")
+
+
+def test_backup_sets_listed_from_the_bucket(archive, aws):
+    from waldecode.catalog.backups import find_backup, list_backups
+    from waldecode.wal.storage import InputOptions
+
+    a = archive
+    options = InputOptions(endpoint_url=a.s3.endpoint_url, verify_tls=False)
+    remote = list_backups(a.url, options=options)
+    local = list_backups(a.local_copy)
+    assert [(b.label, b.type) for b in remote] == [(a.sets["full"], "full"), (a.sets["incr"], "incr")]
+    assert [(b.label, b.stop_lsn, b.stop_time, b.sysid) for b in remote] == \
+        [(b.label, b.stop_lsn, b.stop_time, b.sysid) for b in local]
+    incr = remote[1]
+    assert find_backup(a.url, before_lsn=incr.stop_lsn - 1, options=options).label == a.sets["full"]
+    assert find_backup(f"{a.url}/backup/{STANZA}/{incr.label}", options=options).label == incr.label
+
+
+def test_decode_with_catalog_from_bucket_equals_slot(archive, aws, tmp_path, capfdbinary):
+    """``decode --catalog s3://bucket/repo s3://bucket/repo``: the incremental set (the latest stopped before
+    the start) is the catalog, and the output is the slot's."""
+    a = archive
+    out = tmp_path / "out"
+    status, _, err = _cli(["decode", "--catalog", a.url, "--start-lsn", a.confirmed_lsn, "--end-lsn", a.end,
+                           "--output", out, "--quiet", "--spill-dir", tmp_path, *a.store_args(), a.url], capfdbinary)
+    said = [ln for ln in err if "note:" not in ln]
+    assert status == 0 and len(said) == 1, err
+    assert said[0].startswith(f"waldecode: catalog from pgBackRest backup {a.sets['incr']} (incr), stopped at "), err
+    assert out.read_bytes() == a.expected
+
+
+def test_set_with_missing_file_is_one_line(archive, aws, tmp_path, capfdbinary):
+    """A set whose manifest lists files the bucket does not hold: one line naming the missing object."""
+    import obstore
+
+    a = archive
+    label = a.sets["full"]  # its files in bundles, none referenced elsewhere
+    manifest = (a.local_copy / "backup" / STANZA / label / "backup.manifest").read_bytes()
+    broken = f"broken/backup/{STANZA}/{label}"
+    obstore.put(_bucket(a.s3), f"{broken}/backup.manifest", manifest)
+    url = f"s3://{BUCKET}/{broken}"
+    out = tmp_path / "snap.json"
+    status, stdout, err = _cli(["catalog", "--backup", url, *a.store_args(), "-o", out], capfdbinary)
+    assert (status, stdout, out.exists()) == (1, b"", False), err
+    assert len(err) == 2 and err[0].startswith("waldecode: catalog from"), err
+    assert err[1].startswith(f"waldecode: error: s3://{BUCKET}/broken/backup/{STANZA}/") and \
+        " is missing: the manifest " in err[1] and f"{url}/backup.manifest" in err[1], err

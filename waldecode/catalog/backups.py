@@ -14,11 +14,14 @@ to ``datadir.snapshot_from_datadir``.
 from __future__ import annotations
 
 import argparse
+import io
 import os
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 
+from ..errors import Error
 from ..pg.lsn import format_lsn, parse_lsn
+from ..wal.storage import DEFAULT_OPTIONS, LOCAL, InputOptions, Store, store_for
 from .datadir.files import DataFiles, PgBackRestSet, barman_backup_files, read_pgbackrest_ini
 from .model import CatalogError
 
@@ -44,15 +47,16 @@ class Backup:
     group: str  # the stanza or barman server
     _source: DataFiles | None = field(default=None, repr=False, compare=False)
     tablespaces: tuple[int, ...] = ()
+    store: Store = field(default=LOCAL, repr=False, compare=False)  # where ``path`` is: local, s3://...
 
     @property
     def source(self) -> DataFiles:
         """The backup's data directory as a ``DataFiles`` (close it, or the ``Backup``, when done)."""
         if self._source is None:
             if self.tool == "pgBackRest":
-                self._source = PgBackRestSet(self.path)
+                self._source = PgBackRestSet(self.path, store=self.store)
             else:
-                self._source = barman_backup_files(self.path, self.tablespaces)
+                self._source = barman_backup_files(self.path, self.tablespaces, store=self.store)
         return self._source
 
     def close(self) -> None:
@@ -80,60 +84,73 @@ def _lsn(text, where: str) -> int | None:
 
 # -- pgBackRest ---------------------------------------------------------------------------------------
 
-def _is_pgbackrest_info(path: str) -> bool:
+def _isfile(store: Store, path: str) -> bool:
+    return store.kind(path) == "file"
+
+
+def _isdir(store: Store, path: str) -> bool:
+    return store.kind(path) == "dir"
+
+
+def _listdir(store: Store, path: str) -> list[str]:
+    """The names in directory ``path``, sorted; a local directory's errors as the OS says them."""
+    if store is not LOCAL:
+        return store.listdir(path)
+    try:
+        return sorted(os.listdir(path))
+    except OSError as e:
+        raise CatalogError(f"cannot list {path}: {e.strerror}") from None
+
+
+def _is_pgbackrest_info(store: Store, path: str) -> bool:
     """A pgBackRest info file (INI sections), as opposed to barman's key=value ``backup.info``."""
     try:
-        with open(path, encoding="utf-8", errors="replace") as f:
-            return f.readline().startswith("[")
-    except OSError:
+        return store.read(path, 1) == b"["
+    except (OSError, Error):
         return False
 
 
-def _info_file(stanza_dir: str) -> str | None:
+def _info_file(store: Store, stanza_dir: str) -> str | None:
     """``backup.info``, or the copy pgBackRest keeps beside it when the main one is missing."""
     for name in ("backup.info", "backup.info.copy"):
-        path = os.path.join(stanza_dir, name)
-        if os.path.isfile(path):
+        path = store.join(stanza_dir, name)
+        if _isfile(store, path):
             return path
     return None
 
 
-def _pgbackrest_stanzas(repo: str) -> list[str]:
-    backup = os.path.join(repo, "backup")
-    try:
-        names = sorted(os.listdir(backup))
-    except OSError as e:
-        raise CatalogError(f"cannot list {backup}: {e.strerror}") from None
-    return [n for n in names if _info_file(os.path.join(backup, n))]
+def _pgbackrest_stanzas(store: Store, repo: str) -> list[str]:
+    backup = store.join(repo, "backup")
+    return [n for n in _listdir(store, backup) if _info_file(store, store.join(backup, n))]
 
 
-def _pgbackrest_sets(stanza_dir: str) -> list[Backup]:
+def _pgbackrest_sets(store: Store, stanza_dir: str) -> list[Backup]:
     """The sets ``backup.info`` lists (as ``pgbackrest info`` does) whose directory is there."""
-    info_path = _info_file(stanza_dir)
+    info_path = _info_file(store, stanza_dir)
     if info_path is None:
         raise CatalogError(f"{stanza_dir}: no backup.info: not a pgBackRest stanza directory")
-    info = read_pgbackrest_ini(info_path)
+    info = read_pgbackrest_ini(info_path, store=store)
     if info.get("cipher"):
         raise CatalogError(f"{info_path}: the repository is encrypted (repo1-cipher-type): not supported")
     history = info.get("db:history", {})
-    stanza = os.path.basename(stanza_dir.rstrip("/"))
+    stanza = store.name(stanza_dir.rstrip("/"))
     out = []
     for label, b in info.get("backup:current", {}).items():
-        set_dir = os.path.join(stanza_dir, label)
-        if not (os.path.isfile(os.path.join(set_dir, "backup.manifest"))
-                or os.path.isfile(os.path.join(set_dir, "backup.manifest.copy"))):
+        set_dir = store.join(stanza_dir, label)
+        if not (_isfile(store, store.join(set_dir, "backup.manifest"))
+                or _isfile(store, store.join(set_dir, "backup.manifest.copy"))):
             continue
         db = history.get(str(b.get("db-id")), {})
         out.append(Backup("pgBackRest", label, b.get("backup-type", "?"),
                           _lsn(b.get("backup-lsn-start"), info_path), _lsn(b.get("backup-lsn-stop"), info_path),
                           _utc(b.get("backup-timestamp-start")), _utc(b.get("backup-timestamp-stop")),
-                          db.get("db-system-id"), str(db.get("db-version", "?")), set_dir, stanza))
+                          db.get("db-system-id"), str(db.get("db-version", "?")), set_dir, stanza, store=store))
     return out
 
 
-def _pgbackrest_set(set_dir: str) -> Backup:
+def _pgbackrest_set(store: Store, set_dir: str) -> Backup:
     """One set from its own manifest (``[backup]``, ``[backup:db]``)."""
-    source = PgBackRestSet(set_dir)
+    source = PgBackRestSet(set_dir, store=store)
     b = source.manifest.get("backup", {})
     db = source.manifest.get("backup:db", {})
     where = source.manifest_path
@@ -141,17 +158,17 @@ def _pgbackrest_set(set_dir: str) -> Backup:
                     _lsn(b.get("backup-lsn-start"), where), _lsn(b.get("backup-lsn-stop"), where),
                     _utc(b.get("backup-timestamp-start")), _utc(b.get("backup-timestamp-stop")),
                     db.get("db-system-id"), str(db.get("db-version", "?")), source.set_dir,
-                    os.path.basename(source.stanza_dir))
+                    store.name(source.stanza_dir), store=store)
     backup._source = source
     return backup
 
 
 # -- barman --------------------------------------------------------------------------------------------
 
-def read_barman_info(path: str) -> dict[str, str]:
+def read_barman_info(path: str, store: Store = LOCAL) -> dict[str, str]:
     """barman's ``backup.info`` (infofile.py FieldListFile): ``key=value`` lines, values as written."""
     try:
-        with open(path, encoding="utf-8", errors="surrogateescape") as f:
+        with io.TextIOWrapper(store.open(path), encoding="utf-8", errors="surrogateescape") as f:
             lines = f.read().splitlines()
     except OSError as e:
         raise CatalogError(f"cannot read {path}: {e.strerror}") from None
@@ -183,13 +200,13 @@ def _barman_tablespaces(text: str | None) -> tuple[int, ...]:
     return tuple(int(o) for o in oids)
 
 
-def _barman_backup(backup_dir: str, explicit: bool = False) -> Backup | None:
+def _barman_backup(backup_dir: str, explicit: bool = False, store: Store = LOCAL) -> Backup | None:
     """One barman backup from its ``backup.info``; None when its status makes it unusable (an error
     naming it when it was asked for by path)."""
-    where = os.path.join(backup_dir, "backup.info")
-    info = read_barman_info(where)
+    where = store.join(backup_dir, "backup.info")
+    info = read_barman_info(where, store)
     status = info.get("status", "")
-    label = info.get("backup_id") or os.path.basename(backup_dir.rstrip("/"))
+    label = info.get("backup_id") or store.name(backup_dir.rstrip("/"))
     if status not in BARMAN_USABLE_STATUSES:
         if explicit:
             raise CatalogError(f"{where}: barman backup {label} has status {status or 'unknown'}, not DONE")
@@ -203,58 +220,55 @@ def _barman_backup(backup_dir: str, explicit: bool = False) -> Backup | None:
     return Backup("barman", label, "full", _lsn(info.get("begin_xlog"), where), _lsn(info.get("end_xlog"), where),
                   _barman_time(info.get("begin_time"), where), _barman_time(info.get("end_time"), where),
                   int(sysid) if sysid and sysid.isdigit() else None, major, backup_dir.rstrip("/"),
-                  info.get("server_name") or os.path.basename(os.path.dirname(os.path.dirname(backup_dir.rstrip("/")))),
-                  tablespaces=_barman_tablespaces(info.get("tablespaces")))
+                  info.get("server_name") or store.name(store.parent(store.parent(backup_dir.rstrip("/")))),
+                  tablespaces=_barman_tablespaces(info.get("tablespaces")), store=store)
 
 
-def _barman_backups(server_dir: str) -> list[Backup]:
-    base = os.path.join(server_dir, "base")
-    try:
-        names = sorted(os.listdir(base))
-    except OSError as e:
-        raise CatalogError(f"cannot list {base}: {e.strerror}") from None
+def _barman_backups(store: Store, server_dir: str) -> list[Backup]:
+    base = store.join(server_dir, "base")
     out = []
-    for name in names:
-        if os.path.isfile(os.path.join(base, name, "backup.info")):
-            b = _barman_backup(os.path.join(base, name))
+    for name in _listdir(store, base):
+        if _isfile(store, store.join(base, name, "backup.info")):
+            b = _barman_backup(store.join(base, name), store=store)
             if b is not None:
                 out.append(b)
     return out
 
 
-def is_barman_backup(path) -> bool:
+def is_barman_backup(path, store: Store = LOCAL) -> bool:
     """A barman backup directory (``<server>/base/<id>``: a key=value ``backup.info`` beside its data)."""
     path = os.fspath(path)
-    info = os.path.join(path, "backup.info")
-    return os.path.isfile(info) and not _is_pgbackrest_info(info)
+    info = store.join(path, "backup.info")
+    return _isfile(store, info) and not _is_pgbackrest_info(store, info)
 
 
 # -- what a path is, and its backups ----------------------------------------------------------------
 
-def _locate(path: str, stanza: str | None) -> tuple[str, list[Backup]]:
-    """(what ``path`` is, for messages; its backups)."""
+def _locate(path: str, stanza: str | None, store: Store) -> tuple[str, list[Backup]]:
+    """(what ``path`` is, for messages; its backups), ``path`` in ``store``."""
     p = path.rstrip("/") or "/"
-    if not os.path.isdir(p):
+    join, name, dirname = store.join, store.name, store.parent
+    if not _isdir(store, p):
         raise CatalogError(f"{path}: no such directory (expected a pgBackRest repository or stanza, a barman "
                            "server or backup directory)")
-    if os.path.isfile(os.path.join(p, "backup.manifest")) or os.path.isfile(os.path.join(p, "backup.manifest.copy")):
-        b = _pgbackrest_set(p)
+    if _isfile(store, join(p, "backup.manifest")) or _isfile(store, join(p, "backup.manifest.copy")):
+        b = _pgbackrest_set(store, p)
         return f"pgBackRest backup set {p}", [b]
-    if is_barman_backup(p):
-        return f"barman backup {p}", [_barman_backup(p, explicit=True)]
-    info = _info_file(p)
-    if info and _is_pgbackrest_info(info):
-        _check_stanza(stanza, os.path.basename(p), p)
-        return f"pgBackRest stanza {os.path.basename(p)} in {os.path.dirname(os.path.dirname(p))}", _pgbackrest_sets(p)
-    parent = os.path.dirname(p)
-    if os.path.basename(parent) == "archive":  # archive/<stanza>: the stanza's backups beside it
-        stanza_dir = os.path.join(os.path.dirname(parent), "backup", os.path.basename(p))
-        if _info_file(stanza_dir):
-            _check_stanza(stanza, os.path.basename(p), p)
-            return (f"pgBackRest stanza {os.path.basename(p)} in {os.path.dirname(parent)}",
-                    _pgbackrest_sets(stanza_dir))
-    if os.path.isdir(os.path.join(p, "backup")):
-        stanzas = _pgbackrest_stanzas(p)
+    if is_barman_backup(p, store):
+        return f"barman backup {p}", [_barman_backup(p, explicit=True, store=store)]
+    info = _info_file(store, p)
+    if info and _is_pgbackrest_info(store, info):
+        _check_stanza(stanza, name(p), p)
+        return f"pgBackRest stanza {name(p)} in {dirname(dirname(p))}", _pgbackrest_sets(store, p)
+    parent = dirname(p)
+    if name(parent) == "archive":  # archive/<stanza>: the stanza's backups beside it
+        stanza_dir = join(dirname(parent), "backup", name(p))
+        if _info_file(store, stanza_dir):
+            _check_stanza(stanza, name(p), p)
+            return (f"pgBackRest stanza {name(p)} in {dirname(parent)}",
+                    _pgbackrest_sets(store, stanza_dir))
+    if _isdir(store, join(p, "backup")):
+        stanzas = _pgbackrest_stanzas(store, p)
         if not stanzas:
             raise CatalogError(f"{path}: a pgBackRest repository without stanzas (no backup/<stanza>/backup.info)")
         if stanza is None:
@@ -265,12 +279,12 @@ def _locate(path: str, stanza: str | None) -> tuple[str, list[Backup]]:
         elif stanza not in stanzas:
             raise CatalogError(f"{path}: no stanza {stanza!r} in this pgBackRest repository "
                                f"(stanzas: {', '.join(stanzas)})")
-        return f"pgBackRest stanza {stanza} in {p}", _pgbackrest_sets(os.path.join(p, "backup", stanza))
-    if os.path.isdir(os.path.join(p, "base")) and not os.path.exists(os.path.join(p, "PG_VERSION")):
-        if stanza is not None and stanza != os.path.basename(p):
-            raise CatalogError(f"{path}: a barman server directory ({os.path.basename(p)}): --stanza {stanza} "
+        return f"pgBackRest stanza {stanza} in {p}", _pgbackrest_sets(store, join(p, "backup", stanza))
+    if _isdir(store, join(p, "base")) and store.kind(join(p, "PG_VERSION")) is None:
+        if stanza is not None and stanza != name(p):
+            raise CatalogError(f"{path}: a barman server directory ({name(p)}): --stanza {stanza} "
                                "does not apply")
-        return f"barman server {os.path.basename(p)} in {parent}", _barman_backups(p)
+        return f"barman server {name(p)} in {parent}", _barman_backups(store, p)
     raise CatalogError(f"{path}: not a pgBackRest repository, stanza or backup set, nor a barman server or backup "
                        "directory")
 
@@ -284,19 +298,22 @@ def _order(b: Backup) -> tuple:
     return (b.stop_time or datetime.min.replace(tzinfo=timezone.utc), b.stop_lsn or 0, b.label)
 
 
-def list_backups(path, stanza: str | None = None) -> list[Backup]:
-    """The backups at ``path`` (see the module docstring), oldest first."""
-    _what, backups = _locate(os.fspath(path), stanza)
+def list_backups(path, stanza: str | None = None, options: InputOptions = DEFAULT_OPTIONS) -> list[Backup]:
+    """The backups at ``path`` (see the module docstring; a local path or an object store's URL, reached
+    as ``options`` say), oldest first."""
+    path = os.fspath(path)
+    _what, backups = _locate(path, stanza, store_for(path, options))
     return sorted(backups, key=_order)
 
 
 def find_backup(path, stanza: str | None = None, label: str | None = None, before_lsn: int | None = None,
-                before_time: datetime | None = None) -> Backup:
-    """The backup to read at ``path``: the one labelled ``label``, else the latest whose stop LSN (its
-    consistency point) is at or before ``before_lsn`` and whose stop time is at or before
-    ``before_time`` (aware, or UTC), else the latest.  ``CatalogError`` in one line otherwise."""
+                before_time: datetime | None = None, options: InputOptions = DEFAULT_OPTIONS) -> Backup:
+    """The backup to read at ``path`` (a local path or an object store's URL, reached as ``options``
+    say): the one labelled ``label``, else the latest whose stop LSN (its consistency point) is at or
+    before ``before_lsn`` and whose stop time is at or before ``before_time`` (aware, or UTC), else the
+    latest.  ``CatalogError`` in one line otherwise."""
     path = os.fspath(path)
-    what, backups = _locate(path, stanza)
+    what, backups = _locate(path, stanza, store_for(path, options))
     backups.sort(key=_order)
     if not backups:
         raise CatalogError(f"{what}: no usable backup")

@@ -19,7 +19,8 @@ snapshot, the WAL and the remedy.  A snapshot found valid for a start remembers 
 (``Catalog.valid_from``), so that the ranges of ``spark decode`` (each a ``decode_wal`` of
 its own) do not scan again.  Takes a ``SegmentSet`` and the reading start
 (``logical.startpoint.reading_start``); hands a ``Catalog`` to ``logical.session.decode_wal``.
-A backup repository (``catalog.backups``) is a source too: its backups are the candidates.
+A backup repository (``catalog.backups``) is a source too, local or in object storage
+(``s3://bucket/repo``): its backups are the candidates.
 """
 
 from __future__ import annotations
@@ -42,6 +43,7 @@ from ..rmgr.heap import (
     XLOG_HEAP_UPDATE,
 )
 from ..rmgr.xact import XACT_XINFO_HAS_INVALS
+from ..wal.storage import DEFAULT_OPTIONS, URL_RE, InputOptions
 from ..wal.xlogpage import ReadStop
 from .model import FORMAT_NAME, Catalog
 from .pg_catalog import OPTIONAL_CATALOGS, TRACKED_CATALOGS
@@ -284,12 +286,19 @@ class CatalogSource:
         return Catalog.load(chosen.path)
 
 
-def open_catalog_source(path, segments, stanza: str | None = None) -> CatalogSource:
+def open_catalog_source(path, segments, stanza: str | None = None,
+                        options: InputOptions = DEFAULT_OPTIONS) -> CatalogSource:
     """``--catalog PATH`` for the WAL of ``segments``: a snapshot file, a directory holding snapshot files
     (``*.json``, ``*.json.gz``; those of another cluster or major version are passed over), or a backup
     repository (``catalog.backups``: a pgBackRest repository or stanza, a barman server; ``stanza``
-    where a repository holds several), whose backups are the candidates."""
+    where a repository holds several), whose backups are the candidates; in object storage
+    (``s3://...``, reached as ``options`` say), a backup repository."""
     path = os.fspath(path)
+    url = URL_RE.match(path)
+    if url and url.group(1).lower() != "file":  # an object store: only backups are read from it
+        from . import backups as _backups
+
+        return BackupSource(path, _fitting(path, _backups.list_backups(path, stanza, options), segments))
     if not os.path.isdir(path):
         return CatalogSource(path, catalog=Catalog.load(path))
     names = sorted(n for n in os.listdir(path) if n.endswith((".json", ".json.gz")))
@@ -360,6 +369,11 @@ def _backups_in(path: str, segments, stanza: str | None) -> list | None:
         found = _backups.list_backups(path, stanza)
     except CatalogError:
         return None
+    return _fitting(path, found, segments)
+
+
+def _fitting(path: str, found: list, segments) -> list:
+    """The backups of ``found`` that are of the WAL's cluster and version (none: an error)."""
     fits = [b for b in found if b.stop_lsn is not None and (b.sysid is None or b.sysid == segments.sysid)
             and str(b.version) == str(segments.major)]
     if not fits:

@@ -5,7 +5,8 @@ endpoint, what a "directory" is (a key prefix: ``s3://b/p`` is a directory when 
 ``p/``), listing and reading objects, and fetching segments ahead of the reader on a thread pool so
 that decoding is not bound by the store's latency.  Errors are one line naming the location
 (``s3://bucket/prefix: access denied ...``).  Hands ``archive`` and ``segments`` what any ``Store``
-hands them: kinds, listings with sizes, and bytes.
+hands them: kinds, listings with sizes, and bytes; and the catalog's backup readers streams of a
+file's bytes, fetched by ranged requests as they are read (``open``).
 
 The client is obstore (Rust's ``object_store`` crate), chosen by measuring it against boto3 and
 s3fs on the test server of tests/support/s3server.py (moto over TLS on 127.0.0.1, a 2-core machine,
@@ -28,6 +29,8 @@ container's or the instance's role, as object_store finds them.  The endpoint is
 from __future__ import annotations
 
 import configparser
+import errno
+import io
 import os
 import re
 import threading
@@ -35,6 +38,7 @@ import weakref
 from collections import OrderedDict
 from concurrent.futures import Future, ThreadPoolExecutor
 from datetime import timedelta
+from typing import BinaryIO
 
 from ..errors import Error, SegmentFileError, UsageError
 from .storage import InputOptions, Store
@@ -46,6 +50,8 @@ _TIMEOUT = "120s"  # one request: 16 MiB must arrive within it (the default, 30 
 # Files read whole that are kept: finding where reading starts reads the segments before the start,
 # which the reader then reads again (local files stay in the page cache; these would be fetched again)
 _KEEP = 4
+# Bytes one ranged GET fetches when a file is read as a stream (a backup's files, Store.open)
+_RANGE = 8 << 20
 
 
 def _split(location: str) -> tuple[str, str]:
@@ -210,6 +216,27 @@ class S3Store(Store):
         client = self._client(bucket, location)
         return self._call(location, lambda: bytes(obstore.get(client, key).bytes()))
 
+    def open(self, location: str, offset: int = 0, length: int | None = None) -> BinaryIO:
+        """The object's bytes from ``offset`` as a stream fetching ``_RANGE`` bytes per request (a backup's
+        files: a 1 GB relation segment is never fetched whole).  A key the listing of its prefix does not
+        hold is ``FileNotFoundError``, as for a local file."""
+        bucket, key = _split(location)
+        parent, _, name = key.rpartition("/")
+        files, _dirs = self._listing(bucket, parent, location)
+        if name not in files:
+            raise FileNotFoundError(errno.ENOENT, os.strerror(errno.ENOENT), location)
+        size = files[name]
+        end = size if length is None else min(size, offset + length)
+        raw = _Range(self, location, offset, max(0, end - offset))
+        return io.BufferedReader(raw, buffer_size=max(1, min(_RANGE, raw.length)))
+
+    def _get_range(self, location: str, start: int, length: int) -> bytes:
+        import obstore
+
+        bucket, key = _split(location)
+        client = self._client(bucket, location)
+        return self._call(location, lambda: bytes(obstore.get_range(client, key, start=start, length=length)))
+
     def prefetch(self, locations: list[str]) -> None:
         """Fetch these files concurrently, at most ``options.prefetch`` ahead of the last one read."""
         if self.options.prefetch <= 0:
@@ -244,6 +271,43 @@ class S3Store(Store):
     def describe(self, location: str) -> str:
         what = {"dir": "directory", "file": "file"}.get(self.kind(location), "location")
         return f"{what} {location}"
+
+
+class _Range(io.RawIOBase):
+    """``length`` bytes of an object from ``offset``, fetched by ranged GETs as they are read."""
+
+    def __init__(self, store: S3Store, location: str, offset: int, length: int):
+        self._store = store
+        self._location = location
+        self._offset = offset
+        self.length = length
+        self._pos = 0
+
+    def readable(self) -> bool:
+        return True
+
+    def seekable(self) -> bool:
+        return True
+
+    def tell(self) -> int:
+        return self._pos
+
+    def seek(self, pos: int, whence: int = io.SEEK_SET) -> int:
+        base = {io.SEEK_SET: 0, io.SEEK_CUR: self._pos, io.SEEK_END: self.length}[whence]
+        self._pos = max(0, base + pos)
+        return self._pos
+
+    def readinto(self, b) -> int:
+        n = min(len(b), self.length - self._pos)
+        if n <= 0:
+            return 0
+        data = self._store._get_range(self._location, self._offset + self._pos, n)
+        if not data:  # the object shrank since it was listed
+            raise SegmentFileError(f"{self._location}: the object ends at {self._offset + self._pos} bytes, "
+                                   f"its listing said {self._offset + self.length}")
+        b[:len(data)] = data
+        self._pos += len(data)
+        return len(data)
 
 
 def _name(path: str) -> str:

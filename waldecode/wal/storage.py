@@ -2,9 +2,10 @@
 
 Owns the few operations finding and reading archives need, behind one small interface, ``Store``:
 what a location is (a directory, a file, nothing), every file under a directory with its size, a
-file's bytes (or its first bytes), and a hint of the order files will be read in, so that a
-remote store can fetch ahead.  ``archive`` recognises the backup tools' layouts through it and
-``segments`` reads segments through it; neither opens a file or a connection itself.
+file's bytes (or its first bytes, or a stream reading a range of them), and a hint of the order files will be read in, so that a
+remote store can fetch ahead.  ``archive`` recognises the backup tools' layouts through it,
+``segments`` reads segments through it, and the catalog's backup readers (``catalog.backups``,
+``catalog.datadir.files``) read backup sets through it; none opens a file or a connection itself.
 ``store_for(location, options)`` picks the store of a path or URL.
 
 Locations are strings: a local path, or a URL (``s3://bucket/key``) whose store knows its scheme.
@@ -12,9 +13,11 @@ Locations are strings: a local path, or a URL (``s3://bucket/key``) whose store 
 
 from __future__ import annotations
 
+import io
 import os
 import re
 from dataclasses import dataclass
+from typing import BinaryIO
 
 from ..errors import SegmentFileError, UsageError
 
@@ -58,6 +61,12 @@ class Store:
     def map(self, location: str):
         """The file mapped read-only into memory, or None when this store cannot (then it is read)."""
         return None
+
+    def open(self, location: str, offset: int = 0, length: int | None = None) -> BinaryIO:
+        """A seekable binary stream of the file's bytes from ``offset`` (``length`` of them, else to the
+        end), read in ranges as it is read: a file of any size, never whole in memory (a backup's files).
+        ``FileNotFoundError`` when there is no such file; other failures as ``read`` reports them."""
+        raise NotImplementedError
 
     def prefetch(self, locations: list[str]) -> None:
         """These files will be read next, in this order (a remote store fetches them ahead)."""
@@ -137,6 +146,14 @@ class LocalStore(Store):
         except (OSError, ValueError):  # an empty file, a file system without mmap: read it instead
             return None
 
+    def open(self, location: str, offset: int = 0, length: int | None = None) -> BinaryIO:
+        # the OS's own errors (OSError), as the readers of data directories have always reported them
+        f = open(location, "rb")
+        if offset == 0 and length is None:
+            return f
+        return io.BufferedReader(Window(f, offset, length if length is not None else os.fstat(f.fileno()).st_size
+                                        - offset), buffer_size=1 << 20)
+
     def join(self, location: str, *names: str) -> str:
         return os.path.join(location, *names)
 
@@ -150,6 +167,45 @@ class LocalStore(Store):
 
     def relative(self, location: str, root: str) -> str:
         return os.path.relpath(location, root)
+
+
+class Window(io.RawIOBase):
+    """``length`` bytes of a seekable file from ``offset``, as a file of their own (positions 0..length)."""
+
+    def __init__(self, f: BinaryIO, offset: int, length: int):
+        self._f = f
+        self._offset = offset
+        self._length = max(0, length)
+        self._pos = 0
+
+    def readable(self) -> bool:
+        return True
+
+    def seekable(self) -> bool:
+        return True
+
+    def tell(self) -> int:
+        return self._pos
+
+    def seek(self, pos: int, whence: int = io.SEEK_SET) -> int:
+        base = {io.SEEK_SET: 0, io.SEEK_CUR: self._pos, io.SEEK_END: self._length}[whence]
+        self._pos = max(0, base + pos)
+        return self._pos
+
+    def readinto(self, b) -> int:
+        n = min(len(b), self._length - self._pos)
+        if n <= 0:
+            return 0
+        self._f.seek(self._offset + self._pos)
+        data = self._f.read(n)
+        b[:len(data)] = data
+        self._pos += len(data)
+        return len(data)
+
+    def close(self) -> None:
+        if not self.closed:
+            self._f.close()
+        super().close()
 
 
 def _walk_error(e: OSError) -> None:

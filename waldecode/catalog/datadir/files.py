@@ -8,10 +8,13 @@ Owns the small interface every data-directory reader goes through (``DataFiles``
   each file stored as ``pg_data/<path>`` compressed as the set says (``.gz``, ``.lz4``, ``.zst``,
   ``.bz2``) or inside a bundle (``bundle/<id>`` at an offset, repo-bundle=y), in this set or, for
   differential and incremental sets, in the earlier set its ``reference`` names; files of size 0
-  may not be stored at all.  Every file read is checked against the manifest's size and SHA-1;
+  may not be stored at all.  Every file read is checked against the manifest's size and SHA-1.  The
+  repository is local or in object storage: the set reads through a ``wal.storage.Store``, each file
+  as a stream of ranged reads (``Store.open``), never whole in memory;
 * ``TarFiles``: a tar archive as ``pg_basebackup -Ft`` writes it (barman's ``backup_method =
   postgres``), compressed ones (gzip, lz4, zstd) decompressed once into an anonymous temporary file
   and members read by offset, never the whole backup in memory;
+* ``StoreDirectory``: a directory in an object store (a barman backup uploaded to S3);
 * ``Mounted``: one source with others mounted under it (a barman backup's tablespaces, kept beside
   the data directory, under ``pg_tblspc/<oid>``).
 
@@ -39,6 +42,8 @@ import tempfile
 from typing import BinaryIO, Iterator
 
 from ...wal.archive import parse_pgbackrest_info
+from ...wal.storage import LOCAL as LOCAL_STORE
+from ...wal.storage import Store
 from ..model import CatalogError
 
 #: bytes copied or decompressed at a time
@@ -190,6 +195,37 @@ class PlainDirectory(DataFiles):
 LOCAL = PlainDirectory("")
 
 
+class StoreDirectory(DataFiles):
+    """A directory in an object store (a barman backup's ``data/`` uploaded to S3), through its
+    ``wal.storage.Store``; files are streamed by ranged reads."""
+
+    def __init__(self, root: str, store: Store) -> None:
+        self.root = root.rstrip("/")
+        self.store = store
+
+    def describe(self) -> str:
+        return f"directory {self.root}"
+
+    def _loc(self, rel: str) -> str:
+        return self.store.join(self.root, rel) if rel else self.root
+
+    def _isfile(self, rel: str) -> bool:
+        return self.store.kind(self._loc(rel)) == "file"
+
+    def _isdir(self, rel: str) -> bool:
+        return self.store.kind(self._loc(rel)) == "dir"
+
+    def _listdir(self, rel: str) -> list[str]:
+        return self.store.listdir(self._loc(rel))
+
+    def _size(self, rel: str) -> int:
+        with self.store.open(self._loc(rel)) as f:
+            return f.seek(0, io.SEEK_END)
+
+    def _open(self, rel: str) -> BinaryIO:
+        return self.store.open(self._loc(rel))
+
+
 def data_files(pgdata) -> DataFiles:
     """A ``DataFiles`` as it is, a path as a ``PlainDirectory``."""
     return pgdata if isinstance(pgdata, DataFiles) else PlainDirectory(pgdata)
@@ -308,12 +344,17 @@ def _exact_reader(raw: io.RawIOBase) -> BinaryIO:
 
 # -- pgBackRest -------------------------------------------------------------------------------------
 
-def read_pgbackrest_ini(path: str, text: str | None = None) -> dict[str, dict]:
+def _open_text(store: Store, path: str) -> io.TextIOWrapper:
+    """A text file of ``store`` (pgBackRest's and barman's info files), read as ``open(path)`` reads it."""
+    return io.TextIOWrapper(store.open(path), encoding="utf-8", errors="surrogateescape")
+
+
+def read_pgbackrest_ini(path: str, text: str | None = None, store: Store = LOCAL_STORE) -> dict[str, dict]:
     """pgBackRest's info and manifest files (``wal.archive.parse_pgbackrest_info``), read from ``path``
-    unless ``text`` is given; errors name the file."""
+    (in ``store``) unless ``text`` is given; errors name the file."""
     if text is None:
         try:
-            with open(path, encoding="utf-8", errors="surrogateescape") as f:
+            with _open_text(store, path) as f:
                 text = f.read()
         except FileNotFoundError:
             raise CatalogError(f"{path} is missing") from None
@@ -347,19 +388,21 @@ def pgbackrest_compress_type(manifest: dict[str, dict], path: str) -> str:
 
 
 class PgBackRestSet(DataFiles):
-    """One pgBackRest backup set (``<repo>/backup/<stanza>/<label>``) read through its manifest."""
+    """One pgBackRest backup set (``<repo>/backup/<stanza>/<label>``) read through its manifest, from
+    ``store`` (the local file system, or an object store: ``s3://bucket/<repo>/backup/...``)."""
 
-    def __init__(self, set_dir, manifest: dict[str, dict] | None = None):
+    def __init__(self, set_dir, manifest: dict[str, dict] | None = None, store: Store = LOCAL_STORE):
+        self.store = store
         self.set_dir = os.fspath(set_dir).rstrip("/")
-        self.stanza_dir = os.path.dirname(self.set_dir)
-        self.label = os.path.basename(self.set_dir)
-        self.manifest_path = os.path.join(self.set_dir, "backup.manifest")
-        if not os.path.exists(self.manifest_path) and os.path.exists(self.manifest_path + ".copy"):
+        self.stanza_dir = store.parent(self.set_dir)
+        self.label = store.name(self.set_dir)
+        self.manifest_path = store.join(self.set_dir, "backup.manifest")
+        if store.kind(self.manifest_path) is None and store.kind(self.manifest_path + ".copy") is not None:
             self.manifest_path += ".copy"  # pgBackRest writes both, and reads the copy when the main one is gone
-        self.manifest = manifest if manifest is not None else read_pgbackrest_ini(self.manifest_path)
+        self.manifest = manifest if manifest is not None else read_pgbackrest_ini(self.manifest_path, store=store)
         if self.manifest.get("cipher"):
             raise CatalogError(f"{self.manifest_path}: the set is encrypted (repo1-cipher-type): not supported")
-        self.root = os.path.join(self.set_dir, MANIFEST_TARGET_PGDATA)
+        self.root = store.join(self.set_dir, MANIFEST_TARGET_PGDATA)
         self._compress = {self.label: pgbackrest_compress_type(self.manifest, self.manifest_path)}
         self.files: dict[str, dict] = {}  # relative path in the data directory -> manifest entry
         self.names: dict[str, str] = {}  # relative path -> the manifest's name (where it is stored)
@@ -417,13 +460,13 @@ class PgBackRestSet(DataFiles):
         """The compression of set ``label`` (a referenced set may have been written with another)."""
         kind = self._compress.get(label)
         if kind is None:
-            path = os.path.join(self.stanza_dir, label, "backup.manifest")
-            if not os.path.exists(path):
+            path = self.store.join(self.stanza_dir, label, "backup.manifest")
+            if self.store.kind(path) is None:
                 raise CatalogError(f"{path} is missing: {self.label} refers to backup set {label} for some of its "
                                    "files (expired or deleted?)")
             # only [backup:option] is needed: read up to the file list
             head = []
-            with open(path, encoding="utf-8", errors="surrogateescape") as f:
+            with _open_text(self.store, path) as f:
                 for line in f:
                     if line.startswith("[target:"):
                         break
@@ -437,9 +480,9 @@ class PgBackRestSet(DataFiles):
         entry = self.files[rel]
         label = entry.get("reference", self.label)
         if "bni" in entry:
-            return os.path.join(self.stanza_dir, label, "bundle", str(entry["bni"]))
+            return self.store.join(self.stanza_dir, label, "bundle", str(entry["bni"]))
         ext = PGBACKREST_EXTENSIONS[self._compress_type(label)]
-        return os.path.join(self.stanza_dir, label, self.names[rel] + ext)
+        return self.store.join(self.stanza_dir, label, self.names[rel] + ext)
 
     def _open(self, rel: str) -> BinaryIO:
         entry = self.files[rel]
@@ -454,15 +497,16 @@ class PgBackRestSet(DataFiles):
         stored = self.stored_path(rel)
         where = stored if "bni" not in entry else f"{stored} (offset {entry.get('bno', 0)}, {rel})"
         try:
-            raw: BinaryIO = open(stored, "rb")
+            if "bni" in entry:
+                # the manifest leaves out what equals its default: bno 0, repo-size = size
+                raw: BinaryIO = self.store.open(stored, int(entry.get("bno", 0)), int(entry.get("repo-size", size)))
+            else:
+                raw = self.store.open(stored)
         except FileNotFoundError:
             raise CatalogError(f"{stored} is missing: the manifest {self.manifest_path} lists {rel} "
                                f"({size} bytes) there") from None
         except OSError as e:
             raise CatalogError(f"cannot read {stored}: {e.strerror}") from None
-        if "bni" in entry:
-            # the manifest leaves out what equals its default: bno 0, repo-size = size
-            raw = _Slice(raw, int(entry.get("bno", 0)), int(entry.get("repo-size", size)))
         return _exact_reader(_CheckedFile(raw, kind, size, entry.get("checksum"), where))
 
 
@@ -486,7 +530,8 @@ class TarFiles(DataFiles):
     read by offset.  A compressed archive is first decompressed, once and on first use, into an
     anonymous temporary file (in ``TMPDIR``: as large as the archive uncompressed)."""
 
-    def __init__(self, tar_path, root: str | None = None):
+    def __init__(self, tar_path, root: str | None = None, store: Store = LOCAL_STORE):
+        self.store = store
         self.tar_path = os.fspath(tar_path)
         self.root = root if root is not None else self.tar_path
         self.kind = tar_compression(self.tar_path) or "none"
@@ -501,7 +546,7 @@ class TarFiles(DataFiles):
         if self._members is not None:
             return self._members
         try:
-            f: BinaryIO = open(self.tar_path, "rb")
+            f: BinaryIO = self.store.open(self.tar_path)
         except FileNotFoundError:
             raise CatalogError(f"{self.tar_path} is missing") from None
         except OSError as e:
@@ -621,13 +666,16 @@ class Mounted(DataFiles):
 
 # -- barman ------------------------------------------------------------------------------------------
 
-def barman_backup_files(backup_dir, tablespace_oids: Iterator[int] = ()) -> DataFiles:
+def barman_backup_files(backup_dir, tablespace_oids: Iterator[int] = (), store: Store = LOCAL_STORE) -> DataFiles:
     """The data directory of a barman backup (``<server>/base/<backup_id>``), in any of the forms barman
     keeps: ``data/`` a plain directory (rsync, or ``backup_method = postgres`` uncompressed) with each
     tablespace in ``<backup_id>/<oid>/``; ``data/base.tar[.gz|.lz4|.zst]`` (``backup_compression``) with
     each tablespace in ``data/<oid>.tar…``; or ``data.tar[.gz]`` with ``<oid>.tar[.gz]`` beside it.
-    Tablespaces are mounted at ``pg_tblspc/<oid>``."""
+    Tablespaces are mounted at ``pg_tblspc/<oid>``.  A backup in an object store (``store``: a barman
+    directory uploaded to S3) is read the same way, its files streamed by ranged reads."""
     backup_dir = os.fspath(backup_dir).rstrip("/")
+    if store is not LOCAL_STORE:
+        return _stored_barman_files(backup_dir, store)
     data = os.path.join(backup_dir, "data")
     for holder, stem in ((data, "base"), (backup_dir, "data")):
         tars = _tars(holder)
@@ -662,3 +710,28 @@ def _tars(directory: str) -> dict[str, str]:
             if e.endswith(ending) and stat.S_ISREG(os.stat(os.path.join(directory, e)).st_mode):
                 out.setdefault(e[:-len(ending)], os.path.join(directory, e))
     return out
+
+
+def _stored_barman_files(backup_dir: str, store: Store) -> DataFiles:
+    """``barman_backup_files`` of a backup in an object store: the same forms, through ``store``."""
+    data = store.join(backup_dir, "data")
+    for holder, stem in ((data, "base"), (backup_dir, "data")):
+        tars = {}
+        if store.kind(holder) == "dir":
+            for e in store.listdir(holder):
+                ending = next((end for end in TAR_ENDINGS if e.endswith(end)), None)
+                if ending and store.kind(store.join(holder, e)) == "file":
+                    tars.setdefault(e[:-len(ending)], store.join(holder, e))
+        if stem in tars:
+            mounts = {f"pg_tblspc/{oid}": TarFiles(path, root=posixpath.join(tars[stem], "pg_tblspc", oid),
+                                                   store=store)
+                      for oid, path in tars.items() if oid.isdigit()}
+            main = TarFiles(tars[stem], store=store)
+            return Mounted(main, mounts) if mounts else main
+    if store.kind(data) == "dir":
+        mounts = {f"pg_tblspc/{e}": StoreDirectory(store.join(backup_dir, e), store)
+                  for e in store.listdir(backup_dir) if e.isdigit() and store.kind(store.join(backup_dir, e)) == "dir"}
+        plain = StoreDirectory(data, store)
+        return Mounted(plain, mounts) if mounts else plain
+    raise CatalogError(f"{backup_dir}: no data directory in this barman backup (neither data/, data/base.tar… "
+                       "nor data.tar…)")
