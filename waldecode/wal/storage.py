@@ -2,10 +2,11 @@
 
 Owns the few operations finding and reading archives need, behind one small interface, ``Store``:
 what a location is (a directory, a file, nothing), every file under a directory with its size, a
-file's bytes (or its first bytes, or a stream reading a range of them), and a hint of the order files will be read in, so that a
-remote store can fetch ahead.  ``archive`` recognises the backup tools' layouts through it,
-``segments`` reads segments through it, and the catalog's backup readers (``catalog.backups``,
-``catalog.datadir.files``) read backup sets through it; none opens a file or a connection itself.
+file's bytes (or its first bytes, or a stream reading a range of them), and a hint of the order
+files will be read in, so that a remote store can fetch ahead.  ``archive`` recognises the backup
+tools' layouts through it, ``segments`` reads segments through it, and the catalog's backup readers
+(``catalog.backups``, ``catalog.datadir.files``) read backup sets through it; none opens a file or
+a connection itself.
 ``store_for(location, options)`` picks the store of a path or URL.
 
 Locations are strings: a local path, or a URL (``s3://bucket/key``) whose store knows its scheme.
