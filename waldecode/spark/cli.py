@@ -126,6 +126,9 @@ def spark_context(master: str, confs: dict | None = None, app_name: str = "walde
         "spark.pyspark.python": os.environ["PYSPARK_PYTHON"],
         "spark.executorEnv.WALDECODE_IMPL": _impl.IMPL,
         "spark.executorEnv.PYTHONWARNINGS": "ignore::FutureWarning",
+        # Python workers run "python -m pyspark.daemon", which puts their working directory first on
+        # sys.path: a waldecode/ source folder there would be imported instead of the installed package
+        "spark.executorEnv.PYTHONSAFEPATH": "1",
         "spark.sql.execution.arrow.maxRecordsPerBatch": "4096",
     }
     conf = SparkConf().setMaster(master).setAppName(app_name)
@@ -147,6 +150,11 @@ def spark_session(master: str, confs: dict | None = None, app_name: str = "walde
         return active
     sc = spark_context(master, confs, app_name)
     spark = SparkSession(sc)
+    # Workers do not import from their working directory (PYTHONSAFEPATH): Spark's own lookup of
+    # pyspark_* modules misses an editable install's, so the session registers the source itself
+    from . import register
+
+    register(spark)
     if getattr(sc, "_waldecode_shared", False):
         spark._waldecode_shared = True
     return spark
@@ -273,6 +281,7 @@ def cmd_spark_decode(args) -> int:
         plugin_options,
         reading_from,
         report_decode_result,
+        require_pgoutput_options,
         time_bounds,
     )
     from ..logical.startpoint import reading_start
@@ -284,7 +293,8 @@ def cmd_spark_decode(args) -> int:
     def fit(segments):
         """The catalog for the start (a directory's choice said on stderr), checked against the WAL before
         any output, and the start and end LSNs (times resolved)."""
-        source = open_catalog_source(args.catalog, segments, getattr(args, "stanza", None))
+        source = open_catalog_source(args.catalog, segments, getattr(args, "stanza", None),
+                                     argtypes.input_options(args))
         start_lsn, end_lsn = args.start_lsn, args.end_lsn
         if args.start_time is not None or args.end_time is not None:
             start_lsn, end_lsn = time_bounds(args, segments, source.time_zone())
@@ -303,6 +313,7 @@ def cmd_spark_decode(args) -> int:
         raise UsageError("--parquet goes with WAL in a local directory (the dataset is written to a directory "
                          "the driver and the executors share): give the WAL as a local directory")
     options = plugin_options(args.options)
+    require_pgoutput_options(args.format, options)
     segments = catalog = None
     start_lsn, end_lsn = args.start_lsn, args.end_lsn
     if not hadoop:
@@ -367,7 +378,7 @@ def cmd_spark_decode(args) -> int:
     finally:
         if own_session:
             stop_context(spark)
-    return report_decode_result(result, segments, start_lsn)
+    return report_decode_result(result, segments, start_lsn, quiet=args.quiet)
 
 
 def stop_context(spark) -> None:
