@@ -26,6 +26,8 @@ _USAGE_ERRORS = (UsageError, CatalogError, OutputPluginError)
 def _build_parser(command: str | None = None) -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="waldecode", description="Decode PostgreSQL WAL offline.")
     p.add_argument("--traceback", action="store_true", help="show the Python traceback on errors")
+    p.add_argument("--version", action=_VersionAction, help="print the version, the PostgreSQL versions whose WAL "
+                                                           "it reads and the implementation of the hot path")
     sub = p.add_subparsers(dest="command", required=True)
 
     ins = sub.add_parser("inspect", help="print WAL records as pg_waldump does",
@@ -154,6 +156,34 @@ def _build_parser(command: str | None = None) -> argparse.ArgumentParser:
     return p
 
 
+def version_text() -> str:
+    """``waldecode --version``: the installed package's version, the majors of
+    ``MAJOR_BY_XLOG_PAGE_MAGIC`` (the WAL page formats recognised) and the active implementation."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    from . import _impl
+    from .wal.xlogpage import XLOG_PAGE_MAGIC_BY_MAJOR
+
+    try:
+        v = version("waldecode")
+    except PackageNotFoundError:  # run from a checkout that is not installed
+        v = "(not installed)"
+    majors = sorted(XLOG_PAGE_MAGIC_BY_MAJOR)
+    return (f"waldecode {v} (reads WAL of PostgreSQL {majors[0]} to {majors[-1]}; hot path: {_impl.IMPL}, "
+            f"available: {', '.join(_impl.available())})")
+
+
+class _VersionAction(argparse.Action):
+    """``--version``: computed when asked, so that every other start skips the package metadata."""
+
+    def __init__(self, option_strings, dest, **kw):
+        super().__init__(option_strings, dest, nargs=0, default=argparse.SUPPRESS, **kw)
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        print(version_text())
+        parser.exit()
+
+
 def _bench_command(sub) -> None:
     from .bench import add_arguments as add_bench_arguments
 
@@ -225,6 +255,20 @@ def fit_catalog(catalog, segments, settings: list, source) -> None:
                          f"{source} is from PostgreSQL {catalog.major}")
 
 
+def require_pgoutput_options(fmt: str, options: dict, major: int | None = None) -> None:
+    """``--format pgoutput`` without what a subscriber sends: name the -o options needed (the server,
+    which takes a missing proto_version for 0, would answer "client sent proto_version=0")."""
+    if fmt != "pgoutput":
+        return
+    missing = [f"-o {name}" for name in ("proto_version", "publication_names") if name not in options]
+    if missing:
+        from .output.pgoutput import max_proto_version
+
+        proto = max_proto_version(major) if major is not None else 1
+        raise UsageError(f"--format pgoutput needs {' and '.join(missing)}, the options a subscriber sends: e.g. "
+                         f"-o proto_version={proto} -o publication_names=PUB[,PUB...]")
+
+
 def plugin_options(items) -> dict:
     out = {}
     for item in items:
@@ -233,12 +277,14 @@ def plugin_options(items) -> dict:
     return out
 
 
-def _report_stop(reader: XLogReader, prog: str = "waldecode") -> int:
+def _report_stop(reader: XLogReader, prog: str = "waldecode", quiet: bool = False) -> int:
     """Say why reading stopped; non-zero when WAL was damaged rather than ended."""
-    return _report_stop_of(reader.stop, reader.end_lsn, prog)
+    return _report_stop_of(reader.stop, reader.end_lsn, prog, quiet)
 
 
-def _report_stop_of(stop, end_lsn: int | None, prog: str = "waldecode") -> int:
+def _report_stop_of(stop, end_lsn: int | None, prog: str = "waldecode", quiet: bool = False) -> int:
+    """The status of a stop, said on stderr: an error line (1), or the normal end of WAL (0), a line
+    ``quiet`` leaves out."""
     if stop is None or stop.kind == "limit":
         return EXIT_OK
     where = f" in {stop.path}" if stop.path else ""
@@ -250,7 +296,8 @@ def _report_stop_of(stop, end_lsn: int | None, prog: str = "waldecode") -> int:
         print(f"{prog}: error: invalid WAL record at {format_lsn(stop.lsn)}{where}: {stop.reason}; "
               "reading stopped there", file=sys.stderr)
         return EXIT_CORRUPT
-    print(f"{prog}: end of WAL at {format_lsn(stop.lsn)}{where}: {stop.reason}", file=sys.stderr)
+    if not quiet:
+        print(f"{prog}: end of WAL at {format_lsn(stop.lsn)}{where}: {stop.reason}", file=sys.stderr)
     return EXIT_OK
 
 
@@ -271,8 +318,9 @@ def cmd_inspect(args) -> int:
         _print_notes(bounds.notes)
         start_lsn = bounds.start_lsn
         end_lsn = bounds.end_lsn if args.end_time is not None else end_lsn
+    # as pg_waldump: the records up to a missing segment are printed, then the error
     reader = XLogReader(args.paths, start_lsn, end_lsn, timeline=args.timeline,
-                        verify_crc=args.verify_crc, segments=segments)
+                        verify_crc=args.verify_crc, segments=segments, read_to_gap=True)
     wanted_rmgrs = None
     if args.rmgr:
         wanted_rmgrs = {rmgr.rmid_by_name(name) for name in args.rmgr}
@@ -285,7 +333,14 @@ def cmd_inspect(args) -> int:
         out.flush()
     if args.limit is not None and shown >= args.limit:
         return EXIT_OK
-    return _report_stop(reader)
+    if waldump.read_failed(reader.stop):
+        # pg_waldump exits 1 where a page lies past the end of a file cut short ("could not read from
+        # file"); decode takes it as the end of WAL (a segment still being copied, a slot run resumes)
+        stop = reader.stop
+        print(f"waldecode: error: WAL file {stop.path} is cut short: reading stopped at {format_lsn(stop.lsn)}: "
+              f"{stop.reason}", file=sys.stderr)
+        return EXIT_CORRUPT
+    return _report_stop(reader, quiet=args.quiet)
 
 
 def cmd_decode(args) -> int:
@@ -300,6 +355,7 @@ def cmd_decode(args) -> int:
         parquet_conflicts(args)
     segments = discover(args.paths, args.timeline, argtypes.input_options(args))
     options = plugin_options(args.options)
+    require_pgoutput_options(args.format, options, segments.major)
     if args.undo:
         if args.format != "sql":
             raise UsageError("--undo goes with --format sql")
@@ -361,6 +417,9 @@ def cmd_decode(args) -> int:
                                    args.two_phase, 0, start_lsn or 0, 0, catalog)
         out = _LazyOutput(args.output, keep_bytes=None if new else slot_state.output_bytes)
         keeper = SlotKeeper(args.slot, slot_state, out, interval=args.slot_interval, new=new)
+        if not new and not args.quiet:
+            _say(f"slot {args.slot} resumed at {format_lsn(slot_state.confirmed_lsn)} (confirmed), restart "
+                 f"{format_lsn(slot_state.restart_lsn)}, output continued after {slot_state.output_bytes} bytes")
         if spill_dir is None:
             # A fixed place, emptied at every start: a killed run's spill files do not pile up
             spill_dir = _fresh_dir(args.slot + ".spill")
@@ -396,9 +455,21 @@ def cmd_decode(args) -> int:
         out.discard(None if keeper is None else keeper.confirmed_output())
         raise
     out.close()
-    for problem in getattr(plugin, "problems", ()):
+    problems = list(getattr(plugin, "problems", ()))
+    for problem in problems:
         print(f"waldecode: {problem}", file=sys.stderr)
-    return report_decode_result(result, segments, start_lsn)
+    status = report_decode_result(result, segments, start_lsn, quiet=args.quiet)
+    return max(status, report_problems(problems, args.undo))
+
+
+def report_problems(problems: list, undo: bool) -> int:
+    """``--format sql``: what could not be redone or undone (each a comment at its place in the output,
+    listed above) makes the output incomplete: one error line, status 1."""
+    if not problems:
+        return EXIT_OK
+    print(f"waldecode: error: {len(problems)} change(s) listed above could not be {'undone' if undo else 'redone'}: "
+          "the output leaves them out (a comment stands at each one's place)", file=sys.stderr)
+    return EXIT_CORRUPT
 
 
 def time_bounds(args, segments, snapshot_zone: str) -> tuple:
@@ -437,9 +508,9 @@ def parquet_conflicts(args) -> None:
         raise UsageError("--parquet DIR is the output: it does not go with --output, --slot or --format")
 
 
-def report_decode_result(result, segments, start_lsn) -> int:
+def report_decode_result(result, segments, start_lsn, quiet: bool = False) -> int:
     """Say on stderr what a decoding run left out or could not do (``decode`` and ``spark decode``);
-    the exit status."""
+    the exit status.  ``quiet`` leaves out the line of a normal end of WAL."""
     from .logical.session import missing_start_message
 
     if result.consistent_lsn is None:
@@ -452,7 +523,7 @@ def report_decode_result(result, segments, start_lsn) -> int:
         print(f"waldecode: transaction {t.xid} is still open at the end of the WAL read "
               f"(first LSN {format_lsn(t.first_lsn)}, {t.nchanges} changes"
               + (f", prepared as {t.gid!r}" if t.prepared else "") + ")", file=sys.stderr)
-    status = _report_stop_of(result.stop, result.end_lsn)
+    status = _report_stop_of(result.stop, result.end_lsn, quiet=quiet)
     if result.not_decoded:
         for nd in result.not_decoded[:_MAX_LISTED]:
             print(f"waldecode: error: {nd.describe()}", file=sys.stderr)
@@ -636,6 +707,8 @@ def cmd_catalog(args) -> int:
         except OSError as e:
             print(f"{prog}: error: cannot write catalog snapshot {args.output}: {e.strerror}", file=sys.stderr)
             return 1
+    if args.output != "-":
+        print(f"{prog}: {catalog_summary(catalog, args.output)}", file=sys.stderr)
     if catalog.catalog_pages_note:
         warn(catalog.catalog_pages_note)
     wal_level = catalog.settings.get("wal_level")
@@ -643,6 +716,13 @@ def cmd_catalog(args) -> int:
         warn(f"wal_level is {wal_level!r} on {where}, not 'logical': its WAL does not carry what logical decoding "
              "needs")
     return 0
+
+
+def catalog_summary(catalog, path: str) -> str:
+    """``catalog``'s one line on what it wrote: the file, the database, the cluster, the version, the LSN."""
+    cluster = f" of cluster {catalog.system_identifier}" if catalog.system_identifier is not None else ""
+    return (f"wrote {path}: database {catalog.database}{cluster}, PostgreSQL {catalog.major}, "
+            f"taken at {format_lsn(catalog.lsn)}")
 
 
 def cmd_bench(args) -> int:

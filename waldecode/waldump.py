@@ -235,6 +235,16 @@ class WaldumpStats:
 
 BLOCK_SIZE = 1 << 20  # output is written in blocks of this size (or more: whole lines)
 
+# The reason framing gives (wal/_pyframe.py, native/_native.pyx) when the next page lies past the end
+# of a file shorter than a segment
+_CUT_SHORT = "end of available data: file holds "
+
+
+def read_failed(stop) -> bool:
+    """Whether reading stopped where pg_waldump's read of a page fails: a page past the end of a file
+    cut short.  pg_waldump exits 1 there ("could not read from file"), without its --stats table."""
+    return stop is not None and stop.kind == "end" and _CUT_SHORT in stop.reason
+
 
 def inspect(reader, write, *, stats: str | None = None, bkp_details: bool = False, rmids=None,
             xid: int | None = None, limit: int | None = None, tracker=None, impl: str | None = None) -> int:
@@ -268,7 +278,7 @@ def inspect(reader, write, *, stats: str | None = None, bkp_details: bool = Fals
         finally:
             if tracker is not None:
                 tracker.close()
-        if table is not None:
+        if table is not None and not read_failed(reader.stop):
             write(dump.fill_stats(table).format().encode())
         return dump.shown
     return _inspect_records(reader, write, table, bkp_details, rmids, xid, limit, tracker)
@@ -306,7 +316,7 @@ def _inspect_records(reader, write, table, bkp_details: bool, rmids, xid, limit,
             tracker.close()
         if pending:
             write(b"".join(pending))
-    if table is not None:
+    if table is not None and not read_failed(reader.stop):
         write(table.format().encode())
     return shown
 

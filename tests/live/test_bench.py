@@ -78,6 +78,12 @@ def test_bench_times_every_tool_and_finds_the_outputs_equal(tmp_path):
     # the table on stdout: a line per tool
     for t in wl["tools"]:
         assert any(line.startswith("types") and t["label"] in line for line in run.stdout.splitlines()), t["label"]
+    # after it, the verdict of each comparison checked, with the size compared
+    verdicts = [line for line in run.stdout.splitlines() if line.startswith(("identical: ", "DIFFERENT: "))]
+    for impl in _impl.available():
+        assert any(v.startswith(f"identical: waldecode decode [{impl}] = pg_recvlogical -f (") for v in verdicts)
+        assert f"identical: waldecode inspect --stats [{impl}] = pg_waldump --stats=record (" in run.stdout
+    assert len(verdicts) == sum(1 for c in wl["checks"] if "compared" in c)
 
 
 @pytest.mark.server
@@ -91,8 +97,10 @@ def test_bench_reports_a_decode_that_differs_and_fails(tmp_path, monkeypatch, ca
     monkeypatch.setattr(tools, "decode_argv", lambda *a: real(*a) + ["-o", "include-xids=0"])
     code = main(["bench", "--workloads", "toast", "--scale", "0.001", "--runs", "1", "--impl", _impl.IMPL,
                  "--no-chart", "--output-dir", str(tmp_path)])
-    err = capsys.readouterr().err
+    captured = capsys.readouterr()
+    err = captured.err
     assert code == 1
+    assert f"DIFFERENT: waldecode decode [{_impl.IMPL}] != pg_recvlogical -f (" in captured.out
     assert f"MISMATCH in toast: waldecode decode [{_impl.IMPL}] output equals pg_recvlogical's" in err
     doc = json.loads((tmp_path / "bench.json").read_text())
     assert doc["ok"] is False

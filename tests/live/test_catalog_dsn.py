@@ -552,7 +552,11 @@ def test_15_json_round_trip(pg15, tmp_path, capsys):
     # the catalogs' pages: a superuser without pageinspect reads the files after a CHECKPOINT
     assert sorted(loaded.catalog_pages) == [1247, 1249, 1255, 1259, 2610, 2611, 2615, 3501, 3541, 6104, 6106, 6237]
     assert {p.source for p in loaded.catalog_pages.values()} == {"pg_read_binary_file"}
-    assert loaded.catalog_pages_note == "" and capsys.readouterr().err == ""
+    # one line says what was written: file, database, cluster, version, LSN
+    sysid = c.sql("SELECT system_identifier FROM pg_control_system()")[0][0]
+    assert loaded.catalog_pages_note == "" and capsys.readouterr().err == (
+        f"waldecode: wrote {out}: database app of cluster {sysid}, PostgreSQL 15, taken at "
+        f"{loaded.lsn >> 32:X}/{loaded.lsn & 0xFFFFFFFF:X}\n")
     pg_class = loaded.catalog_pages[1259]
     assert pg_class.relfilenode == _rel(loaded, "pg_catalog", "pg_class").relfilenode
     assert sum(len(pg_class.tuples(b)) for b in pg_class.blocks) == \

@@ -146,6 +146,7 @@ def main_bench(args) -> int:
     document["load_average_at_end"] = list(os.getloadavg())
     document["ok"] = not failed
     sys.stdout.write(report.format_table(results))
+    sys.stdout.write("\n" + report.format_verdicts(results))
     sys.stdout.flush()
     json_path = args.output_dir / "bench.json"
     report.write_json(json_path, document)

@@ -56,6 +56,35 @@ def format_table(results: list[dict]) -> str:
     return "\n".join(out + [""] + notes) + "\n"
 
 
+def _size(n: int) -> str:
+    for unit, scale in (("GB", 1e9), ("MB", 1e6), ("kB", 1e3)):
+        if n >= scale:
+            return f"{n / scale:.1f} {unit}"
+    return f"{n} bytes"
+
+
+def format_verdicts(results: list[dict]) -> str:
+    """After the table: one line per comparison the runs checked, ``identical: A = B (size)`` when every
+    run's output equalled the reference byte for byte, ``DIFFERENT: A != B (...)`` otherwise."""
+    out = []
+    for r in results:
+        seen: dict = {}
+        for c in r["checks"]:
+            if "compared" in c:
+                a, b, size = c["compared"]
+                seen.setdefault((a, b), []).append((c["ok"], size))
+        for (a, b), runs in seen.items():
+            size = _size(runs[0][1])
+            bad = sum(1 for ok, _ in runs if not ok)
+            where = f"{r['name']}: " if len(results) > 1 else ""
+            if bad:
+                out.append(f"DIFFERENT: {where}{a} != {b} ({size}; {bad} of {len(runs)} runs differ)")
+            else:
+                out.append(f"identical: {where}{a} = {b} ({size}" + (f", {len(runs)} runs" if len(runs) > 1 else "")
+                           + ")")
+    return "".join(line + "\n" for line in out)
+
+
 def _cpu_model() -> str | None:
     try:
         for line in Path("/proc/cpuinfo").read_text().splitlines():

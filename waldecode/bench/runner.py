@@ -82,8 +82,12 @@ def _measure_all(w: T.WalUnderTest, conn, result: dict, *, runs: int, impls: lis
     stats_ref = work_dir / "pg_waldump-stats.txt"
     checks = result["checks"]
 
-    def check(what: str, ok: bool, detail: str = "") -> None:
+    def check(what: str, ok: bool, detail: str = "", compared: tuple | None = None) -> None:
+        """``compared``: (this tool, the reference, the reference's size in bytes) of an equality check,
+        which ``report.format_verdicts`` prints after the table."""
         checks.append({"what": what, "ok": ok, "detail": detail})
+        if compared is not None:
+            checks[-1]["compared"] = list(compared)
         if not ok:
             log(f"MISMATCH: {what}{': ' + detail if detail else ''}")
 
@@ -103,12 +107,15 @@ def _measure_all(w: T.WalUnderTest, conn, result: dict, *, runs: int, impls: lis
                 m = run_measured(T.recvlogical_argv(w, f"bench_recv_{run}", target), env=w.tool_env,
                                  what="pg_recvlogical")
                 if run > 1:
-                    check(f"pg_recvlogical run {run} wrote what run 1 wrote", filecmp.cmp(reference, out, False))
+                    check(f"pg_recvlogical run {run} wrote what run 1 wrote", filecmp.cmp(reference, out, False),
+                          compared=(f"pg_recvlogical -f run {run}", "pg_recvlogical -f run 1",
+                                    reference.stat().st_size))
                     out.unlink()
             elif tool.key.startswith("inspect_stats_"):
                 m = run_measured(T.inspect_argv(w, True), stdout=out, env=T.impl_env(tool.impl), what=tool.label)
                 check(f"{tool.label} printed what pg_waldump --stats=record printed (run {run})",
-                      filecmp.cmp(stats_ref, out, False))
+                      filecmp.cmp(stats_ref, out, False),
+                      compared=(tool.label, "pg_waldump --stats=record", stats_ref.stat().st_size))
                 out.unlink()
             elif tool.key.startswith("spark_decode_"):
                 from .sparkrun import run_spark_measured, spark_decode_argv
@@ -120,7 +127,8 @@ def _measure_all(w: T.WalUnderTest, conn, result: dict, *, runs: int, impls: lis
                                        env=T.impl_env(tool.impl), what=tool.label)
                 same = filecmp.cmp(reference, out, False)
                 check(f"{tool.label} output equals pg_recvlogical's byte for byte (run {run})", same,
-                      "" if same else f"compare {out} with {reference}")
+                      "" if same else f"compare {out} with {reference}",
+                      compared=(tool.label, "pg_recvlogical -f", reference.stat().st_size))
                 if spark_memory:
                     check(f"{tool.label}: Python workers' peak RSS under 300 MB with {spark_memory} of memory "
                           f"(run {run})", m.rss_mb < 300, f"{m.rss_mb:.0f} MB")
@@ -135,7 +143,8 @@ def _measure_all(w: T.WalUnderTest, conn, result: dict, *, runs: int, impls: lis
                 m = run_measured(T.decode_argv(w, out, spill), env=T.impl_env(tool.impl), what=tool.label)
                 same = filecmp.cmp(reference, out, False)
                 check(f"{tool.label} output equals pg_recvlogical's byte for byte (run {run})", same,
-                      "" if same else f"compare {out} with {reference}")
+                      "" if same else f"compare {out} with {reference}",
+                      compared=(tool.label, "pg_recvlogical -f", reference.stat().st_size))
                 left = sorted(p.name for p in spill.iterdir())
                 check(f"{tool.label} left no spill files (run {run})", not left, ", ".join(left[:5]))
                 if same:

@@ -29,11 +29,15 @@ class XLogReader:
     the PostgreSQL major version that wrote the WAL.  Errors in the input that
     make reading impossible (missing segments, foreign files) raise ``WALError``
     subclasses; damaged or ended WAL stops reading with a ``ReadStop``, as
-    PostgreSQL's own reader does.
+    PostgreSQL's own reader does.  A segment missing inside the range is refused before
+    anything is read, unless ``read_to_gap``: then the records before it are returned and
+    the ``MissingSegmentError`` comes where reading needs the segment, as pg_waldump
+    prints up to a gap and stops there with an error (``inspect``).
     """
 
     def __init__(self, paths=None, start_lsn: int | None = None, end_lsn: int | None = None,
-                 timeline: int | None = None, verify_crc: bool = True, segments: SegmentSet | None = None):
+                 timeline: int | None = None, verify_crc: bool = True, segments: SegmentSet | None = None,
+                 read_to_gap: bool = False):
         self.segments = segments if segments is not None else discover(paths, timeline)
         self.start_lsn = start_lsn
         self.end_lsn = end_lsn
@@ -42,6 +46,7 @@ class XLogReader:
         self.first_lsn: int | None = None  # LSN of the first record returned
         self.last_end_lsn: int | None = None  # EndRecPtr of the last record returned
         self.read_from: int = 0  # records before it are skipped (set when reading starts)
+        self.read_to_gap = read_to_gap
 
     @property
     def major(self) -> int:
@@ -118,7 +123,13 @@ class XLogReader:
         last_segno = segs.last_segno
         if self.end_lsn is not None:
             last_segno = min(last_segno, (self.end_lsn - 1) // seg_size)
-        segs.check_contiguous(first_segno, last_segno)
+        if self.read_to_gap:
+            # the segments up to the first missing one are read; the gap is met where the reader needs it
+            gap = next((n for n in range(first_segno, last_segno + 1) if n not in segs.files), None)
+            range_end, last_segno = last_segno, last_segno if gap is None else gap - 1
+        else:
+            gap = None
+            segs.check_contiguous(first_segno, last_segno)
         # an object store fetches the segments of the range ahead of the reader (local files: nothing)
         segs.prefetch(first_segno, last_segno)
         self.read_from = start
@@ -130,6 +141,8 @@ class XLogReader:
             if self.end_lsn is not None and segno * seg_size >= self.end_lsn:
                 self.stop = ReadStop(segno * seg_size, "limit", "end of requested range")
                 return
+            if segno == gap:
+                segs.check_contiguous(first_segno, range_end)  # raises MissingSegmentError naming it
             if segno > segs.last_segno:
                 self.stop = self._ran_out(st, segno)
                 return
