@@ -495,7 +495,8 @@ def test_main_writes_json_and_reports_errors(scenario, tmp_path, capsys):
     assert waldecode_main(["catalog", "--datadir", s.pgdata, "--database", "app", "-o", str(out)]) == 0
     err = capsys.readouterr().err
     assert err.startswith(f"waldecode: warning: {s.pgdata}/global/pg_control: cluster state is 'in production'")
-    assert err.count("\n") == 1
+    # then one line says what was written
+    assert err.count("\n") == 2 and err.splitlines()[1].startswith(f"waldecode: wrote {out}: database app of cluster ")
     assert catalog_differences(s.crash_files, Catalog.load(out)) == []
     assert waldecode_main(["catalog", "--datadir", s.pgdata, "--database", "nope",
                            "-o", str(tmp_path / "x.json")]) == 1
