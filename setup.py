@@ -34,7 +34,7 @@ if os.environ.get("WALDECODE_NO_NATIVE", "") in ("", "0"):
                       extra_compile_args=["-O2"], depends=["native/pgconsts.pxd", "native/wd_crc32c.h", "native/wd_xlogpage.h",
                                                            "native/wd_waldump.h"]),
             Extension("waldecode._typeout", ["native/_typeout.pyx"], include_dirs=["native"],
-                      extra_compile_args=["-O2"], depends=["native/pgdefs.pxd", "native/pgconsts.pxd", "native/_typeout.pxd",
+                      extra_compile_args=["-O2"], depends=["native/pgdefs.pxd", "native/pgconsts.pxd",
                                                            "native/wd_shortest.h"]),
             Extension("waldecode._logical", ["native/_logical.pyx"], include_dirs=["native"],
                       extra_compile_args=["-O2"], depends=["native/pgdefs.pxd"]),
