@@ -455,6 +455,10 @@ def cmd_decode(args) -> int:
         out.discard(None if keeper is None else keeper.confirmed_output())
         raise
     out.close()
+    if args.parquet:
+        from .output.parquet import unify_dataset
+
+        unify_dataset(args.parquet)  # one schema per table, whatever DDL the range holds
     problems = list(getattr(plugin, "problems", ()))
     for problem in problems:
         print(f"waldecode: {problem}", file=sys.stderr)

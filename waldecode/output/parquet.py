@@ -19,7 +19,10 @@ timestamp beyond Arrow's range, a column added with a default whose stored value
 ``unchanged_toast`` lists the columns of ``new`` whose TOASTed value the change did not carry
 (``old_unchanged_toast`` those of ``old``: old tuples are not de-TOASTed, as test_decoding says).
 A file's metadata carries ``waldecode.schema_version`` and each column's PostgreSQL type.
-DDL that changes a table's columns starts a new file of that table.
+DDL that changes a table's columns starts a new file of that table; when the run ends,
+``unify_dataset`` rewrites the files of such a table to one schema (the union of its versions,
+retyped columns at a type holding both exactly) and writes ``changes/_common_metadata``, the union
+of all tables': pyarrow, Spark and DuckDB then read a table, or the whole dataset, at once.
 
 Streaming: each file gets a row group every ``row_group_rows`` rows (or 32 MiB of values),
 whatever the transactions, and the largest buffers are written out early when all files' together
@@ -461,3 +464,141 @@ def prepare_directory(path: str) -> None:
             os.makedirs(path)
         except OSError as e:
             raise OutputPluginError(f"cannot create --parquet directory {path}: {e.strerror}") from None
+
+
+# -- one schema per table: what every reader reads whole ----------------------------------------------
+
+#: DIR/changes/_common_metadata: the union of every table's schema (and the partition columns)
+COMMON_METADATA = "_common_metadata"
+# decimal digits an integer type needs (int16, int32, int64) when an integer column becomes numeric
+_INT_DIGITS = {16: 5, 32: 10, 64: 19}
+
+
+def wider_type(pa, a, b):
+    """The Arrow type that holds every value of ``a`` and of ``b`` exactly (``unify_dataset``): the
+    larger integer, float64, a decimal with the larger integer part and the larger scale, else
+    string (the values' text)."""
+    if a == b:
+        return a
+    ints = pa.types.is_signed_integer
+    if ints(a) and ints(b):
+        return a if a.bit_width >= b.bit_width else b
+    if pa.types.is_floating(a) and pa.types.is_floating(b):
+        return pa.float64()
+    decimal = pa.types.is_decimal
+    if (decimal(a) or ints(a)) and (decimal(b) or ints(b)):
+        ps = [(t.precision, t.scale) if decimal(t) else (_INT_DIGITS[t.bit_width], 0) for t in (a, b)]
+        scale = max(s for _p, s in ps)
+        precision = max(p - s for p, s in ps) + scale
+        if precision <= 38:
+            return pa.decimal128(precision, scale)
+        if precision <= _MAX_DECIMAL_PRECISION:
+            return pa.decimal256(precision, scale)
+    return pa.string()
+
+
+def _cast(pa, arr, typ):
+    """``arr`` as ``typ`` (a ``wider_type`` of its type): exact widening, or the values' text."""
+    if arr.type == typ:
+        return arr
+    if pa.types.is_struct(typ):
+        children = [_cast(pa, arr.field(f.name), f.type) if arr.type.get_field_index(f.name) >= 0
+                    else pa.nulls(len(arr), f.type) for f in typ]
+        return pa.StructArray.from_arrays(children, fields=list(typ), mask=arr.is_null())
+    if pa.types.is_string(typ) and pa.types.is_boolean(arr.type):
+        # boolout's text (src/backend/utils/adt/bool.c), as integers and numerics keep theirs
+        import pyarrow.compute as pc
+
+        return pc.if_else(arr, "t", "f")
+    if isinstance(arr, pa.ExtensionArray):
+        arr = arr.storage
+    return arr.cast(typ)
+
+
+def _unified_schema(pa, schemas: list):
+    """One schema for files written by ``ParquetOutput``: the fields of the first, ``new`` and ``old``
+    the union of every file's columns (in order of first appearance) at their ``wider_type``."""
+    first = schemas[0]
+    fields = {f.name: f for f in first}
+    columns: dict = {}
+    for s in schemas:
+        for name in ("new", "old"):
+            if s.get_field_index(name) >= 0:
+                for f in s.field(name).type:
+                    columns[f.name] = f.type if f.name not in columns else wider_type(pa, columns[f.name], f.type)
+    out = []
+    for name in list(fields) + [n for s in schemas for n in s.names if n not in fields]:
+        if any(f.name == name for f in out):
+            continue
+        if name in ("new", "old"):
+            out.append(pa.field(name, pa.struct([pa.field(n, t) for n, t in columns.items()])))
+        else:
+            out.append(next(s.field(name) for s in schemas if s.get_field_index(name) >= 0))
+    # struct fields before the text maps, as ParquetOutput writes them (a table without columns first)
+    order = {n: i for i, n in enumerate(("commit_lsn", "lsn", "xid", "commit_time", "op", "new", "old"))}
+    out.sort(key=lambda f: order.get(f.name, len(order)))
+    return pa.schema(out)
+
+
+def _first_lsn(pq, path: str) -> int:
+    """Where a file's rows start (its ``lsn`` column's lowest value in the first row group)."""
+    meta = pq.ParquetFile(path).metadata
+    if meta.num_row_groups == 0:
+        return 0
+    rg = meta.row_group(0)
+    for i in range(rg.num_columns):
+        col = rg.column(i)
+        if col.path_in_schema == "lsn" and col.statistics is not None and col.statistics.has_min_max:
+            return col.statistics.min
+    return 0
+
+
+def _rewrite(pa, pq, path: str, schema) -> None:
+    """``path`` again with ``schema`` (its own metadata kept), a row group at a time, replaced whole."""
+    src = pq.ParquetFile(path)
+    own = src.schema_arrow.metadata
+    target = schema.with_metadata(own) if own else schema
+    tmp = path + ".unify"
+    with pq.ParquetWriter(tmp, target) as w:
+        for i in range(src.metadata.num_row_groups):
+            t = src.read_row_group(i)
+            arrays = []
+            for f in target:
+                if t.schema.get_field_index(f.name) >= 0:
+                    arrays.append(_cast(pa, t.column(f.name).combine_chunks(), f.type))
+                else:
+                    arrays.append(pa.nulls(t.num_rows, f.type))
+            w.write_table(pa.Table.from_arrays(arrays, schema=target), row_group_size=max(t.num_rows, 1))
+    os.replace(tmp, path)
+
+
+def unify_dataset(directory: str) -> None:
+    """After ``decode --parquet`` or ``spark decode --parquet`` has written ``directory``: the files of
+    each table (``changes/schema=S/table=T``) rewritten to one schema where DDL in the range gave
+    them different ones (columns added, dropped, renamed or retyped: ``_unified_schema``), and
+    ``changes/_common_metadata`` written with the union of all tables' schemas.  Files of one schema
+    are not touched."""
+    pa = _pa()
+    pq = pa.parquet
+    changes = os.path.join(directory, "changes")
+    if not os.path.isdir(changes):
+        return
+    tables = []
+    for root, dirs, files in os.walk(changes):
+        dirs[:] = sorted(d for d in dirs if not d.startswith(("_", ".")))
+        parts = sorted(os.path.join(root, f) for f in files if f.endswith(".parquet") and not f.startswith(("_", ".")))
+        if parts:
+            parts.sort(key=lambda p: _first_lsn(pq, p))
+            schemas = [pq.read_schema(p) for p in parts]
+            plain = [s.remove_metadata() for s in schemas]
+            unified = _unified_schema(pa, plain)
+            for p, s in zip(parts, plain):
+                if not s.equals(unified):
+                    _rewrite(pa, pq, p, unified)
+            tables.append(unified)
+    if not tables:
+        return
+    common = _unified_schema(pa, tables)
+    common = common.append(pa.field("schema", pa.string())).append(pa.field("table", pa.string()))
+    pq.write_metadata(common.with_metadata({b"waldecode.schema_version": str(SCHEMA_VERSION).encode()}),
+                      os.path.join(changes, COMMON_METADATA))

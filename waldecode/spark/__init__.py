@@ -12,8 +12,12 @@ from __future__ import annotations
 
 
 def register(spark) -> None:
-    """Register the ``pgwal`` data source with ``spark`` (needed when waldecode is not installed on the
-    driver's Python path, e.g. shipped with ``--py-files``)."""
-    from .datasource import PgWalDataSource
+    """Register the ``pgwal`` data source with ``spark``.  An installed waldecode is found by Spark
+    itself (the top-level ``pyspark_waldecode`` module); this is for an editable install, whose modules
+    Spark's lookup does not list, or waldecode shipped with ``--py-files``."""
+    try:
+        from pyspark_waldecode import DefaultSource
+    except ImportError:
+        from .datasource import PgWalDataSource as DefaultSource
 
-    spark.dataSource.register(PgWalDataSource)
+    spark.dataSource.register(DefaultSource)

@@ -370,6 +370,10 @@ def cmd_spark_decode(args) -> int:
                 raise
             raise err from None
         out.close()
+        if args.parquet:
+            from ..output.parquet import unify_dataset
+
+            unify_dataset(args.parquet)  # as decode does: one schema per table
         if executor.fallback is not None and not args.quiet:
             # the range path decodes each range as a slot restarted there; this WAL needs the driver's pass
             print(f"waldecode: note: decoded by the event path (the driver plans every transaction): "

@@ -2,7 +2,10 @@
 
 Owns ``spark.read.format("pgwal").option("catalog", FILE).option("startLsn", "X/X").load(PATH)``
 (a PySpark Python Data Source; registered automatically through the top-level module
-``pyspark_waldecode`` when waldecode is installed, or by ``waldecode.spark.register(spark)``).
+``pyspark_waldecode`` when waldecode is installed, or by ``waldecode.spark.register(spark)``;
+its columns in docs/spark.md).  Filters on ``commit_lsn`` prune what is read where Spark pushes
+filters to Python sources (``spark.sql.python.filterPushdown.enabled``), and are only applied
+by Spark otherwise.
 Planning runs phase 1 for the driver and the driver's sequential pass (``plan``) in the
 planning process, with the same task functions as ``spark decode``; each partition is one
 range of output order and decodes its transactions with ``Replayer`` and a test_decoding
@@ -24,7 +27,9 @@ partition sorts its changes in memory (``spark decode`` does both on the executo
 from __future__ import annotations
 
 import base64
+import os
 import re
+import sys
 
 from ..errors import Error
 from ..output.rows import leading_fields_ddl
@@ -338,26 +343,52 @@ except ImportError:  # waldecode without its spark extra: the module still impor
     DataSource = DataSourceReader = InputPartition = object
 
 
-class PgWalPartition(InputPartition):
+def rebuild(kind: str, state: dict):
+    """A reader or partition from its pickled state (``_Pickled``)."""
+    cls = {"reader": PgWalReader, "filtering": PgWalFilteringReader, "partition": PgWalPartition}[kind]
+    obj = cls.__new__(cls)
+    obj.__dict__.update(state)
+    return obj
+
+
+def _rebuilder():
+    """``pyspark_waldecode.rebuild`` when that module is installed (it keeps a worker's working
+    directory from shadowing the installed package: see its docstring), else ``rebuild``."""
+    try:
+        import pyspark_waldecode
+    except ImportError:
+        return rebuild
+    return pyspark_waldecode.rebuild
+
+
+class _Pickled:
+    """Pickled by kind and state, rebuilt through ``_rebuilder()``: a worker unpickling it imports
+    the top-level ``pyspark_waldecode`` before anything of waldecode."""
+
+    _kind = ""
+
+    def __reduce__(self):
+        return _rebuilder(), (self._kind, dict(self.__dict__))
+
+
+class PgWalPartition(_Pickled, InputPartition):
     """One output range: the plan shared by all partitions, and this range's part of it."""
+
+    _kind = "partition"
 
     def __init__(self, shared: bytes, part: bytes):
         self.shared = shared
         self.part = part
 
 
-class PgWalReader(DataSourceReader):
+class PgWalReader(_Pickled, DataSourceReader):
+    """The reader Spark plans with when filters are not pushed to Python data sources."""
+
+    _kind = "reader"
+
     def __init__(self, options):
         self.options = options
         self.bounds = (None, None)
-
-    def pushFilters(self, filters):
-        """Filters on commit_lsn narrow what is read (``plan_partitions``); Spark applies every filter
-        still (they are all returned), so pruning never has to be exact, only sound.  Called with
-        ``spark.sql.python.filterPushdown.enabled=true`` (Spark 4.1+)."""
-        filters = list(filters)
-        self.bounds = commit_lsn_bounds(filters)
-        return filters
 
     def partitions(self):
         try:
@@ -372,6 +403,40 @@ class PgWalReader(DataSourceReader):
         if not partition.part:
             return iter(())
         return _surfacing(read_partition(partition.shared, partition.part))
+
+
+class PgWalFilteringReader(PgWalReader):
+    """The reader Spark hands filters to (``spark.sql.python.filterPushdown.enabled=true``).  Spark
+    refuses a reader that defines ``pushFilters`` when that setting is off, so that it never ignores
+    one silently; ``PgWalDataSource.reader`` gives this one only where Spark pushes filters."""
+
+    _kind = "filtering"
+
+    def pushFilters(self, filters):
+        """Filters on commit_lsn narrow what is read (``plan_partitions``); Spark applies every filter
+        still (they are all returned), so pruning never has to be exact, only sound."""
+        filters = list(filters)
+        self.bounds = commit_lsn_bounds(filters)
+        return filters
+
+
+# pyspark/sql/worker/data_source_pushdown_filters.py: the worker that pushes filters (and plans the
+# read) when the setting is on; with it off, plan_data_source_read.py plans and refuses pushFilters
+_PUSHDOWN_WORKER = "data_source_pushdown_filters"
+
+
+def _pushing_filters() -> bool:
+    """Whether ``reader()`` is called by Spark's filter-pushdown worker (the only caller that calls
+    ``pushFilters``).  Unknown callers get the plain reader: no pruning, never a refusal."""
+    frame = sys._getframe(1)
+    while frame is not None:
+        spec = frame.f_globals.get("__spec__")
+        names = (frame.f_globals.get("__name__") or "", getattr(spec, "name", "") or "",
+                 os.path.basename(frame.f_code.co_filename))
+        if any(n.rsplit(".", 1)[-1].removesuffix(".py") == _PUSHDOWN_WORKER for n in names):
+            return True
+        frame = frame.f_back
+    return False
 
 
 # A waldecode error raised in a Python worker reaches the driver as the text of a Spark exception:
@@ -419,4 +484,4 @@ class PgWalDataSource(DataSource):
         return SCHEMA
 
     def reader(self, schema):
-        return PgWalReader(self.options)
+        return (PgWalFilteringReader if _pushing_filters() else PgWalReader)(self.options)
