@@ -408,7 +408,7 @@ class PgWalReader(_Pickled, DataSourceReader):
 class PgWalFilteringReader(PgWalReader):
     """The reader Spark hands filters to (``spark.sql.python.filterPushdown.enabled=true``).  Spark
     refuses a reader that defines ``pushFilters`` when that setting is off, so that it never ignores
-    one silently; ``PgWalDataSource.reader`` gives this one only where Spark pushes filters."""
+    one silently; ``PgWalDataSource.reader`` gives the plain one to the worker that plans without them."""
 
     _kind = "filtering"
 
@@ -420,20 +420,22 @@ class PgWalFilteringReader(PgWalReader):
         return filters
 
 
-# pyspark/sql/worker/data_source_pushdown_filters.py: the worker that pushes filters (and plans the
-# read) when the setting is on; with it off, plan_data_source_read.py plans and refuses pushFilters
-_PUSHDOWN_WORKER = "data_source_pushdown_filters"
+# pyspark/sql/worker/plan_data_source_read.py: the worker that plans a read when Spark does not push
+# filters (with spark.sql.python.filterPushdown.enabled it refuses a reader defining pushFilters, so
+# that none is ignored silently); with the setting on, data_source_pushdown_filters.py plans instead
+_PLANNING_WORKER = "plan_data_source_read"
 
 
-def _pushing_filters() -> bool:
-    """Whether ``reader()`` is called by Spark's filter-pushdown worker (the only caller that calls
-    ``pushFilters``).  Unknown callers get the plain reader: no pruning, never a refusal."""
+def _planning_without_pushdown() -> bool:
+    """Whether ``reader()`` is called by the worker that plans reads without pushing filters: that
+    one gets the reader without ``pushFilters``; every other caller (the pushdown worker, a direct
+    call) the reader that prunes by them."""
     frame = sys._getframe(1)
     while frame is not None:
         spec = frame.f_globals.get("__spec__")
         names = (frame.f_globals.get("__name__") or "", getattr(spec, "name", "") or "",
                  os.path.basename(frame.f_code.co_filename))
-        if any(n.rsplit(".", 1)[-1].removesuffix(".py") == _PUSHDOWN_WORKER for n in names):
+        if any(n.rsplit(".", 1)[-1].removesuffix(".py") == _PLANNING_WORKER for n in names):
             return True
         frame = frame.f_back
     return False
@@ -484,4 +486,4 @@ class PgWalDataSource(DataSource):
         return SCHEMA
 
     def reader(self, schema):
-        return (PgWalFilteringReader if _pushing_filters() else PgWalReader)(self.options)
+        return (PgWalReader if _planning_without_pushdown() else PgWalFilteringReader)(self.options)
