@@ -188,9 +188,16 @@ def test_slot_example_resumes(tmp_path):
 
 
 def test_dev_demo_module():
-    """What ``./dev demo`` runs once the environment is set up: every fixture equal to the servers' output."""
+    """What ``./dev demo`` runs once the environment is set up: every fixture equal to the servers' output,
+    every fixture's decoding compared."""
     proc = subprocess.run([sys.executable, "-m", "waldecode.demo"], cwd=ROOT, capture_output=True, timeout=300)
     text = proc.stdout.decode()
     assert proc.returncode == 0, text + proc.stderr.decode()
     assert "all equal" in text
+    rows = [ln for ln in text.splitlines() if re.match(r"pg\d+-\w+/\w+ ", ln)]
+    assert rows
+    # every fixture's decoding is compared with its server's slot: test_decoding's rows, or pgoutput's
+    # messages where the server was built without test_decoding (16, 18); none left out as "-"
+    assert all(ln.endswith((" rows", " pgoutput msgs")) for ln in rows), "\n".join(rows)
+    assert any(ln.startswith(("pg16", "pg18")) and ln.endswith("pgoutput msgs") for ln in rows)
     assert "Traceback" not in proc.stderr.decode()
