@@ -108,7 +108,7 @@ def _make_tablespace_dir(c: Cluster, name: str) -> str:
     return str(path)
 
 
-# test_decoding change lines (wal-format.md §8.3) -----------------------------------------------
+# test_decoding change lines (contrib/test_decoding/test_decoding.c: tuple_to_stringinfo) ----------
 
 _BARE_IDENT = re.compile(r"[a-z_][a-z0-9_$]*")
 

@@ -1,5 +1,5 @@
 """The Spark lane's one SparkSession (session start and the first data-source job cost seconds each:
-spark-design.md §6.7), on local[2] with this Python and this implementation."""
+docs/spark-decode.md), on local[2] with this Python and this implementation."""
 
 from __future__ import annotations
 

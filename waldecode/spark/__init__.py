@@ -1,6 +1,6 @@
 """waldecode on Spark: decoding fanned out over archived WAL segments.
 
-Owns the Spark path (``/work/shared/spark-design.md``): ``job`` wires a run (phase 1 over
+Owns the Spark path (docs/spark-decode.md): ``job`` wires a run (phase 1 over
 runs of segments, the driver's sequential pass in ``plan``, phase 2 over ranges of output
 order, ordered output), ``tasks`` holds what executors run, ``cli`` the ``waldecode spark``
 command, and ``datasource`` the ``pgwal`` DataFrame source.  It reuses the single-process

@@ -21,7 +21,7 @@ from . import classdata
 from ..errors import Error, UsageError
 from ..output import PLUGINS, plugin_class
 
-#: below this much WAL a single process is faster than Spark's fixed costs (design §1), whatever the cluster
+#: below this much WAL one process beats Spark's fixed costs, whatever the cluster (docs/spark-decode.md)
 SMALL_INPUT = 128 << 20
 #: below this, decode beat local[2] on 2 cores (``_note_size``)
 LOCAL_BREAK_EVEN = 6 << 30
@@ -256,7 +256,7 @@ class _NoTextOutput:
 
 
 def _check_impl(seen: set, quiet: bool) -> None:
-    """The executors must have run the driver's implementation (design §6.2: --py-files loses Cython)."""
+    """The executors must have run the driver's implementation (--py-files loses Cython: docs/spark-decode.md)."""
     from .. import _impl
 
     if seen and seen != {_impl.IMPL}:

@@ -117,7 +117,7 @@ def _segments_per_run(segments: SegmentSet, first: int, last: int, slots: int, p
     if per_run:
         return max(1, per_run)
     n = last - first + 1
-    # 2-4 runs per core, at least 64 MB of WAL a run (and never below one segment): design §4.1
+    # 2-4 runs per core, at least 64 MB of WAL a run (and never below one segment): docs/spark-decode.md
     by_cores = max(1, -(-n // (3 * max(1, slots))))
     by_size = max(1, (64 << 20) // segments.seg_size)
     return max(1, min(by_cores, by_size) if n >= 3 * slots else by_cores)
@@ -680,7 +680,7 @@ def _run_inputs(batches, scan: Scan):
 
 
 def _schema(ddl: str):
-    """The Arrow schema of a DDL string (design §6.4: batches must match the declared types exactly)."""
+    """The Arrow schema of a DDL string (docs/spark-decode.md: batches must match the declared types exactly)."""
     s = _schemas.get(ddl)
     if s is None:
         import pyarrow as pa

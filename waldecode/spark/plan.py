@@ -1,6 +1,6 @@
 """The driver's sequential pass of the Spark path: what must be decided in LSN order, from a small subset.
 
-Owns phase 1.5 of ``/work/shared/spark-design.md``: the control items phase 1 ships (whole
+Owns the event path's driver pass (docs/spark-decode.md): the control items phase 1 ships (whole
 transaction, standby, message and catalog records; markers for everything else, see
 ``tasks``) are fed in LSN order to the single-process decoder itself, ``decode.LogicalDecoder``,
 with two seams replaced: changes are counted rather than queued (they stay on the

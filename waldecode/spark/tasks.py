@@ -1,6 +1,6 @@
 """What Spark tasks run: phase 1 over a run of consecutive segments, phase 2 over whole transactions.
 
-Owns the per-task functions of the Spark path (``/work/shared/spark-design.md`` §4), built
+Owns the per-task functions of the Spark path (docs/spark-decode.md), built
 only from the single-process pieces: framing and record decoding (``_impl``, as
 ``xlogreader`` uses them), the pure change extractors of ``decode``, and, per transaction,
 ``replay.Replayer`` with the output plugin.  Nothing here keeps state across tasks.
