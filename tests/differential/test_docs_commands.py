@@ -8,7 +8,9 @@ its ``wal/``, ``snapshot.json.gz``, ``meta.json``) with the documents' placehold
 LSNs replaced by the fixture's; or in ``SKIP`` with the reason it cannot run here (a live
 server, a base backup, S3, Spark).  A command added to a document and classified nowhere fails
 ``test_every_command_is_classified``; an example whose options or behaviour drift from the tool
-fails ``test_documented_command`` (wrong exit status, or a Python traceback).
+fails ``test_documented_command`` (wrong exit status, or a Python traceback).  Every ``--option`` the
+documents name, in prose too, must be an option of some waldecode command
+(``test_documented_options_exist``).
 """
 
 from __future__ import annotations
@@ -201,3 +203,34 @@ def test_dev_demo_module():
     assert all(ln.endswith((" rows", " pgoutput msgs")) for ln in rows), "\n".join(rows)
     assert any(ln.startswith(("pg16", "pg18")) and ln.endswith("pgoutput msgs") for ln in rows)
     assert "Traceback" not in proc.stderr.decode()
+
+
+#: options the documents name that belong to other tools
+FOREIGN_OPTIONS = {
+    "--py-files": "spark-submit's",
+}
+
+
+def _help(*command: str) -> str:
+    return subprocess.run([sys.executable, "-m", "waldecode.cli", *command, "--help"], capture_output=True,
+                          text=True, timeout=60, check=True).stdout
+
+
+def test_documented_options_exist():
+    """Every ``--option`` README.md and docs/ name (in prose too) is an option of a waldecode command."""
+    known = set(re.findall(r"--[a-z][a-z0-9-]+", _help()))
+    commands = re.search(r"\{([a-z,-]+)\}", _help()).group(1).split(",")
+    for command in commands:
+        text = _help(command)
+        known |= set(re.findall(r"--[a-z][a-z0-9-]+", text))
+        sub = re.search(r"\{([a-z,-]+)\}", text.split("\n\n")[0])
+        for subcommand in sub.group(1).split(",") if sub else ():
+            known |= set(re.findall(r"--[a-z][a-z0-9-]+", _help(command, subcommand)))
+    named = {}
+    for doc in DOCUMENTS:
+        for option in re.findall(r"(?<![\w-])--[a-z][a-z0-9-]+", doc.read_text(encoding="utf-8")):
+            named.setdefault(option, doc.name)
+    unknown = sorted(f"{option} ({doc})" for option, doc in named.items()
+                     if option not in known and option not in FOREIGN_OPTIONS)
+    assert not unknown, "options the documents name that no waldecode command has:\n" + "\n".join(unknown)
+    assert "--start-lsn" in known and "--catalog" in known
