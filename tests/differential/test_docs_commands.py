@@ -234,3 +234,27 @@ def test_documented_options_exist():
                      if option not in known and option not in FOREIGN_OPTIONS)
     assert not unknown, "options the documents name that no waldecode command has:\n" + "\n".join(unknown)
     assert "--start-lsn" in known and "--catalog" in known
+
+
+def test_exit_status_of_unfit_snapshots(tmp_path):
+    """README's Exit status: a snapshot that cannot be read or is of another major version is usage (2);
+    one taken after the reading start with catalog changes in between cannot decode the WAL (1)."""
+    wal = FIXTURE / "wal"
+    last_stderr = [b""]
+
+    def status(catalog):
+        proc = subprocess.run([sys.executable, "-m", "waldecode.cli", "decode", "--catalog", str(catalog), str(wal)],
+                              capture_output=True, timeout=120)
+        last_stderr[0] = proc.stderr
+        assert b"Traceback" not in proc.stderr
+        assert proc.stderr.count(b"waldecode: error: ") == 1, proc.stderr
+        return proc.returncode
+
+    (tmp_path / "not-a-snapshot.json").write_text("{}")
+    assert status(tmp_path / "not-a-snapshot.json") == 2
+    assert status(tmp_path / "missing.json") == 2
+    assert status(ROOT / "fixtures" / "pg16-off" / FIXTURE.name / "snapshot.json.gz") == 2
+    # the fixture's snapshot is taken inside its first segment, after its tables were created: read from
+    # the input's first record (no --start-lsn), the catalog changed in between
+    assert status(FIXTURE / "snapshot.json.gz") == 1
+    assert b"after the reading start" in last_stderr[0]
