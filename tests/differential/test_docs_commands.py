@@ -10,7 +10,8 @@ server, a base backup, S3, Spark).  A command added to a document and classified
 ``test_every_command_is_classified``; an example whose options or behaviour drift from the tool
 fails ``test_documented_command`` (wrong exit status, or a Python traceback).  Every ``--option`` the
 documents name, in prose too, must be an option of some waldecode command
-(``test_documented_options_exist``).
+(``test_documented_options_exist``), and every repository path they name must exist
+(``test_documented_paths_exist``).
 """
 
 from __future__ import annotations
@@ -258,3 +259,14 @@ def test_exit_status_of_unfit_snapshots(tmp_path):
     # the input's first record (no --start-lsn), the catalog changed in between
     assert status(FIXTURE / "snapshot.json.gz") == 1
     assert b"after the reading start" in last_stderr[0]
+
+
+def test_documented_paths_exist():
+    """Every repository path README.md and docs/ name (tests, modules, docs, benchmarks) exists."""
+    missing = []
+    for doc in DOCUMENTS:
+        for path in re.findall(r"(?<![\w/.-])(?:tests|waldecode|docs|benchmarks|fixtures|native)/[\w./*-]*[\w*]",
+                               doc.read_text(encoding="utf-8")):
+            if not any(ROOT.glob(path)):
+                missing.append(f"{path} ({doc.name})")
+    assert not missing, "paths the documents name that do not exist:\n" + "\n".join(missing)
