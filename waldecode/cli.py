@@ -115,6 +115,7 @@ def _build_parser(command: str | None = None) -> argparse.ArgumentParser:
                      help="with --slot: update the slot file at most this often (default 5 s; always at the end)")
     dec.add_argument("-t", "--timeline", type=int, help="read this timeline when the input holds several")
     dec.add_argument("-q", "--quiet", action="store_true", help="no progress line on stderr")
+    add_diagnostics_options(dec)
     argtypes.add_input_options(dec)
     dec.set_defaults(func=cmd_decode)
 
@@ -441,7 +442,7 @@ def cmd_decode(args) -> int:
         tracker.count_changes(lambda: plugin.changes_written)
         return tracker
 
-    warn = lambda m: print(f"waldecode: warning: {m}", file=sys.stderr)  # noqa: E731
+    warn = warning_printer(args)
     try:
         result = decode_wal(segments, catalog, plugin, plugin_options=options, start_lsn=start_lsn,
                             restart_lsn=restart_lsn,
@@ -462,7 +463,7 @@ def cmd_decode(args) -> int:
     problems = list(getattr(plugin, "problems", ()))
     for problem in problems:
         print(f"waldecode: {problem}", file=sys.stderr)
-    status = report_decode_result(result, segments, start_lsn, quiet=args.quiet)
+    status = report_decode_result(result, segments, start_lsn, quiet=args.quiet, report=args.report)
     return max(status, report_problems(problems, args.undo))
 
 
@@ -512,9 +513,81 @@ def parquet_conflicts(args) -> None:
         raise UsageError("--parquet DIR is the output: it does not go with --output, --slot or --format")
 
 
-def report_decode_result(result, segments, start_lsn, quiet: bool = False) -> int:
+def add_diagnostics_options(parser) -> None:
+    """``-v`` and ``--report``: how much of the warnings and notes a decoding run prints or writes."""
+    parser.add_argument("-v", "--verbose", action="store_true",
+                        help="print every warning and note as it happens (default: the first of each cause, "
+                             "then one summary line per cause)")
+    parser.add_argument("--report", metavar="FILE",
+                        help="write every warning and note as JSON (cause, count, whether the output lacks "
+                             "something, examples with LSN, transaction, relation)")
+
+
+def warning_printer(args):
+    """``on_warning`` for a decoding run: the first occurrence of each cause (every one with ``-v``),
+    as ``warning:`` when the output lacks what it names, else ``note:`` (left out under ``-q``)."""
+    from .logical.diagnostics import Diagnostic
+
+    verbose, quiet = getattr(args, "verbose", False), getattr(args, "quiet", False)
+    seen = set()
+
+    def warn(message) -> None:
+        d = Diagnostic.of(message)
+        if not verbose and d.cause in seen:
+            return
+        seen.add(d.cause)
+        if d.lacks:
+            print(f"waldecode: warning: {d}", file=sys.stderr)
+        elif not quiet:
+            print(f"waldecode: note: {d}", file=sys.stderr)
+
+    return warn
+
+
+def report_diagnostics(result, quiet: bool = False, report: str | None = None, complete: bool = True) -> bool:
+    """The summary of a decoding run's warnings and notes on stderr, the one line that says what to do
+    first, then one line per cause (capped); ``report``: all of them as JSON.  True when the output
+    lacks something because of them (exit status 1).  ``complete``: nothing else is missing from the output."""
+    from .logical.diagnostics import Diagnostics
+
+    diags = getattr(result.decoder, "diagnostics", None) if result.decoder is not None else None
+    if diags is None:  # warnings that came back from elsewhere (Spark's tasks)
+        diags = Diagnostics()
+        for w in result.warnings:
+            diags.add(w)
+    if report:
+        try:
+            with open(report, "w", encoding="utf-8") as f:
+                f.write(diags.to_json())
+        except OSError as e:
+            raise UsageError(f"cannot write the report {report}: {e.strerror}") from None
+    if not diags.total:
+        return False
+    lacking = diags.lacking
+    more = "; -v prints every occurrence" + ("" if report else ", --report FILE writes them all as JSON")
+    if lacking:
+        count = sum(c.count for c in lacking)
+        unmapped = [c for c in lacking if c.key.startswith(("could not map filenumber", "could not open relation"))]
+        advice = ("decode with a catalog snapshot that knows these relations: one taken at or before the reading "
+                  "start and after they were created or rewritten ('waldecode catalog --datadir' of a base backup "
+                  "taken then, or --catalog DIR holding several)" if unmapped else
+                  "the causes below name what could not be decoded")
+        print(f"waldecode: error: the output lacks what {count} warning(s) of {len(lacking)} cause(s) name: "
+              f"{advice}{more}", file=sys.stderr)
+    elif not quiet:
+        count = sum(c.count for c in diags.notes)
+        print(f"waldecode: note: {count} note(s) of {len(diags.notes)} cause(s); no change decoded after them "
+              f"depends on them" + (": the output is complete" if complete else "") + more, file=sys.stderr)
+    if lacking or not quiet:
+        for line in diags.summary():
+            print(f"waldecode:   {line}", file=sys.stderr)
+    return bool(lacking)
+
+
+def report_decode_result(result, segments, start_lsn, quiet: bool = False, report: str | None = None) -> int:
     """Say on stderr what a decoding run left out or could not do (``decode`` and ``spark decode``);
-    the exit status.  ``quiet`` leaves out the line of a normal end of WAL."""
+    the exit status.  ``quiet`` leaves out the line of a normal end of WAL and the notes; ``report``:
+    write the warnings and notes there as JSON (``report_diagnostics``)."""
     from .logical.session import missing_start_message
 
     if result.consistent_lsn is None:
@@ -538,11 +611,10 @@ def report_decode_result(result, segments, start_lsn, quiet: bool = False) -> in
         print(f"waldecode: error: {len(result.not_decoded)} transaction(s) committed at or after "
               f"{format_lsn(start_lsn)} are missing from the output" + (f": {why}" if why else ""),
               file=sys.stderr)
+        report_diagnostics(result, quiet, report, complete=False)
         return EXIT_CORRUPT
-    if result.warnings:
+    if report_diagnostics(result, quiet, report):
         # The output is complete but for what the warnings name: never let that pass as success
-        print(f"waldecode: error: {len(result.warnings)} warning(s) above: the output lacks what they name",
-              file=sys.stderr)
         return EXIT_CORRUPT
     return status
 

@@ -99,7 +99,10 @@ def test_decode_with_a_catalog_of_another_database_names_relfilenode_lsn_and_tra
     assert out.returncode == 1
     assert "Traceback" not in err
     assert "could not map filenumber 1663/16384/" in err and "of transaction" in err, err
-    assert "warning(s) above" in err.splitlines()[-1]
+    # what to do first, then one line per cause with its count (waldecode.logical.diagnostics)
+    what = next(x for x in err.splitlines() if x.startswith("waldecode: error: "))
+    assert "the output lacks what" in what and "decode with a catalog snapshot that knows these relations" in what
+    assert err.splitlines()[-1].startswith("waldecode:   ") and " x could not map filenumber" in err, err
 
 
 def test_decode_with_a_catalog_whose_column_types_do_not_fit_the_rows(tmp_path):

@@ -30,6 +30,7 @@ from ..catalog import (
 from ..errors import DecodeError, WALError, format_lsn
 from ..output import UNCHANGED_TOAST
 from ..output.base import DELETE, INSERT, UPDATE, CatalogView, OutputPlugin, Transaction
+from .diagnostics import Diagnostic
 from .reorderbuffer import (
     REORDER_BUFFER_CHANGE_DELETE,
     REORDER_BUFFER_CHANGE_INSERT,
@@ -136,6 +137,11 @@ class Replayer:
         self._fates_catalog = None
         # (spcOid, relNumber) -> row_target's answer; _logical's commit path reads it too
         self.row_targets: dict = {}
+        # Notes (diagnostics.Diagnostic) that fail the run once a row change they may concern is decoded
+        # after them: by relation OID, and those concerning any relation; set by watch()
+        self._watched: dict[int, list] = {}
+        self._watch_any: list = []
+        self._escalate = None
 
     def _catalog_at(self, xid: int, lsn: int) -> tuple:
         """The catalog as transaction ``xid`` saw it at ``lsn``, and the plugin's view of it: a new
@@ -149,11 +155,13 @@ class Replayer:
                                 else CatalogView(catalog, catalog.output_context))
         return catalog, self._shown_view
 
-    def _skip(self, what: str, why: str, lsn: int) -> None:
+    def _skip(self, what: str, why: str, lsn: int, cause: str | None = None, xid: int | None = None,
+              relation: str | None = None) -> None:
         """A change whose relation is unknown: skipped with a warning (an error without ``warn``)."""
         if self.warn is None:
             raise DecodeError(f"{what}: {why}", lsn=lsn)
-        self.warn(f"{what} at {format_lsn(lsn)}: {why}; change skipped")
+        self.warn(Diagnostic.make(f"{what} at {format_lsn(lsn)}: {why}; change skipped", cause, lsn=lsn, xid=xid,
+                                  relation=relation))
 
     def tuple_values(self, rel: Relation, tup: bytes, lsn: int) -> list:
         t_infomask2, t_infomask, t_hoff = xl_heap_header.unpack_from(tup, 0)
@@ -201,9 +209,35 @@ class Replayer:
 
     def snapshot_serves(self) -> bool:
         """Does the snapshot serve every change of the next transaction replayed?  Yes without
-        catalog changes anywhere (nothing changes the history while a transaction is replayed)."""
+        catalog changes anywhere (nothing changes the history while a transaction is replayed).
+        Never while a note is watched: its row changes must pass ``_check_watch``."""
         history = self.history
+        if self._escalate is not None:
+            return False
         return history is None or (self._shown is self.catalog and not history.has_changes)
+
+    def watch(self, note, escalate) -> None:
+        """Call ``escalate(note, why)`` when a row change of a relation ``note.concerns`` (any relation
+        when None) is decoded at an LSN after ``note.lsn``: the note then means the output may be wrong."""
+        if note.concerns is None:
+            self._watch_any.append(note)
+        else:
+            for oid in note.concerns:
+                self._watched.setdefault(oid, []).append(note)
+        self._escalate = escalate
+
+    def _check_watch(self, rel: Relation, lsn: int) -> None:
+        hits = [n for n in self._watch_any + self._watched.get(rel.oid, []) if n.lsn is None or lsn > n.lsn]
+        for n in hits:
+            self._escalate(n, f"a change of {rel.nspname}.{rel.relname} was decoded after it at {format_lsn(lsn)}, "
+                              "maybe with an outdated definition")
+            if n in self._watch_any:
+                self._watch_any.remove(n)
+            for notes in self._watched.values():
+                if n in notes:
+                    notes.remove(n)
+        if hits and not self._watch_any and not any(self._watched.values()):
+            self._escalate = None
 
     def replay(self, txn: Transaction, changes, end, prepare: bool = False) -> None:
         """Run one transaction's changes through the plugin: ``begin`` (``begin_prepare`` for one
@@ -319,9 +353,13 @@ class Replayer:
             else:
                 why = f"not in the catalog snapshot taken at {format_lsn(catalog.lsn)}"
             self._skip(f"could not map filenumber {where} to a relation for the "
-                       f"{_ACTION_NAMES.get(change.action, 'change')} of transaction {xid}", why, change.lsn)
+                       f"{_ACTION_NAMES.get(change.action, 'change')} of transaction {xid}", why, change.lsn,
+                       cause=f"could not map filenumber {where} to a relation: changes skipped", xid=xid,
+                       relation=f"file {where}")
             return
         rel, fate = hit
+        if self._escalate is not None and fate is _ROW:
+            self._check_watch(rel, change.lsn)
         if fate is _SKIP:
             return
         if fate is _TOAST:
@@ -363,7 +401,8 @@ class Replayer:
                        + (" nor among the relations the catalog changes decoded since created"
                           if self.history is not None else ""))
                 self._skip(f"could not open relation with OID {relid} for the TRUNCATE of transaction {xid}",
-                           why, change.lsn)
+                           why, change.lsn, cause=f"could not open relation with OID {relid}: TRUNCATE skipped",
+                           xid=xid, relation=f"OID {relid}")
                 continue
             if relation_is_logically_logged(rel):
                 rels.append(rel)

@@ -27,6 +27,7 @@ from ..errors import DecodeError, format_lsn
 from .txn import RunningXacts, TransactionListener, TransactionTracker, XactEvent, xact_event  # noqa: F401
 from ..output.base import CatalogView, OutputPlugin, OutputPluginOptions, Transaction
 from .apply import Replayer
+from .diagnostics import Diagnostics
 from .reorderbuffer import (
     REORDER_BUFFER_CHANGE_DELETE,
     REORDER_BUFFER_CHANGE_INSERT,
@@ -276,7 +277,8 @@ class LogicalDecoder(TransactionListener):
         self.not_decoded: list[NotDecoded] = []
         self.finished_early: dict[int, NotDecoded] = {}  # xid -> how it ended before the consistent point
         self.first_running: tuple[int, set] | None = None  # (LSN, xids) of the first running-xacts record
-        self.warnings: list[str] = []
+        self.warnings: list[str] = []  # every Diagnostic, in order
+        self.diagnostics = Diagnostics()  # the same, by cause
         self.on_warning = on_warning
         self.txns = TransactionTracker(self.major)  # the one transaction tracker: the history listens to it
         self.txns.subscribe(self)
@@ -307,9 +309,14 @@ class LogicalDecoder(TransactionListener):
         return self.replayer.snapshot if view is self.catalog else CatalogView(view, view.output_context)
 
     def warn(self, message: str) -> None:
-        self.warnings.append(message)
+        """A diagnostic (``diagnostics.Diagnostic``, or a plain message: one that fails the run)."""
+        d, _first = self.diagnostics.add(message)
+        self.warnings.append(d)
+        if not d.lacks:
+            # a note: it fails the run once a row change it may concern is decoded after it
+            self.replayer.watch(d, self.diagnostics.escalate)
         if self.on_warning is not None:
-            self.on_warning(message)
+            self.on_warning(d)
 
     # -- what the transaction tracker tells ---------------------------------------------------------
 

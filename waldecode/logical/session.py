@@ -46,8 +46,9 @@ class DecodeResult:
 
     @property
     def complete(self) -> bool:
-        """Everything asked for was decoded: no warning, no commit left out."""
-        return not self.warnings and not self.not_decoded
+        """Everything asked for was decoded: no warning that the output lacks something (notes do not
+        count: ``diagnostics``), no commit left out."""
+        return not self.not_decoded and not any(getattr(w, "lacks", True) for w in self.warnings)
 
 
 def decode_wal(source, catalog: Catalog, plugin, *, plugin_options: dict | None = None,

@@ -74,6 +74,9 @@ def add_arguments(sub) -> None:
                           "process; default: the output's directory, else the temporary directory)")
     dec.add_argument("-t", "--timeline", type=int, help="read this timeline when the input holds several")
     dec.add_argument("-q", "--quiet", action="store_true", help="no notes on stderr")
+    from ..cli import add_diagnostics_options
+
+    add_diagnostics_options(dec)
     argtypes.add_input_options(dec)
     dec.set_defaults(func=cmd_spark_decode)
     prep = spsub.add_parser("prepare", help="write the class-data archive that starts Spark's JVM faster",
@@ -283,6 +286,7 @@ def cmd_spark_decode(args) -> int:
         report_decode_result,
         require_pgoutput_options,
         time_bounds,
+        warning_printer,
     )
     from ..logical.startpoint import reading_start
     from ..wal.segments import discover
@@ -339,7 +343,7 @@ def cmd_spark_decode(args) -> int:
             raise UsageError(f"--format {args.format} decodes as one output range (--ranges 1): what it writes "
                              "depends on what it wrote before")
         ranges = 1
-    warn = lambda m: print(f"waldecode: warning: {m}", file=sys.stderr)  # noqa: E731
+    warn = warning_printer(args)
     confs = _confs(args.confs)
     # the range path needs the context only; the event path and Hadoop inputs make a session on it
     active = _active_session()
@@ -382,7 +386,7 @@ def cmd_spark_decode(args) -> int:
     finally:
         if own_session:
             stop_context(spark)
-    return report_decode_result(result, segments, start_lsn, quiet=args.quiet)
+    return report_decode_result(result, segments, start_lsn, quiet=args.quiet, report=args.report)
 
 
 def stop_context(spark) -> None:

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
+from ...logical.diagnostics import Diagnostic, cause_of
 from ...logical.txn import TransactionListener, TransactionTracker
 from ...pg.lsn import format_lsn
 from ...rmgr import RM_RELMAP_ID
@@ -214,6 +215,22 @@ class CatalogHistory(TransactionListener):
         text = _ROW_NAMES.get(cat)
         return str(row_key(cat, row)) if text is None else text.format(**row)
 
+    def _concerned_oids(self, events) -> frozenset | None:
+        """The OIDs of the relations a transaction's decoded catalog events are about (a rewrite's
+        transient heap counts for the relation rewritten); None when they name none."""
+        oids = set()
+        for ev in events:
+            row = ev.row
+            if ev.cat == RelationRelationId:
+                oids.add(row["oid"])
+                if row.get("relrewrite"):
+                    oids.add(row["relrewrite"])
+            elif ev.cat == AttributeRelationId:
+                oids.add(row["attrelid"])
+            elif ev.cat == IndexRelationId:
+                oids.add(row["indrelid"])
+        return frozenset(oids) or None
+
     def _concerned(self, events) -> str:
         """The relations, types and functions a transaction's catalog events are about (for a report)."""
         rels, others = [], []
@@ -297,9 +314,16 @@ class CatalogHistory(TransactionListener):
             with_context = {id(old): p for old, p in zip(problems_before, problems)}
             self.problems = [with_context.get(id(p), p) for p in self.problems]
             if self.warn is not None:
+                concerns = self._concerned_oids(txn.events) if txn is not None else None
                 for p in sorted(problems, key=lambda p: p.lsn):
-                    self.warn(f"catalog change not decoded: {p.describe()}; changes after it may be decoded with "
-                              "outdated definitions")
+                    # a note, not a failure by itself: the decoder fails the run only when a row change of
+                    # a relation it concerns (any, when unknown) is decoded after it (logical.diagnostics)
+                    self.warn(Diagnostic.make(
+                        f"catalog change not decoded: {p.describe()}; changes after it may be decoded with "
+                        "outdated definitions",
+                        f"catalog change not decoded: {p.catalog} rows: {cause_of(p.reason)}",
+                        lacks=False, lsn=p.lsn, xid=p.xid, relation=p.row or None, catalog=p.catalog,
+                        concerns=concerns))
 
     def _committable(self, events: list) -> list:
         """The events worth keeping: not those of temporary relations and their row types (never
