@@ -11,7 +11,8 @@ server, a base backup, S3, Spark).  A command added to a document and classified
 fails ``test_documented_command`` (wrong exit status, or a Python traceback).  Every ``--option`` the
 documents name, in prose too, must be an option of some waldecode command
 (``test_documented_options_exist``), and every repository path they name must exist
-(``test_documented_paths_exist``).
+(``test_documented_paths_exist``).  The Python examples run in the Spark lane
+(``tests/spark/test_docs_python.py``).
 """
 
 from __future__ import annotations
