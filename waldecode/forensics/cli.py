@@ -40,9 +40,11 @@ def add_arguments(sub) -> None:
                     help="the old primary's WAL (its pg_wal, or the archive): segments or directories")
     dv.add_argument("--new", nargs="+", default=[], metavar="PATH",
                     help="the new timeline's WAL and history file (the new primary's pg_wal or the archive)")
-    dv.add_argument("--catalog", required=True, metavar="FILE",
-                    help="catalog snapshot ('waldecode catalog') taken before the reading start, e.g. from the "
-                         "base backup the standby was made from")
+    dv.add_argument("--catalog", required=True, metavar="PATH",
+                    help="catalog snapshot ('waldecode catalog') taken at or before the reading start and after "
+                         "any table rewrite before it, e.g. from the base backup the standby was made from; or a "
+                         "directory of snapshots (or a backup repository): the latest at or before the reading "
+                         "start is chosen, as decode chooses it")
     dv.add_argument("--dsn", help="libpq connection string of the new primary (read-only queries): its prepared "
                                   "transactions, and the current rows, when --new is not given")
     dv.add_argument("--switch-lsn", type=argtypes.lsn, help="the switch point, when no history file is at hand")
@@ -88,7 +90,7 @@ def decode_start_warnings(paths, segments, start_lsn: int | None, inputs=None) -
 
 
 def cmd_diverge(args) -> int:
-    from ..catalog import Catalog
+    from ..catalog.choose import check_cluster, open_catalog_source
     from ..cli import fit_catalog, plugin_options
     from ..wal.segments import discover, scan
     from .diverge import diverge
@@ -102,22 +104,29 @@ def cmd_diverge(args) -> int:
             raise UsageError("diverge --format sql writes the sql plugin's statements: leave out --plugin")
         args.plugin, args.changes = "sql", True
         options.setdefault("conflict", "guard")
-    catalog = Catalog.load(args.catalog)
     # the WAL's version: from any one timeline's segments (the old one is chosen later, from the history)
     inputs = argtypes.input_options(args)
     old_segments = discover(args.old, args.old_timeline or max(scan(args.old, inputs).by_tli), inputs)
-    fit_catalog(catalog, old_segments, args.settings, args.catalog)
-    # another cluster's snapshot, before anything is read (one of later than the reading start is
-    # refused by decode_wal before it decodes: catalog.choose.check_snapshot)
-    from ..catalog.choose import check_cluster
+    source = open_catalog_source(args.catalog, old_segments, getattr(args, "stanza", None), inputs)
 
-    check_cluster(catalog, old_segments)
+    def fit(catalog) -> None:
+        fit_catalog(catalog, old_segments, args.settings, catalog.source or args.catalog)
+        # another cluster's snapshot, before anything is read (one of later than the reading start is
+        # refused by decode_wal before it decodes: catalog.choose.check_snapshot)
+        check_cluster(catalog, old_segments)
+
+    # a file is checked now; a directory's snapshot once diverge knows the reading start
+    catalog = source.catalog if source.catalog is not None else source
+    if source.catalog is not None:
+        fit(source.catalog)
+
     warn = lambda m: print(f"waldecode: warning: {m}", file=sys.stderr)  # noqa: E731
     newprimary = NewPrimary(args.dsn) if args.dsn else None
     try:
         d = diverge(args.old, catalog, new_paths=args.new, newprimary=newprimary, switch_lsn=args.switch_lsn,
                     old_timeline=args.old_timeline, plugin=args.plugin, plugin_options=options,
-                    with_changes=args.changes, spill_dir=args.spill_dir, warn=warn, inputs=inputs)
+                    with_changes=args.changes, spill_dir=args.spill_dir, warn=warn, inputs=inputs,
+                    note=lambda m: print(f"waldecode: {m}", file=sys.stderr), fit=fit)
     finally:
         if newprimary is not None:
             newprimary.close()

@@ -6,12 +6,18 @@ and time, GID, per table the rows inserted, updated and deleted and the truncati
 the rows it touched (to find rows changed on both sides of a fork), and, when asked, the lines the
 wrapped plugin printed for it.  Transactions still open at the end of the WAL read come through
 ``uncommitted`` (``decode_wal(include_uncommitted=True)``) and are kept apart.  Changes reach it as
-column values (never as WAL tuples), so the key values are the types' output text.  Hands the
-transactions to ``diverge``.
+column values (never as WAL tuples), so the key values are the types' output text.
+
+A change the decoder skips (its relation file number maps to no relation of the catalog, e.g. a
+table rewritten between the snapshot and the reading start) never reaches a plugin: the decoder
+warns while it replays the transaction, and ``skipped`` keeps that warning with the transaction
+being replayed (``undecoded``), so that a report never takes its missing changes for none.  Hands
+the transactions to ``diverge``.
 """
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 
 from ..output import UNCHANGED_TOAST, plugin_class
@@ -21,6 +27,20 @@ from ..pg.quote import quote_qualified_identifier
 TRUNCATE = "TRUNCATE"
 #: a key standing for every row of a table (a TRUNCATE touches them all)
 ALL_ROWS = ("*",)
+
+#: the warning of a change the decoder skipped (logical.apply.Replayer._skip): what it names
+_SKIPPED = re.compile(r"could not (?:map filenumber (?P<filenumber>\d+/\d+/\d+)|open relation with OID (?P<oid>\d+))"
+                      r".*? of transaction (?P<xid>\d+) at (?P<lsn>[0-9A-F]+/[0-9A-F]+): (?P<why>.*); change skipped",
+                      re.S)
+
+
+@dataclass
+class Undecoded:
+    """A change of a transaction the decoder could not decode, and why."""
+
+    lsn: str  # as PostgreSQL prints it
+    filenumber: str  # tablespace/database/relfilenumber, or "OID n" (a TRUNCATE's relation)
+    reason: str  # the decoder's warning
 
 
 @dataclass
@@ -40,6 +60,11 @@ class DecodedTxn:
     keys: dict = field(default_factory=dict)
     changes: list = field(default_factory=list)  # the wrapped plugin's lines, when kept
     nchanges: int = 0
+    undecoded: list = field(default_factory=list)  # Undecoded: its changes the decoder skipped
+
+    @property
+    def changes_complete(self) -> bool:
+        return not self.undecoded
 
     def count(self, table: str, op: str) -> None:
         per = self.tables.get(table)
@@ -163,6 +188,17 @@ class Collector(OutputPlugin):
             table = table_name(rel, catalog)
             cur.count(table, TRUNCATE)
             cur.touch(table, ALL_ROWS, TRUNCATE)
+
+    def skipped(self, warning: str) -> bool:
+        """A decoder's warning: when it says a change of the transaction being replayed was skipped,
+        keep it with the transaction (True)."""
+        cur = self._cur
+        m = _SKIPPED.search(warning)
+        if cur is None or m is None or int(m["xid"]) != cur.xid:
+            return False
+        where = m["filenumber"] or f"OID {m['oid']}"
+        cur.undecoded.append(Undecoded(m["lsn"], where, str(warning)))
+        return True
 
     def message(self, txn, message_lsn, transactional, prefix, content) -> None:
         if txn is not None and transactional:

@@ -15,16 +15,24 @@ confirmed up to the switch point), the old timeline decoded past it, and from th
 * with the new timeline's WAL (``new_paths``) or a connection to the new primary (``newprimary``),
   the rows changed on both sides.
 
-Takes paths and a catalog snapshot; hands a ``Divergence`` to ``report`` (text and JSON).
+A transaction whose changes could not all be decoded (a relation file number no relation of the
+catalog is stored in: a table rewritten between an old snapshot and the reading start) is marked
+so (``DecodedTxn.undecoded``) and named in ``errors`` with what is needed, never reported as
+having fewer changes than it had.  Given a directory of snapshots (``catalog.choose.CatalogSource``),
+the one for the reading start is chosen as ``decode`` chooses it.
+
+Takes paths and a catalog snapshot (or source); hands a ``Divergence`` to ``report`` (text and JSON).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from ..catalog.model import Catalog
 from ..catalog.pg_catalog import AttributeRelationId, IndexRelationId, RelationRelationId
 from ..errors import UsageError, format_lsn
 from ..logical.session import decode_wal, missing_start_message
+from ..logical.startpoint import reading_start
 from ..logical.txn import TransactionListener, XactEvent
 from ..pg.transam import FirstNormalTransactionId, xid_precedes
 from ..rmgr import xact as rm_xact
@@ -97,6 +105,9 @@ class Divergence:
     plugin: str = "test_decoding"
     with_changes: bool = False
     preamble: list = field(default_factory=list)  # what the plugin printed before any transaction
+    catalog_source: str | None = None  # the snapshot decoded with (its file, or the backup it came from)
+    catalog_lsn: int | None = None  # where it was taken
+
     @property
     def complete(self) -> bool:
         return not self.errors
@@ -181,10 +192,13 @@ def find_fork(tls, switch_lsn: int | None, old_timeline: int | None, old_tlis) -
 def diverge(old_paths, catalog, *, new_paths=(), newprimary=None, switch_lsn: int | None = None,
             old_timeline: int | None = None, plugin: str = "test_decoding", plugin_options: dict | None = None,
             with_changes: bool = False, spill_dir: str | None = None, warn=None,
-            inputs: InputOptions = DEFAULT_OPTIONS) -> Divergence:
+            inputs: InputOptions = DEFAULT_OPTIONS, note=None, fit=None) -> Divergence:
     """Decode the old timeline past the switch point (and the new one, when its WAL is given) and
-    compare.  ``newprimary`` is a ``newprimary.NewPrimary`` (read-only queries), or None; ``inputs``
-    what the command line says of the WAL input (a pgBackRest stanza, an object store's endpoint)."""
+    compare.  ``catalog`` is a ``Catalog``, or a ``catalog.choose.CatalogSource`` (a directory of
+    snapshots, a backup repository) from which the one for the old timeline's reading start is
+    chosen (``note(line)`` hears which; ``fit(catalog)`` is run on it before use).  ``newprimary`` is
+    a ``newprimary.NewPrimary`` (read-only queries), or None; ``inputs`` what the command line says
+    of the WAL input (a pgBackRest stanza, an object store's endpoint)."""
     warnings: list[str] = []
 
     def say(message: str) -> None:  # into the report, and to the caller as it happens
@@ -207,24 +221,45 @@ def diverge(old_paths, catalog, *, new_paths=(), newprimary=None, switch_lsn: in
     options = dict(plugin_options or {})
     old_tl = next((tl for tl in tls if tl.tli == old_tli), None)
 
+    start_plan = None
+    if not isinstance(catalog, Catalog):
+        # a directory of snapshots: the latest at or before the reading start, as decode chooses
+        start_plan = reading_start(segments, switch, None)
+        start = start_plan[1] if start_plan[1] is not None else segments.first_segno * segments.seg_size
+        catalog = catalog.for_start(start, say=note)
+        if fit is not None:
+            fit(catalog)
+
     # The old timeline, as a slot confirmed up to the switch point decodes it, and what was open at its end
     watch = _XactWatch(switch)
     collector = Collector(old_tli, plugin, keep_changes=with_changes)
+
+    def old_warning(message: str) -> None:
+        collector.skipped(message)  # a change of the transaction being replayed skipped: kept with it
+        say(message)
+
     result = decode_wal(segments, catalog, collector, plugin_options=options, start_lsn=switch,
-                        include_uncommitted=True, spill_dir=spill_dir, on_warning=say, observer=watch)
+                        include_uncommitted=True, spill_dir=spill_dir, on_warning=old_warning, observer=watch,
+                        start_plan=start_plan)
     d = Divergence(old_tli, new_tli, switch, source, result.read_from, result.consistent_lsn,
                    result.last_end_lsn if result.last_end_lsn is not None else (old_tl.end_lsn if old_tl else None),
-                   plugin=plugin, with_changes=with_changes)
+                   plugin=plugin, with_changes=with_changes, catalog_source=catalog.source or None,
+                   catalog_lsn=catalog.lsn or None)
     d.warnings = warnings  # the decoder's warnings among them (on_warning)
     for nd in result.not_decoded:
         d.errors.append(nd.describe())
-    if result.warnings:
+    d.lost = [t for t in collector.txns if t.commit_lsn >= switch]
+    # the transactions whose skipped changes are named; any other warning still leaves the report short
+    incomplete = [t for t in d.lost + collector.open if t.undecoded]
+    named = sum(len(t.undecoded) for t in collector.txns + collector.open)
+    if incomplete:
+        d.errors.append(undecoded_message(incomplete, catalog, result.read_from))
+    if len(result.warnings) > named:
         # as decode: never let a report that lacks something pass as complete
-        d.errors.append(f"{len(result.warnings)} warning(s) decoding timeline {old_tli}: the report lacks what "
-                        "they name")
+        d.errors.append(f"{len(result.warnings) - named} warning(s) decoding timeline {old_tli}: the report lacks "
+                        "what they name")
     if result.not_decoded and result.plan is not None and not result.plan.reaches:
         d.errors.append(missing_start_message(result.plan, segments.name(segments.first_segno)))
-    d.lost = [t for t in collector.txns if t.commit_lsn >= switch]
     d.preamble = collector.preamble
     d.open_xids = {t.xid: t for t in result.open_transactions}
     # prepared ones are not lost at a crash: they are reported with the prepared transactions
@@ -272,6 +307,35 @@ def diverge(old_paths, catalog, *, new_paths=(), newprimary=None, switch_lsn: in
             d.conflicts_from = "new primary " + newprimary.where
     d.prepared = prepared_fates(watch, switch, result.open_transactions, new_watch, newprimary)
     return d
+
+
+#: transactions named one by one in the error about undecoded changes; the rest are counted
+_UNDECODED_LISTED = 10
+
+
+def undecoded_message(txns: list[DecodedTxn], catalog, read_from: int | None) -> str:
+    """The error for transactions whose changes could not all be decoded: which, where, and what is needed."""
+    parts = []
+    for t in txns[:_UNDECODED_LISTED]:
+        files = list(dict.fromkeys(u.filenumber for u in t.undecoded))
+        parts.append(f"xid {t.xid}: {len(t.undecoded)} change(s) of relation file {', '.join(files)} from "
+                     f"{t.undecoded[0].lsn}")
+    more = f"; and {len(txns) - _UNDECODED_LISTED} more" if len(txns) > _UNDECODED_LISTED else ""
+    text = (f"the changes of {len(txns)} transaction(s) could not all be decoded ({'; '.join(parts)}{more}), "
+            "marked incomplete in the report")
+    reasons = [u.reason for t in txns for u in t.undecoded]
+    # the catalog history's word for a file no relation it knows of is stored in (CatalogHistory.explain_unmapped)
+    if any("neither the catalog snapshot" in r or "not in the catalog snapshot" in r for r in reasons):
+        source = f" {catalog.source}" if catalog.source else ""
+        start = f" {format_lsn(read_from)}" if read_from is not None else ""
+        text += (f": no relation of the catalog snapshot{source} (taken at {format_lsn(catalog.lsn)}) nor of the "
+                 f"catalog changes decoded from the reading start{start} is stored there, a table rewritten "
+                 "(VACUUM FULL, CLUSTER, ALTER TABLE ... TYPE, TRUNCATE) or created after the snapshot and before "
+                 f"the reading start; give a snapshot taken after the rewrite, at or before the reading start{start} "
+                 "(--catalog DIR chooses the latest at or before it)")
+    else:
+        text += f": {reasons[0]}"
+    return text
 
 
 def prepared_fates(watch: _XactWatch, switch: int, open_txns, new_watch, newprimary) -> list[Prepared]:

@@ -3,6 +3,8 @@
 The JSON form is versioned (``FORMAT_NAME``, ``FORMAT_VERSION``) and documented in
 the README ("After a failover"); LSNs are written as PostgreSQL prints them (``X/X``), times as ISO 8601
 in UTC, keys of rows as objects of column name to the column's output text (null for NULL).
+A transaction whose changes could not all be decoded says so (``changes_complete``, ``undecoded``;
+in text, next to its counts): its counts and changes are those that could be decoded.
 """
 
 from __future__ import annotations
@@ -58,7 +60,8 @@ def _txn(t, with_changes: bool) -> dict:
          "commit_lsn": _lsn(t.commit_lsn) if t.commit_lsn else None,
          "end_lsn": _lsn(t.end_lsn) if t.commit_lsn else None,
          "commit_time": timestamp_iso(t.commit_time), "gid": t.gid, "changes_count": t.nchanges,
-         "tables": _tables(t.tables)}
+         "tables": _tables(t.tables), "changes_complete": t.changes_complete,
+         "undecoded": [{"lsn": u.lsn, "filenumber": u.filenumber, "reason": u.reason} for u in t.undecoded]}
     if with_changes:
         d["changes"] = list(t.changes)
     return d
@@ -72,6 +75,7 @@ def to_dict(d: Divergence) -> dict:
         "read_from": _lsn(d.read_from), "consistent_lsn": _lsn(d.consistent_lsn), "old_end_lsn": _lsn(d.old_end_lsn),
         "next_xid_at_switch": d.next_xid_at_switch,
         "plugin": d.plugin,
+        "catalog": d.catalog_source, "catalog_lsn": _lsn(d.catalog_lsn),
         "complete": d.complete,
         "lost_transactions": [_txn(t, d.with_changes) for t in d.lost],
         "prepared": [{"gid": p.gid, "xid": p.xid, "prepare_lsn": _lsn(p.prepare_lsn), "old_fate": p.old_fate,
@@ -103,9 +107,18 @@ def _counts(tables: dict) -> str:
     return "; ".join(parts) if parts else "no row changes"
 
 
+def _undecoded_text(t) -> str:
+    files = ", ".join(dict.fromkeys(u.filenumber for u in t.undecoded))
+    return (f"{len(t.undecoded)} change(s) could not be decoded (relation file {files}, from "
+            f"{t.undecoded[0].lsn})")
+
+
 def _txn_lines(w, head: str, t) -> None:
-    """A transaction's line (what it did per table), then its changes when kept."""
-    w(f"  {head}: {_counts(_tables(t.tables))}")
+    """A transaction's line (what it did per table; what could not be decoded), then its changes when kept."""
+    counts = _counts(_tables(t.tables))
+    if t.undecoded:
+        counts = f"{counts}; {_undecoded_text(t)}, not counted" if t.tables else _undecoded_text(t)
+    w(f"  {head}: {counts}")
     for line in t.changes:
         w(f"    {line}")
 
@@ -127,6 +140,8 @@ def report(d: Divergence) -> str:
         w(f"timeline {d.old_timeline} read from {format_lsn(d.read_from)}"
           + (f" (consistent at {format_lsn(d.consistent_lsn)})" if d.consistent_lsn is not None else "")
           + (f" to {format_lsn(d.old_end_lsn)}" if d.old_end_lsn is not None else ""))
+    if not d.complete:
+        w(f"the report is incomplete: {len(d.errors)} error(s), listed at the end")
     w("")
     w(f"lost transactions: {len(d.lost)} committed on timeline {d.old_timeline} at or after the switch point, "
       f"never on {new}")
@@ -177,7 +192,8 @@ def to_sql(d: Divergence) -> str:
     commit order (the ``sql`` plugin's, guarded: a row changed on both sides draws a WARNING and
     keeps the new primary's version).  A transaction prepared before the fork and committed on the
     old timeline is left to the ``COMMIT PREPARED`` the header names, to run first (outside any
-    transaction block); the findings that need a decision are comments."""
+    transaction block); one whose changes could not all be decoded is left out (its statements
+    as comments); the findings that need a decision are comments."""
     out = []
     w = out.append
     w(f"-- waldecode diverge, format sql {SQL_FORMAT_VERSION}: what timeline {d.old_timeline} committed after the "
@@ -199,6 +215,12 @@ def to_sql(d: Divergence) -> str:
     for t in d.lost:
         if t.xid in finish_prepared:
             w(f"-- transaction {t.xid} (prepared as '{t.gid}'): left to the COMMIT PREPARED above")
+            continue
+        if t.undecoded:
+            # a part of a transaction is not what it did: shown, never run
+            w(f"-- INCOMPLETE: transaction {t.xid}: {_undecoded_text(t)}; left out, its statements that could "
+              "be decoded shown as comments")
+            out.extend("-- " + line for text in t.changes for line in text.split("\n"))
             continue
         out.extend(t.changes)
     return "\n".join(out) + "\n"
