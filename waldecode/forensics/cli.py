@@ -119,8 +119,9 @@ def cmd_diverge(args) -> int:
     catalog = source.catalog if source.catalog is not None else source
     if source.catalog is not None:
         fit(source.catalog)
+    from ..cli import warning_printer
 
-    warn = lambda m: print(f"waldecode: warning: {m}", file=sys.stderr)  # noqa: E731
+    warn = warning_printer(args)  # the first warning of each cause as it happens; the report counts them
     newprimary = NewPrimary(args.dsn) if args.dsn else None
     try:
         d = diverge(args.old, catalog, new_paths=args.new, newprimary=newprimary, switch_lsn=args.switch_lsn,

@@ -177,8 +177,14 @@ def report(d: Divergence) -> str:
         w("")
         w(f"xids of lost transactions that {new} used for other transactions: "
           + ", ".join(map(str, d.xids_reused)))
-    for m in d.warnings:
-        w(f"warning: {m}")
+    if d.warnings:  # one line per cause, with its count and first example (logical.diagnostics)
+        from ..logical.diagnostics import Diagnostics
+
+        diags = Diagnostics()
+        for m in d.warnings:
+            diags.add(m)
+        for line in diags.summary():
+            w(line if line.startswith(("note: ", "... and ")) else f"warning: {line}")
     for e in d.errors:
         w(f"error: {e}")
     return "\n".join(out) + "\n"
