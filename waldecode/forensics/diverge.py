@@ -254,10 +254,11 @@ def diverge(old_paths, catalog, *, new_paths=(), newprimary=None, switch_lsn: in
     named = sum(len(t.undecoded) for t in collector.txns + collector.open)
     if incomplete:
         d.errors.append(undecoded_message(incomplete, catalog, result.read_from))
-    if len(result.warnings) > named:
-        # as decode: never let a report that lacks something pass as complete
-        d.errors.append(f"{len(result.warnings) - named} warning(s) decoding timeline {old_tli}: the report lacks "
-                        "what they name")
+    # as decode: never let a report that lacks something pass as complete (a note lacks nothing:
+    # logical.diagnostics; a plain message counts as lacking)
+    lacking = sum(1 for m in result.warnings if getattr(m, "lacks", True))
+    if lacking > named:
+        d.errors.append(f"{lacking - named} warning(s) decoding timeline {old_tli}: the report lacks what they name")
     if result.not_decoded and result.plan is not None and not result.plan.reaches:
         d.errors.append(missing_start_message(result.plan, segments.name(segments.first_segno)))
     d.preamble = collector.preamble
@@ -290,9 +291,10 @@ def diverge(old_paths, catalog, *, new_paths=(), newprimary=None, switch_lsn: in
                                 spill_dir=spill_dir, on_warning=say, observer=new_watch)
         for nd in new_result.not_decoded:
             d.errors.append(f"new timeline {new_tli}: {nd.describe()}")
-        if new_result.warnings:
-            d.errors.append(f"{len(new_result.warnings)} warning(s) decoding timeline {new_tli}: the conflicts "
-                            "found lack what they name")
+        new_lacking = sum(1 for m in new_result.warnings if getattr(m, "lacks", True))
+        if new_lacking:
+            d.errors.append(f"{new_lacking} warning(s) decoding timeline {new_tli}: the conflicts found lack what "
+                            "they name")
         d.new_txns = [t for t in new_collector.txns if t.commit_lsn >= switch]
         d.conflicts = conflicts_between(d.lost, d.new_txns)
         d.conflicts_from = f"timeline {new_tli} WAL"
