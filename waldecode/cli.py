@@ -550,11 +550,16 @@ def report_diagnostics(result, quiet: bool = False, report: str | None = None, c
     lacks something because of them (exit status 1).  ``complete``: nothing else is missing from the output."""
     from .logical.diagnostics import Diagnostics
 
-    diags = getattr(result.decoder, "diagnostics", None) if result.decoder is not None else None
-    if diags is None:  # warnings that came back from elsewhere (Spark's tasks)
+    decoder = result.decoder
+    diags = decoder.diagnostics if decoder is not None else None
+    if diags is None or diags.total != len(result.warnings):
+        # warnings that came back from elsewhere too (Spark's tasks): the changes were decoded out of
+        # the decoder's sight, so no note could be checked against them: each counts as a failure
         diags = Diagnostics()
         for w in result.warnings:
-            diags.add(w)
+            d = diags.add(w)[0]
+            if not d.lacks:
+                diags.escalate(d, "not checked against the changes decoded (Spark's tasks decoded them)")
     if report:
         try:
             with open(report, "w", encoding="utf-8") as f:
