@@ -98,18 +98,6 @@ def _peek(conn, slot: str, upto: str) -> bytes:
                               (slot, upto)).fetchall())
 
 
-def _wait_archived(c, timeout: float = 90) -> None:
-    """Until the archiver has no segment left to push (pg_wal/archive_status holds no .ready)."""
-    status = c.waldir / "archive_status"
-    deadline = time.monotonic() + timeout
-    while any(f.suffix == ".ready" for f in status.iterdir()):
-        if time.monotonic() > deadline:
-            failed = c.sql("SELECT last_failed_wal, failed_count FROM pg_stat_archiver")
-            raise RuntimeError(f"archiving did not finish: {failed}; server log:\n{c.log_tail()}")
-        c.sql("SELECT pg_stat_clear_snapshot()")
-        time.sleep(0.1)
-
-
 def _nested_tree(dest: Path, plain: Path) -> Path:
     """A tree a DBA might have made by hand: segments in nested directories, some compressed (gzip with
     its extension, bzip2 and xz under other names), with notes and a .backup label around them."""
@@ -232,7 +220,7 @@ def _build(c, base: Path) -> Archives:
         conn.execute("SELECT pg_switch_wal()")
         # the server's restore_command for the archive recovery below: nothing to restore
         conn.execute("ALTER SYSTEM SET restore_command = 'false'")
-    _wait_archived(c)
+    bt.wait_archived(c)
     a.segments = [f.name for f in sorted(c.waldir.iterdir())
                   if len(f.name) == 24 and first[8:] <= f.name[8:] <= last[8:]]
     pg_wal_copy = c.archive_wal(base / "pg_wal-tl1", first, last)
@@ -259,7 +247,7 @@ def _build(c, base: Path) -> Archives:
         a.expected = _peek(conn, slot, a.end)
         conn.execute("SELECT pg_switch_wal()")
         conn.execute("SELECT pg_drop_replication_slot(%s)", (slot,))
-    _wait_archived(c)
+    bt.wait_archived(c)
     for server in BARMAN_SERVERS:
         bt.barman(barman_cfg, "archive-wal", server)
     # xlog.db is a hint where it exists, never needed

@@ -27,7 +27,6 @@ import pickle
 import shutil
 import sys
 import threading
-import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -82,18 +81,6 @@ class Archive:
 
     def store_args(self) -> list[str]:
         return ["--endpoint-url", self.s3.endpoint_url, "--no-verify-tls"]
-
-
-def _wait_archived(c, timeout: float = 90) -> None:
-    """Until the archiver has no segment left to push (pg_wal/archive_status holds no .ready)."""
-    status = c.waldir / "archive_status"
-    deadline = time.monotonic() + timeout
-    while any(f.suffix == ".ready" for f in status.iterdir()):
-        if time.monotonic() > deadline:
-            failed = c.sql("SELECT last_failed_wal, failed_count FROM pg_stat_archiver")
-            raise RuntimeError(f"archiving did not finish: {failed}; server log:\n{c.log_tail()}")
-        c.sql("SELECT pg_stat_clear_snapshot()")
-        time.sleep(0.1)
 
 
 @pytest.fixture(scope="module")
@@ -163,7 +150,7 @@ def _build(c, s3, base: Path) -> Archive:
         first, last = conn.execute("SELECT pg_walfile_name(%s::pg_lsn), pg_walfile_name(%s::pg_lsn)",
                                    (restart, end)).fetchone()
         conn.execute("SELECT pg_switch_wal()")
-    _wait_archived(c)
+    bt.wait_archived(c)
     segments = [f.name for f in sorted(c.waldir.iterdir()) if len(f.name) == 24 and first <= f.name <= last]
     pg_wal_copy = c.archive_wal(base / "pg_wal-copy", first, last)
     bt.chown_to_server(pg_wal_copy)

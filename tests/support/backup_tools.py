@@ -21,6 +21,7 @@ import shlex
 import shutil
 import subprocess
 import tempfile
+import time
 from pathlib import Path
 from typing import Mapping, Sequence
 
@@ -309,3 +310,15 @@ def init_cluster(prefix: str):
         shutil.rmtree(base, ignore_errors=True)
         pytest.skip(f"PostgreSQL 15 is not available: {e}")
     return c, base
+
+
+def wait_archived(c, timeout: float = 90) -> None:
+    """Until the archiver has no segment left to push (pg_wal/archive_status holds no .ready)."""
+    status = c.waldir / "archive_status"
+    deadline = time.monotonic() + timeout
+    while any(f.suffix == ".ready" for f in status.iterdir()):
+        if time.monotonic() > deadline:
+            failed = c.sql("SELECT last_failed_wal, failed_count FROM pg_stat_archiver")
+            raise RuntimeError(f"archiving did not finish: {failed}; server log:\n{c.log_tail()}")
+        c.sql("SELECT pg_stat_clear_snapshot()")
+        time.sleep(0.1)

@@ -41,7 +41,7 @@ from datetime import timedelta
 from typing import BinaryIO
 
 from ..errors import Error, SegmentFileError, UsageError
-from .storage import InputOptions, Store
+from .storage import InputOptions, RangeReader, Store
 
 # A retry after a dropped connection or a 503 is worth it; minutes of them are not
 _RETRY = {"max_retries": 4, "retry_timeout": timedelta(seconds=60)}
@@ -273,41 +273,20 @@ class S3Store(Store):
         return f"{what} {location}"
 
 
-class _Range(io.RawIOBase):
+class _Range(RangeReader):
     """``length`` bytes of an object from ``offset``, fetched by ranged GETs as they are read."""
 
     def __init__(self, store: S3Store, location: str, offset: int, length: int):
+        super().__init__(offset, length)
         self._store = store
         self._location = location
-        self._offset = offset
-        self.length = length
-        self._pos = 0
 
-    def readable(self) -> bool:
-        return True
-
-    def seekable(self) -> bool:
-        return True
-
-    def tell(self) -> int:
-        return self._pos
-
-    def seek(self, pos: int, whence: int = io.SEEK_SET) -> int:
-        base = {io.SEEK_SET: 0, io.SEEK_CUR: self._pos, io.SEEK_END: self.length}[whence]
-        self._pos = max(0, base + pos)
-        return self._pos
-
-    def readinto(self, b) -> int:
-        n = min(len(b), self.length - self._pos)
-        if n <= 0:
-            return 0
-        data = self._store._get_range(self._location, self._offset + self._pos, n)
+    def _read_at(self, offset: int, n: int) -> bytes:
+        data = self._store._get_range(self._location, offset, n)
         if not data:  # the object shrank since it was listed
-            raise SegmentFileError(f"{self._location}: the object ends at {self._offset + self._pos} bytes, "
-                                   f"its listing said {self._offset + self.length}")
-        b[:len(data)] = data
-        self._pos += len(data)
-        return len(data)
+            raise SegmentFileError(f"{self._location}: the object ends at {offset} bytes, its listing said "
+                                   f"{self._offset + self.length}")
+        return data
 
 
 def _name(path: str) -> str:

@@ -170,14 +170,17 @@ class LocalStore(Store):
         return os.path.relpath(location, root)
 
 
-class Window(io.RawIOBase):
-    """``length`` bytes of a seekable file from ``offset``, as a file of their own (positions 0..length)."""
+class RangeReader(io.RawIOBase):
+    """``length`` bytes from ``offset`` of something read by position, as a file of their own (positions
+    0..length); ``_read_at(offset, n)`` reads."""
 
-    def __init__(self, f: BinaryIO, offset: int, length: int):
-        self._f = f
+    def __init__(self, offset: int, length: int):
         self._offset = offset
-        self._length = max(0, length)
+        self.length = max(0, length)
         self._pos = 0
+
+    def _read_at(self, offset: int, n: int) -> bytes:
+        raise NotImplementedError
 
     def readable(self) -> bool:
         return True
@@ -189,19 +192,30 @@ class Window(io.RawIOBase):
         return self._pos
 
     def seek(self, pos: int, whence: int = io.SEEK_SET) -> int:
-        base = {io.SEEK_SET: 0, io.SEEK_CUR: self._pos, io.SEEK_END: self._length}[whence]
+        base = {io.SEEK_SET: 0, io.SEEK_CUR: self._pos, io.SEEK_END: self.length}[whence]
         self._pos = max(0, base + pos)
         return self._pos
 
     def readinto(self, b) -> int:
-        n = min(len(b), self._length - self._pos)
+        n = min(len(b), self.length - self._pos)
         if n <= 0:
             return 0
-        self._f.seek(self._offset + self._pos)
-        data = self._f.read(n)
+        data = self._read_at(self._offset + self._pos, n)
         b[:len(data)] = data
         self._pos += len(data)
         return len(data)
+
+
+class Window(RangeReader):
+    """``length`` bytes of a seekable file from ``offset``, as a file of their own."""
+
+    def __init__(self, f: BinaryIO, offset: int, length: int):
+        super().__init__(offset, length)
+        self._f = f
+
+    def _read_at(self, offset: int, n: int) -> bytes:
+        self._f.seek(offset)
+        return self._f.read(n)
 
     def close(self) -> None:
         if not self.closed:
