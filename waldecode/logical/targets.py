@@ -42,12 +42,7 @@ from ..rmgr.xact import (
     parse_commit_or_abort,
 )
 from ..wal.xlogreader import XLogReader
-from ..wal.xlogrecord import (
-    XLR_BLOCK_ID_DATA_LONG,
-    XLR_BLOCK_ID_DATA_SHORT,
-    XLR_BLOCK_ID_ORIGIN,
-    XLR_BLOCK_ID_TOPLEVEL_XID,
-)
+from ..wal.xlogrecord import XLR_BLOCK_ID_DATA_SHORT
 
 # src/include/datatype/timestamp.h: POSTGRES_EPOCH_JDATE, as a datetime
 POSTGRES_EPOCH = datetime(2000, 1, 1, tzinfo=timezone.utc)
@@ -83,45 +78,14 @@ class XactEnd(NamedTuple):
 
 
 def _xact_end(rec: bytes, lsn: int, raw_end: int, major: int) -> XactEnd:
-    """The XactEnd of a transaction-end record (``rec`` whole).  xact.c XactLogCommitRecord and
-    XactLogAbortRecord register no block: after the header come at most the origin, top-level
-    xid and main-data headers, and the main data is the record's tail.  Subtransactions and the
-    prepared xid need the whole parse (ParseCommitRecord), done only when the flags say so."""
-    op = rec[16] & XLOG_XACT_OPMASK
-    pos = 24
-    length = -1
-    while pos < len(rec):
-        block_id = rec[pos]
-        if block_id == XLR_BLOCK_ID_DATA_SHORT:
-            length = rec[pos + 1]
-            break
-        if block_id == XLR_BLOCK_ID_DATA_LONG:
-            length = _u32(rec, pos + 1)[0]
-            break
-        if block_id == XLR_BLOCK_ID_ORIGIN:
-            pos += 3
-        elif block_id == XLR_BLOCK_ID_TOPLEVEL_XID:
-            pos += 5
-        else:
-            break  # a block reference: not a layout these records have, leave it to the decoder
-    if length < 8 or length > len(rec) - pos:
-        r = _impl.decode_record(rec, lsn, raw_end, major)
-        data = r.main_data
-        start = 0
-    else:
-        data = rec
-        start = len(rec) - length
-    xact_time = _i64(data, start)[0]
-    xinfo = _u32(data, start + 8)[0] if rec[16] & XLOG_XACT_HAS_INFO else 0
-    xid = _u32(rec, 4)[0]
-    subxacts: tuple = ()
-    if xinfo & _PARSED:
-        r = _impl.decode_record(rec, lsn, raw_end, major)
-        parsed = parse_commit_or_abort(r.xl_info, r.main_data, major, op in _COMMITS)
-        subxacts = parsed.subxacts
-        if xinfo & XACT_XINFO_HAS_TWOPHASE:
-            xid = parsed.twophase_xid
-    return XactEnd(lsn, op, xid, xact_time, xinfo, subxacts)
+    """The XactEnd of a transaction-end record (``rec`` whole) the common-commit fast path in
+    ``XactScan`` does not read: the record decoder and xact.c's ParseCommitRecord/ParseAbortRecord,
+    as decoding reads it (an origin, a long main data, subtransactions, a prepared xid)."""
+    r = _impl.decode_record(rec, lsn, raw_end, major)
+    op = r.xl_info & XLOG_XACT_OPMASK
+    parsed = parse_commit_or_abort(r.xl_info, r.main_data, major, op in _COMMITS)
+    xid = parsed.twophase_xid if parsed.xinfo & XACT_XINFO_HAS_TWOPHASE else r.xl_xid
+    return XactEnd(lsn, op, xid, parsed.xact_time, parsed.xinfo, parsed.subxacts)
 
 
 class XactScan:
