@@ -812,14 +812,20 @@ def cmd_bench(args) -> int:
     return main_bench(args)
 
 
-def main(argv=None) -> int:
-    argv = list(sys.argv[1:] if argv is None else argv)
+def parse_args(argv: list) -> argparse.Namespace:
+    """The command line as ``main`` reads it (argparse exits with status 2 on a usage error); the
+    documents' examples are checked through it (tests/differential/test_docs_commands.py)."""
     parser = _build_parser(_command_of(argv))
     # "--stats=rmgr" goes to the hidden "--stats=" option ("--stats= rmgr" to argparse)
     argv = [x for a in argv for x in (("--stats=", a[8:]) if a.startswith("--stats=") else (a,))]
     args = parser.parse_args(argv)
     if getattr(args, "stats_kind", None):
         args.stats = args.stats_kind
+    return args
+
+
+def main(argv=None) -> int:
+    args = parse_args(list(sys.argv[1:] if argv is None else argv))
     try:
         return args.func(args)
     except Error as e:
