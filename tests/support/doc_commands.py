@@ -1,0 +1,145 @@
+"""The shell commands README.md and docs/*.md show, and how the tests check each of them.
+
+The shell code blocks (```sh, ```bash) of the documents are read as a user would copy them:
+comment lines dropped, ``\\`` continuations joined, trailing ``# ...`` comments cut.  Every command
+is classified here, once: ``RUN`` (run by tests/differential/test_docs_commands.py on the bundled
+fixture ``fixtures/pg15-off/interleaved``, with the exit status the README documents), ``LIVE``
+(run by tests/live/test_docs_commands_live.py against a throw-away PostgreSQL 15 server), or
+``SKIP`` (why neither can run it: a base backup, S3, Spark, a failover).  Every ``waldecode``
+command of ``LIVE`` and ``SKIP`` is still parsed by the command line's own parser.  The documents'
+placeholder paths and LSNs become the fixture's (``placeholders``, ``argv``).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shlex
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+DOCUMENTS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+FIXTURE = ROOT / "fixtures" / "pg15-off" / "interleaved"
+
+_OPERATORS = {">", ">>", "|", "<", "&&"}
+_BLOCK = re.compile(r"^```(sh|bash|shell|console)\n(.*?)^```", re.S | re.M)
+
+
+def shell_commands(text: str) -> list[str]:
+    """The commands of a document's shell blocks, one string each (continuations joined, comments cut)."""
+    out = []
+    for m in _BLOCK.finditer(text):
+        pending = ""
+        for line in m.group(2).split("\n"):
+            stripped = line.strip()
+            if not pending and (not stripped or stripped.startswith("#")):
+                continue
+            if stripped.endswith("\\"):
+                pending += stripped[:-1] + " "
+                continue
+            tokens = shlex.split(pending + stripped, comments=True)
+            pending = ""
+            if tokens:
+                out.append(" ".join(t if t in _OPERATORS else shlex.quote(t) for t in tokens))
+    return out
+
+
+def documented() -> dict[str, list[str]]:
+    """command -> the documents that show it."""
+    found: dict[str, list[str]] = {}
+    for doc in DOCUMENTS:
+        for cmd in shell_commands(doc.read_text(encoding="utf-8")):
+            found.setdefault(cmd, []).append(doc.name)
+    return found
+
+
+SQL_ARGS = "--catalog app-catalog.json --start-lsn 0/1D00028 /archive/wal/"
+
+#: command as the documents show it -> the exit status the README documents for it on the fixture
+RUN = {
+    "waldecode inspect --start-lsn 0/1D00028 --end-lsn 0/1D5A5C8 /archive/wal/": 0,
+    "waldecode inspect --stats /archive/wal/000000010000000000000042.gz": 0,
+    "waldecode decode --catalog app-catalog.json --start-lsn 0/1D00028 /archive/wal/ "
+    "-o include-timestamp -o skip-empty-xacts=on": 0,
+    "waldecode decode --catalog app-catalog.json --start-lsn 0/1D00028 --slot app.slot --output app.out "
+    "/archive/wal/": 0,
+    "waldecode timelines /archive/wal/ --start-lsn 0/C00100": 0,
+    f"waldecode decode --format sql {SQL_ARGS} > redo.sql": 0,
+    "waldecode decode --format sql -o conflict=guard ...": 0,
+    # README, Exit status: "decode --format sql (and --undo) exits 1 when it listed a change it could not
+    # redo or undo"; the fixture's tables are not REPLICA IDENTITY FULL, so the WAL holds no old rows
+    "waldecode decode --format sql --undo ... > undo.sql": 1,
+}
+
+#: command as the documents show it -> what the live test checks after running it against a server
+LIVE = {
+    "waldecode catalog --dsn 'host=/run/postgresql dbname=app' -o app-catalog.json":
+        "the snapshot names the database's tables with the server's own relfilenodes",
+    "waldecode apply --dsn 'host=newprimary dbname=app' --catalog app-catalog.json --start-lsn 0/1D00028 "
+    "/archive/wal/": "the fixture's transactions applied: the tables hold what the workload left on a server",
+}
+
+_BACKUP = "needs a base backup or backup set (the fixtures hold WAL and snapshots, no data directory)"
+#: command as the documents show it -> why it is not run here
+SKIP = {
+    "./dev demo": "sets up the environment these tests run in; test_dev_demo_module runs what it then runs",
+    "./dev test": "sets up and runs the whole suite (CI's own command)",
+    ". .venv/bin/activate": "the environment these tests run in",
+    "waldecode decode --catalog /var/lib/pgbackrest --start-time '2026-11-27 14:00' --end-time "
+    "'2026-11-27 14:05' /var/lib/pgbackrest": _BACKUP + " (pgBackRest's; tests/live/test_catalog_choice.py)",
+    "waldecode decode --catalog /var/lib/barman/pg --start-time '2026-11-27 14:00' /var/lib/barman/pg":
+        _BACKUP + " (barman's; tests/live/test_catalog_choice.py)",
+    "waldecode decode --catalog snapshots/ --end-time '2026-11-27 14:05+01' s3://backups/walg/prod":
+        "needs S3 and a snapshot taken at or before the archive's first segment (the fixtures' snapshots "
+        "are taken inside it, after their tables were created)",
+    "waldecode inspect --endpoint-url https://minio.internal:9000 s3://backups/pgbackrest":
+        "needs an S3-compatible store (tests/live/test_object_store.py)",
+    "waldecode catalog --backup /var/lib/pgbackrest --before '2026-11-27 14:00' -o app-catalog.json":
+        _BACKUP + " (tests/live/test_catalog_backup.py)",
+    "waldecode catalog --datadir /backups/base-2026-11-20 -o app-catalog.json":
+        _BACKUP + " (tests/live/test_catalog_datadir.py)",
+    "waldecode bench --workloads pgbench,big_txn --scale 0.25 --runs 3 --output-dir bench-results":
+        "starts PostgreSQL servers and runs for minutes (tests/live/test_bench.py)",
+    "waldecode spark decode --master 'local[2]' --catalog app-catalog.json --start-lsn 0/1D00028 "
+    "--output app.out /archive/wal/": "needs Spark (the spark lane: tests/spark/)",
+    "waldecode spark decode --master spark://10.0.0.5:7077 --conf spark.executor.memory=1g --catalog "
+    "app-catalog.json --parquet /data/changes /archive/wal/": "needs a Spark cluster",
+    "waldecode diverge --old /old-primary/pg_wal --new /new-primary/pg_wal --catalog app-catalog.json":
+        "needs the WAL of a failover, two timelines (tests/live/test_diverge.py); the fixtures have one",
+    "waldecode diverge --old /archive/wal/ --catalog app-catalog.json --dsn 'host=new-primary dbname=app' "
+    "--format json --changes -o include-timestamp":
+        "needs a failover and its new primary (tests/live/test_diverge.py)",
+}
+
+
+def placeholders() -> dict[str, str]:
+    """The documents' example paths and LSNs -> the fixture's."""
+    meta = json.loads((FIXTURE / "meta.json").read_text())
+    slot = next(s for s in meta["slots"] if s["name"] == "wd_test_decoding")
+    first_segment = sorted((FIXTURE / "wal").iterdir())[0]
+    return {
+        "/archive/wal/": str(FIXTURE / "wal"),
+        "/archive/wal/000000010000000000000042.gz": str(first_segment),
+        "app-catalog.json": str(FIXTURE / "snapshot.json.gz"),
+        "0/1D00028": slot["confirmed_flush_lsn"],      # a slot's confirmed position
+        "0/1D5A5C8": meta["end_lsn"],                  # an end inside the WAL
+        "0/C00100": meta["start_lsn"],                 # a position inside the WAL
+    }
+
+
+def argv(cmd: str, subst: dict[str, str]) -> tuple[list[str], str | None]:
+    """The command's arguments after ``waldecode`` with ``subst``'s values, and the file ``>`` names."""
+    tokens = shlex.split(cmd)
+    assert tokens[0] == "waldecode", cmd
+    stdout_file = None
+    if ">" in tokens:
+        i = tokens.index(">")
+        stdout_file = tokens[i + 1]
+        tokens = tokens[:i] + tokens[i + 2:]
+    args: list[str] = []
+    for tok in tokens[1:]:
+        if tok == "...":   # "the rest as in the command above" (the redo example's arguments)
+            args += [subst.get(t, t) for t in shlex.split(SQL_ARGS)]
+        else:
+            args.append(subst.get(tok, tok))
+    return args, stdout_file
