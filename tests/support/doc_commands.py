@@ -57,6 +57,7 @@ SQL_ARGS = "--catalog app-catalog.json --start-lsn 0/1D00028 /archive/wal/"
 
 #: command as the documents show it -> the exit status the README documents for it on the fixture
 RUN = {
+    "waldecode --version": 0,
     "waldecode inspect --start-lsn 0/1D00028 --end-lsn 0/1D5A5C8 /archive/wal/": 0,
     "waldecode inspect --stats /archive/wal/000000010000000000000042.gz": 0,
     "waldecode decode --catalog app-catalog.json --start-lsn 0/1D00028 /archive/wal/ "
