@@ -6,21 +6,41 @@ the reader; when the line is off (``--quiet``, stderr not a terminal, or stdout 
 same terminal the records are streamed to) that is the reader's own iterator, so the
 hot path is not touched at all.  When it is on, the records pass through a generator
 that only notes the last LSN and a count, and a daemon thread redraws the line four
-times a second: the line keeps moving while one big transaction is replayed at its
-commit record, when no record is read for a long time.
+times a second (``WALDECODE_PROGRESS_INTERVAL``: seconds between redraws): the line keeps
+moving while one big transaction is replayed at its commit record, when no record is read
+for a long time.
 """
 
 from __future__ import annotations
 
+import math
+import os
 import sys
 import threading
 import time
 from collections.abc import Iterator
 
-from .errors import format_lsn
+from .errors import UsageError, format_lsn
 
-#: Redraws per second (the thread sleeps in between; the records never wait for it).
-REFRESH_HZ = 4
+#: Seconds between redraws (the thread sleeps in between; the records never wait for it)
+REFRESH_INTERVAL = 0.25
+#: Overrides it: e.g. longer over a slow link; a test sets it short to see a short run's line redrawn
+INTERVAL_ENV = "WALDECODE_PROGRESS_INTERVAL"
+
+
+def refresh_interval() -> float:
+    """Seconds between redraws: ``WALDECODE_PROGRESS_INTERVAL`` when set (a number > 0), else 0.25."""
+    text = os.environ.get(INTERVAL_ENV, "").strip()
+    if not text:
+        return REFRESH_INTERVAL
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not (value > 0 and math.isfinite(value)):
+        raise UsageError(f"{INTERVAL_ENV} must be a number of seconds greater than 0, not {text!r}")
+    return value
+
 
 def enabled(quiet: bool, streams_stdout: bool, stderr=None, stdout=None) -> bool:
     """Whether to draw: not ``quiet``, stderr a terminal, and stdout not that terminal while records stream to it."""
@@ -45,16 +65,17 @@ def track(reader, *, quiet: bool = False, streams_stdout: bool = True, unit: str
     (what the function given to ``count_changes`` returns).  Call ``close()`` when done (also after an
     early ``break``) so the line is erased before anything else is printed.
     """
-    return Tracker(reader, unit, enabled(quiet, streams_stdout))
+    return Tracker(reader, unit, enabled(quiet, streams_stdout), refresh_interval())
 
 
 class Tracker:
     """Iterates a reader's records and, when on, shows how far it got (see the module docstring)."""
 
-    def __init__(self, reader, unit: str, on: bool):
+    def __init__(self, reader, unit: str, on: bool, interval: float = REFRESH_INTERVAL):
         self.reader = reader
         self.unit = unit
         self.on = on
+        self.interval = interval  # seconds between redraws
         self.lsn = 0  # start of the last record read
         self.records = 0
         self._changes = None  # () -> changes written so far
@@ -164,7 +185,7 @@ class Tracker:
         done_before = 0
         last_t, last_count = time.monotonic(), 0
         rate = 0.0
-        while not self._stop.wait(1 / REFRESH_HZ):
+        while not self._stop.wait(self.interval):
             lsn = self.lsn
             count = (self._changes() if self._changes is not None else 0) if self.unit == "changes" else self.records
             now = time.monotonic()

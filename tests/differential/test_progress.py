@@ -1,19 +1,14 @@
 """The progress line of ``inspect`` and ``decode``: on stderr only on a terminal, never in the output.
 
 When stderr is not a terminal (pipes, files, CI) or with ``--quiet`` nothing changes:
-stdout and stderr are what they were without the feature.  On a terminal (a pty here)
-the line appears on stderr while the decoded output is the same bytes.
+stdout and stderr are what they were without the feature.  On a terminal the line appears on
+stderr while the decoded output is the same bytes: ``test_progress_pty.py`` runs it on a pty.
 """
 
 from __future__ import annotations
 
-import fcntl
-import os
-import pty
-import struct
 import subprocess
 import sys
-import termios
 
 import pytest
 
@@ -72,37 +67,3 @@ def test_off_when_stderr_is_not_a_terminal_and_quiet_is_accepted(tmp_path):
         assert b"segments" not in run.stderr and b"\r" not in run.stderr
         outs.append(out.read_bytes())
     assert outs[0] == outs[1] and outs[0]
-
-
-def _on_a_terminal(argv) -> tuple[int, bytes]:
-    """Run with stderr (and stdout) on a 120-column pty; (exit code, what the terminal showed)."""
-    master, slave = pty.openpty()
-    fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 40, 120, 0, 0))
-    proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=slave, stderr=slave)
-    os.close(slave)
-    shown = b""
-    while True:
-        try:
-            chunk = os.read(master, 65536)
-        except OSError:  # EIO: the child closed the terminal
-            break
-        if not chunk:
-            break
-        shown += chunk
-    os.close(master)
-    return proc.wait(timeout=120), shown
-
-
-def test_on_a_terminal_the_line_is_drawn_and_the_output_unchanged(tmp_path):
-    expected = tmp_path / "expected.txt"
-    assert subprocess.run(_cli(*_decode_args(expected)), capture_output=True, timeout=120).returncode == 0
-    got = tmp_path / "got.txt"
-    code, shown = _on_a_terminal(_cli(*_decode_args(got)))
-    assert code == 0, shown
-    assert b"segments" in shown and b"changes" in shown  # the line, with its fields
-    assert got.read_bytes() == expected.read_bytes()
-    code, shown = _on_a_terminal(_cli(*_decode_args(got), "--quiet"))
-    assert code == 0 and b"segments" not in shown
-    # inspect printing records to the terminal draws no line between them
-    code, shown = _on_a_terminal(_cli("inspect", FX.wal_dir, "-n", "3"))
-    assert code == 0 and b"segments" not in shown and shown.count(b"rmgr:") == 3
