@@ -448,11 +448,11 @@ cdef class _Decoding:
         self.quiet = self.commits and self.catalog_quiet()
 
     cdef bint catalog_quiet(self) except -1:
-        """Would ``Replayer.replay`` replay with the snapshot alone (its ``_static``), and does a commit
-        change nothing in the catalog history but its position (``CatalogHistory.txn_committed`` of
-        an idle history)?  Only the Python decoder changes either."""
+        """Does a commit change nothing in the catalog history but its position (``CatalogHistory.txn_committed``
+        of an idle history), with no note watched (whose row changes ``Replayer`` must check)?  Only the
+        Python decoder changes either.  Which catalog serves a transaction ``commit`` asks per commit."""
         h = self.history
-        return self.replayer.snapshot_serves() and (h is None or h.idle())
+        return not self.replayer.watching() and (h is None or h.idle())
 
     cdef init_commits(self):
         """Whether ``commit`` may write plain commits: the plugin gives a ``txn_writer``, the replayer
@@ -711,6 +711,9 @@ cdef class _Decoding:
                 or txn.has_catalog_changes or txn.toptxn is not None or txn.subtxns or txn.spill_files
                 or txn.prepared):
             return 0
+        # the catalog of its changes, one for all (``Replayer.replay``'s question; the row targets are its)
+        if self.history is not None and not self.replayer.whole_catalog(xid, txn.first_lsn, lsn):
+            return 0
         # every change a row change with a row writer (or of a relation not decoded): its target
         pos = 0
         i = 0
@@ -722,7 +725,7 @@ cdef class _Decoding:
             rel = (pg_u32(p + 9), pg_u32(p + 13))
             found = PyDict_GetItem(self.targets, rel)
             if found == NULL:
-                self.row_target(pg_u32(p + 9), pg_u32(p + 13))  # kept in targets for the replayer's life
+                self.row_target(pg_u32(p + 9), pg_u32(p + 13))  # kept in targets while the catalog stays
                 found = PyDict_GetItem(self.targets, rel)
                 if found == NULL:
                     return 0
@@ -750,7 +753,7 @@ cdef class _Decoding:
         return 1
 
     cdef int write(self, unsigned int xid, ChangeBuffer store, PyObject **targets) except -1:
-        """The transaction's lines, as ``Replayer.replay`` writes them with the snapshot serving
+        """The transaction's lines, as ``Replayer.replay`` writes them with one catalog serving
         (``replay`` below) and the plugin's ``begin``, ``rows_begin`` and ``commit`` do.  The rows
         are told to the plugin (``rows_written``) once a block is full, and at the end of the
         records (``report``)."""
@@ -1015,7 +1018,7 @@ def ended_columns(dict ended):
 
 def replay(replayer, txn, state, changes, bint rows):
     """The loop of ``apply.Replayer.replay`` over ``changes`` (``ReorderBuffer.iter_changes``: Change
-    tuples and ChangeBuffers).  With ``rows`` (the snapshot serves every change, the plugin takes
+    tuples and ChangeBuffers).  With ``rows`` (one catalog serves every change, the plugin takes
     WAL tuples), a row change of a relation whose ``replayer.row_target`` is a row writer is
     appended to the plugin's buffer here, one of a relation not decoded is passed over; every
     other change goes to ``replayer.apply_change``, as all do without ``rows``."""

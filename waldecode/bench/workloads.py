@@ -48,6 +48,45 @@ def _pgbench_run(cluster, conn, n: int) -> None:
     _pgbench(cluster, "-n", "-c", "2", "-j", "2", "-t", str(n // 2))
 
 
+# -- pgbench_ddl: pgbench in sixteen parts, each followed by a DDL statement and a prepared transaction --
+
+# What a deployment's migrations do to a table being written: each forces the decoder to follow the
+# catalog (a new column, a renamed one, a type change that rewrites the table, a new table, VACUUM FULL,
+# TRUNCATE); the prepared transaction is decoded at COMMIT PREPARED, as pg_recvlogical does without
+# --two-phase
+_DDL = [
+    "ALTER TABLE pgbench_history ADD COLUMN note{k} text DEFAULT 'm{k}'",
+    "ALTER TABLE pgbench_history RENAME COLUMN {filler} TO filler{k}",
+    "ALTER TABLE pgbench_history ALTER COLUMN delta TYPE bigint",
+    "CREATE TABLE ddl_{k} (id int PRIMARY KEY, v text); INSERT INTO ddl_{k} VALUES ({k}, 'created')",
+    "VACUUM FULL pgbench_branches",
+    "TRUNCATE pgbench_history",
+]
+DDL_PARTS = 16
+
+
+def _pgbench_ddl_setup(cluster, conn, n: int) -> None:
+    _pgbench_setup(cluster, conn, n)
+    conn.execute("CREATE TABLE ddl_log (part int PRIMARY KEY, statement text)")
+
+
+def _pgbench_ddl_run(cluster, conn, n: int) -> None:
+    per_client = max(1, n // (2 * DDL_PARTS))
+    for k in range(DDL_PARTS):
+        _pgbench(cluster, "-n", "-c", "2", "-j", "2", "-t", str(per_client))
+        statement = _DDL[k % len(_DDL)]
+        if k % len(_DDL) == 2:  # alternate the type, so that every ALTER TYPE rewrites
+            statement = statement.replace("bigint", "bigint" if (k // len(_DDL)) % 2 == 0 else "int")
+        filler = "filler" if k < len(_DDL) else f"filler{k - len(_DDL)}"  # as the last rename left it
+        for part in statement.format(k=k, filler=filler).split("; "):
+            conn.execute(part)
+        with cluster.connect(DB, autocommit=False) as two_phase:
+            two_phase.execute("INSERT INTO ddl_log VALUES (%s, %s)", (k, statement))
+            two_phase.execute(f"PREPARE TRANSACTION 'ddl_{k}'")
+            two_phase.commit()  # psycopg ends its transaction; the prepared one stays
+        conn.execute(f"COMMIT PREPARED 'ddl_{k}'")
+
+
 # -- big_txn: one transaction inserting n rows (spills to disk in waldecode and in the server) ---
 
 def _big_setup(cluster, conn, n: int) -> None:
@@ -172,6 +211,8 @@ def _types_run(cluster, conn, n: int) -> None:
 WORKLOADS = [
     Workload("pgbench", "pgbench, {n:,} TPC-B-like transactions from 2 clients", 80_000, 200,
              _pgbench_setup, _pgbench_run),
+    Workload("pgbench_ddl", "pgbench, {n:,} TPC-B-like transactions from 2 clients in 16 parts, each followed by "
+             "a DDL statement and a prepared transaction", 80_000, 320, _pgbench_ddl_setup, _pgbench_ddl_run),
     Workload("big_txn", "one transaction inserting {n:,} rows", 1_000_000, 1000, _big_setup, _big_run),
     Workload("updates", "{n:,} single-row updates in transactions of 10", 400_000, 500,
              _updates_setup, _updates_run),

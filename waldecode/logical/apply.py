@@ -16,6 +16,7 @@ never WAL.
 from __future__ import annotations
 
 import struct
+from bisect import bisect_left
 
 from .. import _impl
 from ..heap import heaptuple
@@ -132,10 +133,11 @@ class Replayer:
         self.warn = warn
         self._shown = catalog  # the catalog of the last change, and the plugin's view of it
         self._shown_view = snapshot
-        self._static = True  # this transaction decodes with the snapshot alone
+        self._static = True  # one catalog, _shown, serves every change of this transaction
         self._fates: dict = {}  # (spcOid, relNumber) -> (relation, fate) under _fates_catalog
         self._fates_catalog = None
-        # (spcOid, relNumber) -> row_target's answer; _logical's commit path reads it too
+        # (spcOid, relNumber) -> row_target's answer under _shown; _logical's commit path reads it too
+        # (the same dict for the replayer's life: emptied, never replaced, when _shown changes)
         self.row_targets: dict = {}
         # Notes (diagnostics.Diagnostic) that fail the run once a row change they may concern is decoded
         # after them: by relation OID, and those concerning any relation; set by watch()
@@ -147,13 +149,17 @@ class Replayer:
         """The catalog as transaction ``xid`` saw it at ``lsn``, and the plugin's view of it: a new
         view only when the catalog changed, so that plugins can cache per view."""
         if self._static:
-            return self.catalog, self.snapshot
-        catalog = self.history.view(lsn, xid)
+            return self._shown, self._shown_view
+        self._show(self.history.view(lsn, xid))
+        return self._shown, self._shown_view
+
+    def _show(self, catalog) -> None:
+        """Make ``catalog`` the one in force, with its view (the snapshot's own for the snapshot)."""
         if catalog is not self._shown:
             self._shown = catalog
             self._shown_view = (self.snapshot if catalog is self.catalog
                                 else CatalogView(catalog, catalog.output_context))
-        return catalog, self._shown_view
+            self.row_targets.clear()
 
     def _skip(self, what: str, why: str, lsn: int, cause: str | None = None, xid: int | None = None,
               relation: str | None = None) -> None:
@@ -207,14 +213,37 @@ class Replayer:
                     out[i] = varlena.decompress_toast_value(b"".join(ent.chunks), v)
         return out
 
-    def snapshot_serves(self) -> bool:
-        """Does the snapshot serve every change of the next transaction replayed?  Yes without
-        catalog changes anywhere (nothing changes the history while a transaction is replayed).
-        Never while a note is watched: its row changes must pass ``_check_watch``."""
-        history = self.history
+    def whole_catalog(self, xid: int, first_lsn: int, last_lsn: int) -> bool:
+        """Does one catalog serve every change of top-level transaction ``xid``, whose changes lie
+        between ``first_lsn`` and ``last_lsn`` (0: up to the last record read)?  Then it is made the
+        one in force (``_shown``): the row targets of ``row_target`` are its.
+
+        It does when the transaction changed no catalog row itself and no catalog change committed
+        while it ran: the catalog history's view at each of its changes (``CatalogTimeline.view``:
+        the epoch of the commits before the change, and the transaction's own catalog rows) is then
+        one and the same, the epoch ``first_lsn`` is in — as a transaction's snapshot in PostgreSQL
+        changes only when a catalog-changing transaction commits while it runs
+        (SnapBuildDistributeNewCatalogSnapshot) or it changes the catalog itself.  Never while a note is
+        watched: its row changes must pass ``_check_watch``."""
         if self._escalate is not None:
             return False
-        return history is None or (self._shown is self.catalog and not history.has_changes)
+        history = self.history
+        if history is None:
+            return True
+        timeline = history.timeline
+        if xid in timeline.txns:
+            return False
+        commits = timeline.commit_lsns
+        if commits:
+            epoch = bisect_left(commits, first_lsn)
+            if epoch != (bisect_left(commits, last_lsn) if last_lsn else len(commits)):
+                return False
+        self._show(timeline.view(first_lsn))
+        return True
+
+    def watching(self) -> bool:
+        """Is a note watched (``watch``)?  Then every row change goes through ``apply_change``."""
+        return self._escalate is not None
 
     def watch(self, note, escalate) -> None:
         """Call ``escalate(note, why)`` when a row change of a relation ``note.concerns`` (any relation
@@ -239,16 +268,17 @@ class Replayer:
         if hits and not self._watch_any and not any(self._watched.values()):
             self._escalate = None
 
-    def replay(self, txn: Transaction, changes, end, prepare: bool = False) -> None:
+    def replay(self, txn: Transaction, changes, end, prepare: bool = False, first_lsn: int | None = None) -> None:
         """Run one transaction's changes through the plugin: ``begin`` (``begin_prepare`` for one
-        decoded at PREPARE), its changes, then ``end()``, the callback that ends it.
+        decoded at PREPARE), its changes, then ``end()``, the callback that ends it.  ``first_lsn``:
+        the first LSN of any of its subtransactions' records when earlier than ``txn.first_lsn``.
 
         ``changes`` yields ``Change`` tuples, or (``ReorderBuffer.iter_changes`` under Cython)
         ``ChangeBuffer``s holding runs of them: those go through ``waldecode._logical.replay``,
         which writes the row changes of a plugin with a ``row_writer`` in C and hands every
         other change to ``apply_change``, the rules' one copy."""
         plugin = self.plugin
-        self._static = self.snapshot_serves()
+        self._static = self.whole_catalog(txn.xid, min(txn.first_lsn, first_lsn or txn.first_lsn), txn.final_lsn)
         state = ReplayState(ToastLookup({}) if self.wal_tuples else None)
         if prepare:
             plugin.begin_prepare(txn)
@@ -290,32 +320,32 @@ class Replayer:
             self.plugin.message(txn, change.lsn, transactional, prefix, content)
 
     def row_target(self, spc: int, relnumber: int):
-        """For ``_logical.replay``, while the snapshot serves every change: what becomes of a row
+        """For ``_logical.replay``, while one catalog serves every change: what becomes of a row
         change stored in (spc, relnumber) — False: nothing (a relation not decoded), a tuple
         ``(append_change, buffer, head, writer)`` from the plugin's ``row_writer``: the line is
         appended natively, None: ``apply_change`` decides (TOAST chunks, an unknown relation, a
-        plugin without a row writer).  Kept for the replayer's life: the snapshot does not change."""
+        plugin without a row writer).  Kept in ``row_targets`` while the catalog in force stays."""
         key = (spc, relnumber)
         hit = self.row_targets.get(key, self)
         if hit is not self:
             return hit
         target = None
-        fate = self._relation_fate(self.catalog, spc, relnumber)
+        fate = self._relation_fate(self._shown, spc, relnumber)
         if fate is not None:
             rel, what = fate
             if what is _SKIP:
                 target = False
             elif what is _ROW:
                 row_writer = getattr(self.plugin, "row_writer", None)
-                target = row_writer(self.snapshot, rel) if row_writer is not None else None
+                target = row_writer(self._shown_view, rel) if row_writer is not None else None
         self.row_targets[key] = target
         return target
 
     def row_error(self, spc: int, relnumber: int, e: WALError, lsn: int) -> DecodeError:
         """The error ``apply_change`` raises for a row change of (spc, relnumber) at ``lsn`` whose tuple
-        the plugin's row writer refused with ``e``, while the snapshot serves every change: for
+        the plugin's row writer refused with ``e``, while one catalog serves every change: for
         ``_logical``'s commit path, which replays without a ``Transaction`` to call it with."""
-        rel, _fate = self._relation_fate(self.catalog, spc, relnumber)
+        rel, _fate = self._relation_fate(self._shown, spc, relnumber)
         return _row_error(rel, e, lsn)
 
     def _relation_fate(self, catalog, spc: int, relnumber: int) -> tuple | None:

@@ -602,7 +602,8 @@ class LogicalDecoder(TransactionListener):
             return
         ptxn = self._plugin_txn(txn, rec, parsed, commit_time)
         try:
-            self.replayer.replay(ptxn, rb.iter_changes(txn, runs=True), lambda: self.plugin.commit(ptxn, rec.lsn))
+            self.replayer.replay(ptxn, rb.iter_changes(txn, runs=True), lambda: self.plugin.commit(ptxn, rec.lsn),
+                                 first_lsn=txn.first_change_lsn())
         finally:
             rb.cleanup(txn)
 
@@ -636,7 +637,7 @@ class LogicalDecoder(TransactionListener):
         if txn.has_base_snapshot:
             ptxn = self._plugin_txn(txn, rec, parsed, prepare_time)
             self.replayer.replay(ptxn, rb.iter_changes(txn, runs=True), lambda: self.plugin.prepare(ptxn, rec.lsn),
-                                 prepare=True)
+                                 prepare=True, first_lsn=txn.first_change_lsn())
         # The transaction stays known, without its changes, until COMMIT/ROLLBACK PREPARED
         rb.truncate(txn)
 
@@ -663,7 +664,8 @@ class LogicalDecoder(TransactionListener):
                     if txn.has_base_snapshot and not (txn.prepared and not txn.total_changes):
                         ptxn = Transaction(txn.xid, txn.first_lsn, 0, 0, 0, gid=txn.gid or None)
                         self.replayer.replay(ptxn, self.rb.iter_changes(txn, runs=True),
-                                             lambda ptxn=ptxn: self.plugin.uncommitted(ptxn))
+                                             lambda ptxn=ptxn: self.plugin.uncommitted(ptxn),
+                                             first_lsn=txn.first_change_lsn())
         finally:
             self.rb.close()
             self.plugin.shutdown()

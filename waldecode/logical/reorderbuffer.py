@@ -202,6 +202,11 @@ class TXN:
     def total_changes(self) -> int:
         return self.nentries + sum(s.nentries for s in self.subtxns)
 
+    def first_change_lsn(self) -> int:
+        """The first LSN of its records and its subtransactions': a subtransaction may write before
+        its top-level transaction's first record."""
+        return min(self.first_lsn, *(s.first_lsn for s in self.subtxns)) if self.subtxns else self.first_lsn
+
 
 class OpenTransaction(NamedTuple):
     """A transaction with neither commit nor abort by the end of the WAL read."""
