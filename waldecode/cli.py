@@ -460,18 +460,17 @@ def cmd_decode(args) -> int:
         from .output.parquet import unify_dataset
 
         unify_dataset(args.parquet)  # one schema per table, whatever DDL the range holds
-    problems = list(getattr(plugin, "problems", ()))
-    for problem in problems:
-        print(f"waldecode: {problem}", file=sys.stderr)
     status = report_decode_result(result, segments, start_lsn, quiet=args.quiet, report=args.report)
-    return max(status, report_problems(problems, args.undo))
+    return max(status, report_problems(list(getattr(plugin, "problems", ())), args.undo))
 
 
 def report_problems(problems: list, undo: bool) -> int:
-    """``--format sql``: what could not be redone or undone (each a comment at its place in the output,
-    listed above) makes the output incomplete: one error line, status 1."""
+    """``--format sql`` (decode, diverge): what could not be redone or undone (each a comment at its
+    place in the output) makes the output incomplete: each listed, then one error line, status 1."""
     if not problems:
         return EXIT_OK
+    for problem in problems:
+        print(f"waldecode: {problem}", file=sys.stderr)
     print(f"waldecode: error: {len(problems)} change(s) listed above could not be {'undone' if undo else 'redone'}: "
           "the output leaves them out (a comment stands at each one's place)", file=sys.stderr)
     return EXIT_CORRUPT
