@@ -3,9 +3,10 @@
 PostgreSQL 15: a primary and a streaming standby made from its base backup; a transaction
 prepared before the cut; the standby stopped (the cut); on the old primary inserts, updates,
 deletes, REPLICA IDENTITY FULL, savepoints, TOAST, the COMMIT PREPARED of the transaction
-prepared before, an 8,000-row transaction, ADD COLUMN, CREATE TABLE, TRUNCATE, a transaction
-prepared after the cut, one left open; an immediate stop (the crash); the standby started alone
-and promoted to timeline 2; writes there that reuse the xids and touch the same keys.
+prepared before, an 8,000-row transaction, ADD COLUMN, CREATE TABLE, a DELETE from a table
+without a key, TRUNCATE, a transaction prepared after the cut, one left open; an immediate stop
+(the crash); the standby started alone and promoted to timeline 2; writes there that reuse the
+xids and touch the same keys.
 
 The truth is the server: a test_decoding slot created on the old primary before the fork,
 advanced to the switch point and peeked after the old primary is started again (the transactions
@@ -58,6 +59,7 @@ OLD_WRITES = [
     "INSERT INTO bulk SELECT g, g FROM generate_series(1, 8000) g",
     ["BEGIN", "ALTER TABLE acct ADD COLUMN extra int", "UPDATE acct SET extra = 7 WHERE id = 3", "COMMIT"],
     ["BEGIN", "CREATE TABLE newtab (id int PRIMARY KEY, t text)", "INSERT INTO newtab VALUES (1, 'x')", "COMMIT"],
+    "DELETE FROM scratch WHERE id = 1",  # no key in the WAL (no primary key): SQL cannot redo it
     "TRUNCATE scratch",
     ["BEGIN", "INSERT INTO acct VALUES (104, 'prepared after the fork')", "PREPARE TRANSACTION 'after_fork'"],
 ]
@@ -354,6 +356,36 @@ def _rows(dsn: str, conflicts: set) -> dict:
     return out
 
 
+def test_sql_says_what_it_cannot_redo_and_exits_1(failover):
+    """The DELETE from scratch (no primary key: the WAL holds no key of the row) cannot be redone:
+    diverge --format sql puts a comment at its place, lists it on stderr and exits 1, as decode
+    --format sql does (README, Exit status); the report itself is complete."""
+    f = failover
+    out = run_cli("diverge", "--old", f["old"], "--new", f["new"], "--catalog", f["catalog"], "--format", "sql")
+    err = out.stderr.decode().splitlines()
+    # where the server's slot has it
+    lsn, = [lsn for lsn, _xid, data in f["rows"] if data.startswith("table public.scratch: DELETE:")]
+    note = (f"cannot redo DELETE of public.scratch at {lsn}: the WAL holds no key of the row (REPLICA IDENTITY "
+            "NOTHING, or DEFAULT without a primary key)")
+    assert [line for line in err if "cannot redo" in line] == [f"waldecode: {note}"], err
+    assert err[-1] == ("waldecode: error: 1 change(s) listed above could not be redone: the output leaves them out "
+                       "(a comment stands at each one's place)")
+    assert out.returncode == 1
+    script = out.stdout.decode().splitlines()
+    at = script.index(f"-- {note}")
+    assert script[at - 1] == "BEGIN;" and script[at + 1] == "COMMIT;"
+    # the report lacks nothing: it lists the transaction and its DELETE
+    report = run_cli("diverge", "--old", f["old"], "--new", f["new"], "--catalog", f["catalog"])
+    assert report.returncode == 0, report.stderr.decode()
+    assert "public.scratch (1 delete)" in report.stdout.decode()
+    # undo statements are not what the new primary needs: refused, as a usage error
+    undo = run_cli("diverge", "--old", f["old"], "--new", f["new"], "--catalog", f["catalog"], "--format", "sql",
+                   "-o", "undo")
+    assert (undo.returncode, undo.stdout) == (2, b"")
+    assert undo.stderr.decode() == ("waldecode: error: -o undo does not go with diverge: its SQL re-applies the lost "
+                                    "transactions on the new primary\n")
+
+
 def test_sql_brings_the_new_primary_to_the_old_contents(failover):
     """Last (it changes the new primary): the stated COMMIT/ROLLBACK PREPARED, then diverge --format sql
     on the new primary give every table the old primary's contents, but for the reported conflicts."""
@@ -361,7 +393,8 @@ def test_sql_brings_the_new_primary_to_the_old_contents(failover):
 
     f = failover
     out = run_cli("diverge", "--old", f["old"], "--new", f["new"], "--catalog", f["catalog"], "--format", "sql")
-    assert out.returncode == 0, out.stderr.decode()
+    # 1: the DELETE from scratch, which it cannot redo (test_sql_says_what_it_cannot_redo_and_exits_1)
+    assert out.returncode == 1, out.stderr.decode()
     script = out.stdout.decode()
     actions = [line.split("--   ", 1)[1].split(";")[0] for line in script.splitlines() if line.startswith("--   ")]
     assert actions == ["COMMIT PREPARED 'before_fork'", "ROLLBACK PREPARED 'before_fork_rb'"]

@@ -2,7 +2,8 @@
 
 Owns their arguments and printing; the work is ``timelines`` and ``diverge``'s.  ``diverge``
 exits 0 when everything after the switch point was decoded, 1 when something could not be
-(named on stderr and in the report), 2 for usage errors.
+(named on stderr and in the report) or, with ``--format sql``, when the script lists a change it
+could not redo (as ``decode --format sql``), 2 for usage errors.
 """
 
 from __future__ import annotations
@@ -95,7 +96,7 @@ def cmd_diverge(args) -> int:
     from ..wal.segments import discover, scan
     from .diverge import diverge
     from .newprimary import NewPrimary
-    from .report import report, to_json, to_sql
+    from .report import report, sql_problems, to_json, to_sql
 
     options = plugin_options(args.options)
     if args.format == "sql":
@@ -104,6 +105,10 @@ def cmd_diverge(args) -> int:
             raise UsageError("diverge --format sql writes the sql plugin's statements: leave out --plugin")
         args.plugin, args.changes = "sql", True
         options.setdefault("conflict", "guard")
+    if args.plugin == "sql" and "undo" in options:
+        # its statements would undo on the new primary what it never had (the old timeline's lost work)
+        raise UsageError("-o undo does not go with diverge: its SQL re-applies the lost transactions on the new "
+                         "primary")
     # the WAL's version: from any one timeline's segments (the old one is chosen later, from the history)
     inputs = argtypes.input_options(args)
     old_segments = discover(args.old, args.old_timeline or max(scan(args.old, inputs).by_tli), inputs)
@@ -140,7 +145,13 @@ def cmd_diverge(args) -> int:
         sys.stdout.flush()
     for e in d.errors:
         print(f"waldecode: error: {e}", file=sys.stderr)
-    return EXIT_OK if d.complete else EXIT_INCOMPLETE
+    status = EXIT_OK if d.complete else EXIT_INCOMPLETE
+    if args.format == "sql":
+        from ..cli import report_problems
+
+        # as decode --format sql: a change the script lists but could not redo means status 1
+        status = max(status, report_problems(sql_problems(d), undo=False))
+    return status
 
 
 # -- the command ---------------------------------------------------------------------------------------

@@ -11,8 +11,9 @@ column values (never as WAL tuples), so the key values are the types' output tex
 A change the decoder skips (its relation file number maps to no relation of the catalog, e.g. a
 table rewritten between the snapshot and the reading start) never reaches a plugin: the decoder
 warns while it replays the transaction, and ``skipped`` keeps that warning with the transaction
-being replayed (``undecoded``), so that a report never takes its missing changes for none.  Hands
-the transactions to ``diverge``.
+being replayed (``undecoded``), so that a report never takes its missing changes for none.  What
+the wrapped plugin could not write (the sql plugin's ``problems``: a change it cannot redo) is kept
+with the transaction it belongs to (``problems``).  Hands the transactions to ``diverge``.
 """
 
 from __future__ import annotations
@@ -61,6 +62,8 @@ class DecodedTxn:
     changes: list = field(default_factory=list)  # the wrapped plugin's lines, when kept
     nchanges: int = 0
     undecoded: list = field(default_factory=list)  # Undecoded: its changes the decoder skipped
+    # what the wrapped plugin could not write of it, in its words (the sql plugin's "cannot redo ...")
+    problems: list = field(default_factory=list)
 
     @property
     def changes_complete(self) -> bool:
@@ -122,12 +125,20 @@ class Collector(OutputPlugin):
         self.open: list[DecodedTxn] = []
         self.preamble: list[str] = []  # what the plugin printed outside any transaction (sql's settings)
         self._cur: DecodedTxn | None = None
+        self._problems_kept = 0  # how many of the wrapped plugin's problems went to a transaction
 
     def _line(self, text: str) -> None:
         if self.keep_changes and self._cur is not None:
             self._cur.changes.append(text)
         elif self._cur is None:
             self.preamble.append(text)
+
+    def _keep_problems(self, cur: DecodedTxn) -> None:
+        # the plugin's problems since the last transaction ended are this one's (one is replayed at a time)
+        problems = getattr(self.inner, "problems", None)
+        if problems is not None and len(problems) > self._problems_kept:
+            cur.problems.extend(problems[self._problems_kept:])
+            self._problems_kept = len(problems)
 
     def _txn(self, txn: Transaction) -> DecodedTxn:
         if self._cur is None or self._cur.xid != txn.xid:
@@ -153,6 +164,7 @@ class Collector(OutputPlugin):
     def commit(self, txn: Transaction, commit_lsn: int) -> None:
         cur = self._txn(txn)
         self.inner.commit(txn, commit_lsn)
+        self._keep_problems(cur)
         cur.commit_lsn, cur.end_lsn, cur.commit_time, cur.gid = commit_lsn, txn.end_lsn, txn.xact_time, txn.gid
         self.txns.append(cur)
         self._cur = None
@@ -160,6 +172,7 @@ class Collector(OutputPlugin):
     def uncommitted(self, txn: Transaction) -> None:
         cur = self._txn(txn)
         self.inner.uncommitted(txn)
+        self._keep_problems(cur)
         self.open.append(cur)
         self._cur = None
 

@@ -204,7 +204,6 @@ def to_sql(d: Divergence) -> str:
     w = out.append
     w(f"-- waldecode diverge, format sql {SQL_FORMAT_VERSION}: what timeline {d.old_timeline} committed after the "
       f"switch point {format_lsn(d.switch_lsn)}, to re-apply on the new primary")
-    finish_prepared = {p.xid for p in d.prepared if p.action and p.action.startswith("COMMIT PREPARED")}
     actions = [p for p in d.prepared if p.action]
     if actions:
         w("-- run first on the new primary, each by itself (not inside a transaction block):")
@@ -218,15 +217,30 @@ def to_sql(d: Divergence) -> str:
         for e in d.errors:
             w(f"-- INCOMPLETE: {e}")
     out.extend(d.preamble)
-    for t in d.lost:
-        if t.xid in finish_prepared:
+    for t, how in _sql_transactions(d):
+        if how == "prepared":
             w(f"-- transaction {t.xid} (prepared as '{t.gid}'): left to the COMMIT PREPARED above")
-            continue
-        if t.undecoded:
+        elif how == "incomplete":
             # a part of a transaction is not what it did: shown, never run
             w(f"-- INCOMPLETE: transaction {t.xid}: {_undecoded_text(t)}; left out, its statements that could "
               "be decoded shown as comments")
             out.extend("-- " + line for text in t.changes for line in text.split("\n"))
-            continue
-        out.extend(t.changes)
+        else:
+            out.extend(t.changes)
     return "\n".join(out) + "\n"
+
+
+def _sql_transactions(d: Divergence):
+    """The lost transactions as ``to_sql`` writes them, each with how: ``"prepared"`` (left to the
+    ``COMMIT PREPARED`` its header names), ``"incomplete"`` (its changes could not all be decoded: its
+    statements only shown, as comments), or ``"run"`` (its statements)."""
+    finish_prepared = {p.xid for p in d.prepared if p.action and p.action.startswith("COMMIT PREPARED")}
+    for t in d.lost:
+        yield t, "prepared" if t.xid in finish_prepared else "incomplete" if t.undecoded else "run"
+
+
+def sql_problems(d: Divergence) -> list[str]:
+    """The changes ``to_sql`` lists that it could not redo, in the sql plugin's words (a comment stands
+    at each one's place): those of the transactions whose statements it writes.  The command counts
+    them in its exit status as ``decode --format sql`` counts its own (``cli.report_problems``)."""
+    return [p for t, how in _sql_transactions(d) if how == "run" for p in t.problems]
