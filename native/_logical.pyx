@@ -399,6 +399,12 @@ cdef class _Decoding:
     cdef object top_of                  # TransactionTracker.top_of
     cdef object history
     cdef object nodes                   # the catalogs the history follows: relfilenumber -> OID
+    cdef object commit_lsns             # CatalogTimeline.commit_lsns: where the catalog changed
+    cdef object timeline_txns           # CatalogTimeline.txns: transactions with catalog rows of their own
+    # Replayer.whole_catalog's answer for a transaction begun after the last of commit_lsns: the catalog
+    # (Replayer.shown) it made the one in force, and how many commit_lsns there were
+    cdef object latest
+    cdef Py_ssize_t latest_epochs
     cdef int state
     cdef unsigned long long start_decoding_at
     cdef unsigned int database
@@ -438,6 +444,9 @@ cdef class _Decoding:
         self.top_of = d.txns.top_of
         self.history = d.history
         self.nodes = self.history.redo.nodes if self.history is not None else None
+        if self.history is not None:
+            self.commit_lsns = self.history.timeline.commit_lsns
+            self.timeline_txns = self.history.timeline.txns
         sb = d.snapbuild
         self.state = sb.state
         self.start_decoding_at = sb.start_decoding_at
@@ -712,7 +721,7 @@ cdef class _Decoding:
                 or txn.prepared):
             return 0
         # the catalog of its changes, one for all (``Replayer.replay``'s question; the row targets are its)
-        if self.history is not None and not self.replayer.whole_catalog(xid, txn.first_lsn, lsn):
+        if self.history is not None and not self.whole_catalog(txn, key, lsn):
             return 0
         # every change a row change with a row writer (or of a relation not decoded): its target
         pos = 0
@@ -751,6 +760,24 @@ cdef class _Decoding:
             del self.by_xid[key]
             self.toplevel.pop(key, None)
         return 1
+
+    cdef bint whole_catalog(self, txn, key, unsigned long long lsn) except -1:
+        """``Replayer.whole_catalog`` for a transaction without subtransactions committed at ``lsn``,
+        asked only when its answer may differ from the last one given for a transaction begun after
+        every catalog change: a catalog change since, a transaction of catalog rows of its own, one begun
+        before the last change, or another catalog put in force meanwhile."""
+        cdef Py_ssize_t n = len(self.commit_lsns)
+        cdef unsigned long long first = txn.first_lsn
+        cdef bint after_all = n == 0 or first > <unsigned long long>self.commit_lsns[n - 1]
+        if (after_all and n == self.latest_epochs and PyDict_GetItem(self.timeline_txns, key) == NULL
+                and self.replayer.shown is self.latest):
+            return True
+        if not self.replayer.whole_catalog(key, first, lsn):
+            return False
+        if after_all:
+            self.latest = self.replayer.shown
+            self.latest_epochs = n
+        return True
 
     cdef int write(self, unsigned int xid, ChangeBuffer store, PyObject **targets) except -1:
         """The transaction's lines, as ``Replayer.replay`` writes them with one catalog serving
@@ -821,6 +848,7 @@ def decode_framed(decoder, list records, unsigned long long start, int major, sl
     cdef Py_ssize_t n = len(records), nfast
     cdef tuple t
     d.decoder = decoder
+    d.latest_epochs = -1
     d.database = decoder.database
     d.filter_origin = decoder._filter_origin
     d.filter_local = bool(d.filter_origin(0))
@@ -1016,18 +1044,25 @@ def ended_columns(dict ended):
 
 # -- replay -----------------------------------------------------------------------------------------
 
-def replay(replayer, txn, state, changes, bint rows):
+def replay(replayer, txn, state, changes, bint rows, list bounds=None):
     """The loop of ``apply.Replayer.replay`` over ``changes`` (``ReorderBuffer.iter_changes``: Change
-    tuples and ChangeBuffers).  With ``rows`` (one catalog serves every change, the plugin takes
-    WAL tuples), a row change of a relation whose ``replayer.row_target`` is a row writer is
-    appended to the plugin's buffer here, one of a relation not decoded is passed over; every
-    other change goes to ``replayer.apply_change``, as all do without ``rows``."""
+    tuples and ChangeBuffers).  With ``rows`` (the plugin takes WAL tuples, no note is watched), a
+    row change of a relation whose ``replayer.row_target`` is a row writer is appended to the
+    plugin's buffer here, one of a relation not decoded is passed over; every other change goes to
+    ``replayer.apply_change``, as all do without ``rows``.  ``bounds`` (``Replayer.catalog_bounds``,
+    None when one catalog serves every change): a change past the next of them first makes the
+    catalog it sees the one in force (``replayer.follow``), whose row targets ``row_target`` gives."""
     cdef ChangeBuffer buf
     cdef const unsigned char *p
     cdef Py_ssize_t pos, size, written = 0, flush_at
     cdef unsigned int action
     cdef bint begun = False, pending_spec = False, toast_held = False
     cdef PyObject *found
+    cdef Py_ssize_t nbounds = len(bounds) if bounds is not None else 0, k = 0
+    cdef unsigned long long lsn, next_bound = 0
+    cdef bint moving = bounds is not None  # follow at the first change, then past each bound
+    cdef bint followed = False
+    xid = txn.xid
     apply = replayer.apply_change
     if not rows:
         for item in changes:
@@ -1059,6 +1094,17 @@ def replay(replayer, txn, state, changes, bint rows):
             size = _change_size(p)
             pos += size
             action = p[8]
+            if moving:
+                lsn = pg_u64(p)
+                if not followed or lsn > next_bound:
+                    while k < nbounds and <unsigned long long>bounds[k] < lsn:
+                        k += 1
+                    replayer.follow(xid, lsn)
+                    followed = True
+                    if k < nbounds:
+                        next_bound = bounds[k]  # the catalog holds up to it
+                    else:
+                        moving = False  # the catalog after the last bound serves the rest
             if action <= REORDER_BUFFER_CHANGE_DELETE and not pending_spec:
                 found = PyDict_GetItem(targets, (pg_u32(p + 9), pg_u32(p + 13)))
                 target = <object>found if found != NULL else row_target(pg_u32(p + 9), pg_u32(p + 13))

@@ -241,6 +241,30 @@ class Replayer:
         self._show(timeline.view(first_lsn))
         return True
 
+    def catalog_bounds(self, xid: int, first_lsn: int, last_lsn: int) -> list[int]:
+        """Where the catalog in force for top-level transaction ``xid`` may change between ``first_lsn`` and
+        ``last_lsn`` (0: up to the last record read): the LSNs of the catalog-changing commits and of its
+        own catalog rows there, ascending.  A change at ``lsn`` sees the catalog those before ``lsn`` made
+        (``CatalogTimeline.view``), so the catalog is one between two bounds; ``follow`` makes it the one
+        in force."""
+        timeline = self.history.timeline
+        commits = timeline.commit_lsns
+        bounds = commits[bisect_left(commits, first_lsn):bisect_left(commits, last_lsn) if last_lsn else len(commits)]
+        own = timeline.txns.get(xid)
+        if own is not None:
+            bounds = sorted({*bounds, *own.lsns})
+        return bounds
+
+    def follow(self, xid: int, lsn: int) -> None:
+        """Make the catalog transaction ``xid`` sees at ``lsn`` the one in force (``row_target``'s):
+        for ``_logical.replay`` at a change past one of ``catalog_bounds``."""
+        self._show(self.history.view(lsn, xid))
+
+    @property
+    def shown(self):
+        """The catalog in force: the last change's, or the one ``whole_catalog`` or ``follow`` made so."""
+        return self._shown
+
     def watching(self) -> bool:
         """Is a note watched (``watch``)?  Then every row change goes through ``apply_change``."""
         return self._escalate is not None
@@ -278,7 +302,8 @@ class Replayer:
         which writes the row changes of a plugin with a ``row_writer`` in C and hands every
         other change to ``apply_change``, the rules' one copy."""
         plugin = self.plugin
-        self._static = self.whole_catalog(txn.xid, min(txn.first_lsn, first_lsn or txn.first_lsn), txn.final_lsn)
+        first_lsn = min(txn.first_lsn, first_lsn or txn.first_lsn)
+        self._static = self.whole_catalog(txn.xid, first_lsn, txn.final_lsn)
         state = ReplayState(ToastLookup({}) if self.wal_tuples else None)
         if prepare:
             plugin.begin_prepare(txn)
@@ -286,7 +311,11 @@ class Replayer:
             plugin.begin(txn)
         logical = _impl.logical()
         if logical is not None:
-            logical.replay(self, txn, state, changes, self._static and self.wal_tuples)
+            # row changes appended natively unless a note is watched (apply_change checks each then); where the
+            # catalog is not one for all, with the bounds at which the replay asks for the next (follow)
+            bounds = None if self._static or self.history is None else self.catalog_bounds(txn.xid, first_lsn,
+                                                                                             txn.final_lsn)
+            logical.replay(self, txn, state, changes, self.wal_tuples and self._escalate is None, bounds)
         else:
             apply = self.apply_change
             for change in changes:
