@@ -37,6 +37,7 @@ from pgconsts cimport *
 from pgdefs cimport *
 
 from waldecode.errors import WALError
+from waldecode.logical.apply import UNMAPPED
 from waldecode.logical.reorderbuffer import TXN, Change
 
 # A NamedTuple's own __new__ is Python code (a frame per call)
@@ -186,6 +187,67 @@ cdef inline Py_ssize_t _part(const unsigned char *p, int k) noexcept nogil:
 
 cdef inline Py_ssize_t _change_size(const unsigned char *p) noexcept nogil:
     return SizeOfQueuedChange + _part(p, 0) + _part(p, 1) + _part(p, 2)
+
+
+cdef struct _Run:
+    unsigned long long lsn
+    Py_ssize_t buf      # which buffer
+    Py_ssize_t pos      # where in it
+    Py_ssize_t size
+
+
+cdef int _run_cmp(const void *a, const void *b) noexcept nogil:
+    cdef const _Run *x = <const _Run *>a
+    cdef const _Run *y = <const _Run *>b
+    if x.lsn != y.lsn:
+        return -1 if x.lsn < y.lsn else 1
+    if x.buf != y.buf:
+        return -1 if x.buf < y.buf else 1
+    return -1 if x.pos < y.pos else (1 if x.pos > y.pos else 0)
+
+
+def merge_buffers(list bufs):
+    """One ChangeBuffer holding the changes of ``bufs`` (a transaction's and its subtransactions',
+    in that order) in LSN order — ``ReorderBuffer.iter_changes``'s ``heapq.merge`` by LSN, which keeps
+    the changes of one LSN (a multi-insert's) in their buffer's order — so that ``replay`` reads a
+    transaction with subtransactions as one run."""
+    cdef Py_ssize_t k, nbufs = len(bufs), n = 0, total = 0, pos, i
+    cdef ChangeBuffer b, out = ChangeBuffer()
+    cdef const unsigned char *p
+    cdef _Run *runs
+    for k in range(nbufs):
+        b = <ChangeBuffer>bufs[k]
+        n += b.count
+        total += b.used
+    runs = <_Run *>PyMem_Malloc(max(n, 1) * sizeof(_Run))
+    if runs == NULL:
+        raise MemoryError()
+    try:
+        i = 0
+        for k in range(nbufs):
+            b = <ChangeBuffer>bufs[k]
+            pos = 0
+            while pos < b.used and i < n:
+                p = b.data + pos
+                runs[i].lsn = pg_u64(p)
+                runs[i].buf = k
+                runs[i].pos = pos
+                runs[i].size = _change_size(p)
+                pos += runs[i].size
+                i += 1
+        qsort(runs, i, sizeof(_Run), _run_cmp)
+        out.data = <unsigned char *>PyMem_Malloc(max(total, 1))
+        if out.data == NULL:
+            raise MemoryError()
+        out.cap = max(total, 1)
+        for k in range(i):
+            b = <ChangeBuffer>bufs[runs[k].buf]
+            memcpy(out.data + out.used, b.data + runs[k].pos, runs[k].size)
+            out.used += runs[k].size
+        out.count = i
+    finally:
+        PyMem_Free(runs)
+    return out
 
 
 cdef class ChangeIter:
@@ -1110,7 +1172,9 @@ def replay(replayer, txn, state, changes, bint rows, list bounds=None):
                 target = <object>found if found != NULL else row_target(pg_u32(p + 9), pg_u32(p + 13))
                 if target is False:
                     continue  # a relation not decoded (a catalog, unlogged, a sequence, a rewrite heap)
-                if target is not None:
+                if target is UNMAPPED and <int>pg_u32(p + 20) < 0 and <int>pg_u32(p + 24) < 0:
+                    continue  # no relation, no tuple: what apply_change passes over without a word
+                if type(target) is tuple:
                     append, out, head, flush_at = <tuple>target
                     if not begun:
                         plugin.rows_begin(txn)

@@ -58,6 +58,9 @@ _ROW = "row"  # printed
 _TOAST = "toast"  # chunks of TOAST values, substituted into the next row
 _SKIP = "skip"  # not logically logged, a rewrite heap not asked for, or a sequence
 
+#: ``Replayer.row_target``'s answer for a file no relation of the catalog in force is stored in
+UNMAPPED = "unmapped"
+
 _ACTION_NAMES = {REORDER_BUFFER_CHANGE_INSERT: INSERT, REORDER_BUFFER_CHANGE_UPDATE: UPDATE,
                  REORDER_BUFFER_CHANGE_DELETE: DELETE}
 
@@ -352,15 +355,18 @@ class Replayer:
         """For ``_logical.replay``, while one catalog serves every change: what becomes of a row
         change stored in (spc, relnumber) — False: nothing (a relation not decoded), a tuple
         ``(append_change, buffer, head, writer)`` from the plugin's ``row_writer``: the line is
-        appended natively, None: ``apply_change`` decides (TOAST chunks, an unknown relation, a
-        plugin without a row writer).  Kept in ``row_targets`` while the catalog in force stays."""
+        appended natively, ``UNMAPPED``: no relation is stored there (a change without tuples is
+        passed over, another goes to ``apply_change``, which warns), None: ``apply_change`` decides
+        (TOAST chunks, a plugin without a row writer).  Kept in ``row_targets`` while the catalog in
+        force stays."""
         key = (spc, relnumber)
         hit = self.row_targets.get(key, self)
         if hit is not self:
             return hit
-        target = None
+        target = UNMAPPED
         fate = self._relation_fate(self._shown, spc, relnumber)
         if fate is not None:
+            target = None
             rel, what = fate
             if what is _SKIP:
                 target = False

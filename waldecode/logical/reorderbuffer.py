@@ -409,6 +409,9 @@ class ReorderBuffer:
         changes is needed: ``_logical.replay`` reads those without a tuple per change."""
         parts = [p for p in (txn, *txn.subtxns) if p.nentries]
         if len(parts) > 1:
+            if runs and not any(p.spill_files or isinstance(p.changes, ChangeList) for p in parts):
+                # all in memory: one run, merged natively (the transaction's bytes copied once)
+                return (_impl.logical().merge_buffers([p.changes for p in parts]),)
             return heapq.merge(*(self._txn_changes(p) for p in parts), key=lambda c: c.lsn)
         if not parts:
             return ()
