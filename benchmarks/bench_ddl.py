@@ -111,10 +111,10 @@ def main() -> int:
         (result,) = json.loads((args.output_dir / "bench.json").read_text())["workloads"]
         tools = {t["key"]: t for t in result["tools"]}
         decode = next(t for k, t in tools.items() if k.startswith("decode_"))
-        ratio = decode["median_s"] / tools["recvlogical"]["median_s"]
+        ratio = decode["median_seconds"] / tools["pg_recvlogical"]["median_seconds"]
         met = ratio <= RATIO_TARGET
         ok &= met
-        print(f"decode {decode['median_s']:.2f} s, pg_recvlogical {tools['recvlogical']['median_s']:.2f} s: "
+        print(f"decode {decode['median_seconds']:.2f} s, pg_recvlogical {tools['pg_recvlogical']['median_seconds']:.2f} s: "
               f"{ratio:.2f}x, target <= {RATIO_TARGET}x: {'met' if met else 'MISSED'}")
         start_lsn = result["wal"]["decode_start_lsn"]
     else:
