@@ -5,8 +5,10 @@ classifies every command: ``RUN`` commands are run here against one fixture
 (``fixtures/pg15-off/interleaved``: its ``wal/``, ``snapshot.json.gz``, ``meta.json``) with the
 documents' placeholder paths and LSNs replaced by the fixture's, and must end with the exit status
 the README documents (0 unless said otherwise); ``LIVE`` ones need a server and run in the live lane
-(tests/live/test_docs_commands_live.py); ``SKIP`` ones need what no lane has at hand (a base backup,
-S3, Spark, a failover).  A command added to a document and classified nowhere fails
+(tests/live/test_docs_commands_live.py); ``LANE`` ones run in the test of another lane that
+``LANE`` names, where what they need is built anyway (Spark, a backup repository, an S3 server), and
+that test must exist (``test_lane_tests_exist``); ``SKIP`` ones need what no lane has at hand (a base
+backup, a failover).  A command added to a document and classified nowhere fails
 ``test_every_command_is_classified``; an example whose options or behaviour drift from the tool
 fails ``test_documented_command`` (wrong exit status, or a Python traceback), and a ``waldecode``
 command that is not run here fails ``test_documented_command_parses`` once the command line's own
@@ -26,24 +28,37 @@ import sys
 
 import pytest
 
-from doc_commands import DOCUMENTS, FIXTURE, LIVE, ROOT, RUN, SKIP, argv, documented, placeholders
+from doc_commands import DOCUMENTS, FIXTURE, LANE, LIVE, ROOT, RUN, SKIP, argv, documented, placeholders
 from waldecode import cli
 
 
 def test_every_command_is_classified():
     found = documented()
     assert found, "no shell blocks found in README.md and docs/"
-    classified = {**RUN, **LIVE, **SKIP}
+    classified = {**RUN, **LIVE, **LANE, **SKIP}
     unclassified = [f"{cmd}  ({', '.join(docs)})" for cmd, docs in found.items() if cmd not in classified]
     assert not unclassified, "commands shown in the documents that the tests neither run nor skip:\n" + \
         "\n".join(unclassified)
     stale = [cmd for cmd in classified if cmd not in found]
     assert not stale, "classified commands no document shows any more:\n" + "\n".join(stale)
-    assert len(classified) == len(RUN) + len(LIVE) + len(SKIP), "a command is classified twice"
+    assert len(classified) == len(RUN) + len(LIVE) + len(LANE) + len(SKIP), "a command is classified twice"
 
 
-#: the waldecode commands not run here: parsed instead
-_NOT_RUN = [cmd for cmd in (*LIVE, *SKIP) if cmd.startswith("waldecode ")]
+def test_lane_tests_exist():
+    """Each test ``LANE`` names is defined where it says, and takes its command from ``LANE`` by that name
+    (``lane_command("tests/...::NAME")``): the command it runs is the documented one."""
+    missing = []
+    for cmd, test in LANE.items():
+        path, _, name = test.partition("::")
+        file = ROOT / path
+        text = file.read_text() if file.is_file() else ""
+        if not re.search(rf"^def {re.escape(name)}\(", text, re.M) or f'lane_command("{test}")' not in text:
+            missing.append(f"{test}  (for {cmd})")
+    assert not missing, "LANE names tests that do not exist or do not run its command:\n" + "\n".join(missing)
+
+
+#: the waldecode commands not run here: parsed instead (a lane's, too: that lane may be skipped)
+_NOT_RUN = [cmd for cmd in (*LIVE, *LANE, *SKIP) if cmd.startswith("waldecode ")]
 
 
 @pytest.mark.parametrize("cmd", _NOT_RUN, ids=[c[10:60] for c in _NOT_RUN])

@@ -11,7 +11,6 @@ shared ``local[2]`` SparkSession.  Errors come out as ``decode``'s one line and 
 from __future__ import annotations
 
 import io
-import os
 import shutil
 import sys
 
@@ -338,77 +337,28 @@ def test_dataframe_parquet_round_trip(spark, tmp_path, name, out_file):
 # -- a standalone cluster ------------------------------------------------------------------------
 
 
-def _free_port() -> int:
-    import socket
-
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def _wait_for(path, text, proc, timeout=90):
-    import time
-
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if text in path.read_text(errors="replace"):
-            return
-        if proc.poll() is not None:
-            break
-        time.sleep(0.5)
-    raise AssertionError(f"{text!r} not seen in {path}:\n{path.read_text(errors='replace')[-3000:]}")
-
-
 @pytest.mark.slow
 @pytest.mark.spark
-def test_standalone_cluster(tmp_path):
-    """A master and one worker on 127.0.0.1 (free ports, spark-class), decode through spark://, the
-    executors on the Cython implementation; both daemons stopped by PID."""
-    pyspark = pytest.importorskip("pyspark")
+def test_standalone_cluster(standalone, tmp_path):
+    """Decode through spark:// (the lane's master and worker on 127.0.0.1: conftest.standalone), the
+    executors on the Cython implementation."""
     import subprocess
 
     if _impl.IMPL != "cython":
         pytest.skip("the Cython extension is not built")
-    spark_class = os.path.join(os.path.dirname(pyspark.__file__), "bin", "spark-class")
-    env = dict(os.environ, SPARK_LOCAL_IP="127.0.0.1", PYSPARK_PYTHON=sys.executable)
-    env.pop("SPARK_CONF_DIR", None)  # the daemons log at INFO (what is waited for below), not as our sessions do
-    port, wport = _free_port(), _free_port()
-    logs = {n: tmp_path / f"{n}.log" for n in ("master", "worker")}
-    procs = []
-    try:
-        with open(logs["master"], "wb") as log:
-            procs.append(subprocess.Popen([spark_class, "org.apache.spark.deploy.master.Master", "--host", "127.0.0.1",
-                                           "--port", str(port), "--webui-port", str(_free_port())],
-                                          env=env, stdout=log, stderr=subprocess.STDOUT))
-        _wait_for(logs["master"], "I have been elected leader", procs[0])
-        with open(logs["worker"], "wb") as log:
-            procs.append(subprocess.Popen([spark_class, "org.apache.spark.deploy.worker.Worker", "--host", "127.0.0.1",
-                                           "--port", str(wport), "--webui-port", str(_free_port()), "--cores", "2",
-                                           "--memory", "1g", f"spark://127.0.0.1:{port}"],
-                                          env=env, stdout=log, stderr=subprocess.STDOUT))
-        _wait_for(logs["worker"], "Successfully registered with master", procs[1])
-        fx = _fixture("pg15-off/savepoints")
-        meta = fx.meta["decoding_options"]["test_decoding.jsonl"]
-        slot = _slot(fx, meta)
-        out = tmp_path / "spark.out"
-        run = subprocess.run([sys.executable, "-m", "waldecode.cli", "spark", "decode", "--master",
-                              f"spark://127.0.0.1:{port}", "--conf", "spark.executor.memory=512m",
-                              "--catalog", str(fx.path / "snapshot.json.gz"), "--start-lsn",
-                              slot["confirmed_flush_lsn"], "--end-lsn", fx.meta["end_lsn"], "--segments-per-task", "1",
-                              "--output", str(out), str(fx.wal_dir)],
-                             env=dict(env, WALDECODE_IMPL="cython"), capture_output=True, timeout=600)
-        assert run.returncode == 0, run.stderr.decode(errors="replace")[-3000:]
-        assert out.read_bytes() == single_process(fx, meta)
-        assert b"waldecode: note: the executors ran the cython implementation" in run.stderr
-    finally:
-        for proc in reversed(procs):
-            proc.terminate()
-            try:
-                proc.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
-    assert all(p.poll() is not None for p in procs)
+    fx = _fixture("pg15-off/savepoints")
+    meta = fx.meta["decoding_options"]["test_decoding.jsonl"]
+    slot = _slot(fx, meta)
+    out = tmp_path / "spark.out"
+    run = subprocess.run([sys.executable, "-m", "waldecode.cli", "spark", "decode", "--master",
+                          standalone.url, "--conf", "spark.executor.memory=512m",
+                          "--catalog", str(fx.path / "snapshot.json.gz"), "--start-lsn",
+                          slot["confirmed_flush_lsn"], "--end-lsn", fx.meta["end_lsn"], "--segments-per-task", "1",
+                          "--output", str(out), str(fx.wal_dir)],
+                         env=dict(standalone.env, WALDECODE_IMPL="cython"), capture_output=True, timeout=600)
+    assert run.returncode == 0, run.stderr.decode(errors="replace")[-3000:]
+    assert out.read_bytes() == single_process(fx, meta)
+    assert b"waldecode: note: the executors ran the cython implementation" in run.stderr
 
 
 PGOUTPUT_CASES = [pytest.param(fx, out_file, meta, id=f"{fx.name}/{out_file}")

@@ -4,10 +4,13 @@ The shell code blocks (```sh, ```bash) of the documents are read as a user would
 comment lines dropped, ``\\`` continuations joined, trailing ``# ...`` comments cut.  Every command
 is classified here, once: ``RUN`` (run by tests/differential/test_docs_commands.py on the bundled
 fixture ``fixtures/pg15-off/interleaved``, with the exit status the README documents), ``LIVE``
-(run by tests/live/test_docs_commands_live.py against a throw-away PostgreSQL 15 server), or
-``SKIP`` (why neither can run it: a base backup, S3, Spark, a failover).  Every ``waldecode``
-command of ``LIVE`` and ``SKIP`` is still parsed by the command line's own parser.  The documents'
-placeholder paths and LSNs become the fixture's (``placeholders``, ``argv``).
+(run by tests/live/test_docs_commands_live.py against a throw-away PostgreSQL 15 server), ``LANE``
+(run by the named test of the lane that already builds what it needs: a Spark session and a
+standalone cluster, pgBackRest and barman repositories, an S3 server; each such test takes its
+command from here with ``lane_command``), or ``SKIP`` (why no test runs it).  Every ``waldecode``
+command of ``LIVE``, ``LANE`` and ``SKIP`` is still parsed by the command line's own parser (a lane
+may be skipped where its tools are missing).  The documents' placeholder paths and LSNs become the
+fixture's (``placeholders``, ``argv``), or in a lane the values of what that lane built.
 """
 
 from __future__ import annotations
@@ -80,6 +83,16 @@ LIVE = {
     "/archive/wal/": "the fixture's transactions applied: the tables hold what the workload left on a server",
 }
 
+#: command as the documents show it -> the test that runs it, ``tests/LANE/FILE.py::NAME``, in the lane
+#: that already has what it needs (test_lane_tests_exist checks that the test is there)
+LANE = {
+    "waldecode spark decode --master 'local[2]' --catalog app-catalog.json --start-lsn 0/1D00028 "
+    "--output app.out /archive/wal/": "tests/spark/test_spark_docs_commands.py::test_spark_decode_local",
+    "waldecode spark decode --master spark://10.0.0.5:7077 --conf spark.executor.memory=1g --catalog "
+    "app-catalog.json --parquet /data/changes /archive/wal/":
+        "tests/spark/test_spark_docs_commands.py::test_spark_decode_standalone_parquet",
+}
+
 _BACKUP = "needs a base backup or backup set (the fixtures hold WAL and snapshots, no data directory)"
 #: command as the documents show it -> why it is not run here
 SKIP = {
@@ -90,27 +103,33 @@ SKIP = {
     "'2026-11-27 14:05' /var/lib/pgbackrest": _BACKUP + " (pgBackRest's; tests/live/test_catalog_choice.py)",
     "waldecode decode --catalog /var/lib/barman/pg --start-time '2026-11-27 14:00' /var/lib/barman/pg":
         _BACKUP + " (barman's; tests/live/test_catalog_choice.py)",
-    "waldecode decode --catalog snapshots/ --end-time '2026-11-27 14:05+01' s3://backups/walg/prod":
-        "needs S3 and a snapshot taken at or before the archive's first segment (the fixtures' snapshots "
-        "are taken inside it, after their tables were created)",
     "waldecode inspect --endpoint-url https://minio.internal:9000 s3://backups/pgbackrest":
         "needs an S3-compatible store (tests/live/test_object_store.py)",
     "waldecode catalog --backup /var/lib/pgbackrest --before '2026-11-27 14:00' -o app-catalog.json":
         _BACKUP + " (tests/live/test_catalog_backup.py)",
+    "waldecode decode --catalog snapshots/ --end-time '2026-11-27 14:05+01' s3://backups/walg/prod":
+        "needs a WAL-G prefix in S3 (tests/live/test_object_store.py's bucket holds a pgBackRest repository; "
+        "WAL-G's layouts, tests/live/test_archives.py, are local) and a snapshot taken at or before its first "
+        "segment",
     "waldecode catalog --datadir /backups/base-2026-11-20 -o app-catalog.json":
         _BACKUP + " (tests/live/test_catalog_datadir.py)",
     "waldecode bench --workloads pgbench,big_txn --scale 0.25 --runs 3 --output-dir bench-results":
         "starts PostgreSQL servers and runs for minutes (tests/live/test_bench.py)",
-    "waldecode spark decode --master 'local[2]' --catalog app-catalog.json --start-lsn 0/1D00028 "
-    "--output app.out /archive/wal/": "needs Spark (the spark lane: tests/spark/)",
-    "waldecode spark decode --master spark://10.0.0.5:7077 --conf spark.executor.memory=1g --catalog "
-    "app-catalog.json --parquet /data/changes /archive/wal/": "needs a Spark cluster",
     "waldecode diverge --old /old-primary/pg_wal --new /new-primary/pg_wal --catalog app-catalog.json":
         "needs the WAL of a failover, two timelines (tests/live/test_diverge.py); the fixtures have one",
     "waldecode diverge --old /archive/wal/ --catalog app-catalog.json --dsn 'host=new-primary dbname=app' "
     "--format json --changes -o include-timestamp":
         "needs a failover and its new primary (tests/live/test_diverge.py)",
 }
+
+
+def lane_command(test: str) -> str:
+    """The one command of ``LANE`` that ``test`` (``tests/LANE/FILE.py::NAME``) runs, as a document still
+    shows it: the test runs the documented text, so that a changed document changes the test."""
+    cmds = [cmd for cmd, t in LANE.items() if t == test]
+    assert len(cmds) == 1, f"LANE names {test} for {len(cmds)} commands: {cmds}"
+    assert cmds[0] in documented(), f"no document shows {cmds[0]} any more"
+    return cmds[0]
 
 
 def placeholders() -> dict[str, str]:
