@@ -359,3 +359,85 @@ def test_a_backup_repository_gives_the_backup_before_the_start(repo_world):
                                       r"stopped at \S+ \(latest at or before the start \S+\)$", err[0]), err
     assert r.stdout.decode() == text(w.rows)
     assert any("w[integer]:3" in x for x in w.rows)
+
+
+# -- the README's pgBackRest examples, as written ------------------------------------------------------
+
+
+def _without_timestamps(rows) -> list[str]:
+    """The slot's rows as test_decoding prints them without include-timestamp: ``COMMIT xid``."""
+    return [re.sub(r"^(COMMIT \d+) \(at .+\)$", r"\1", r) for r in rows]
+
+
+def _txn_with(txns, value: str) -> int:
+    """The index of the one transaction that inserts the row whose t.v is ``value``."""
+    (i,) = [i for i, (_t, rows) in enumerate(txns)
+            if any(" INSERT: " in r and f"v[text]:'{value}'" in r for r in rows)]
+    return i
+
+
+#: cli.cmd_decode asks the catalog source for its TimeZone before it reads the times (``source.time_zone()``),
+#: and a backup repository's refuses (catalog.choose.BackupSource.time_zone): with a repository as --catalog,
+#: --start-time/--end-time exit 2 even with an offset, which needs no TimeZone (spark decode too: spark/cli.py)
+REPOSITORY_TIMES_REFUSED = pytest.mark.xfail(
+    strict=True, raises=AssertionError,
+    reason="decode --catalog REPOSITORY refuses --start-time/--end-time even with an offset (exit 2: the "
+           "repository's TimeZone is asked for before the times are read)")
+
+
+@pytest.mark.slow
+@REPOSITORY_TIMES_REFUSED
+def test_documented_pgbackrest_decode_by_times(repo_world, tmp_path):
+    """``decode --catalog REPO --start-time T1 --end-time T2 REPO`` as the README shows it, the repository for
+    its path and, for its example times, the commit times the slot printed of the first row's transaction
+    and of the last one archived with the second backup (between them the ADD COLUMN): those transactions
+    as the slot printed them, the catalog from the backup before them."""
+    from doc_commands import argv, lane_command
+
+    w = repo_world
+    cmd = lane_command("tests/live/test_catalog_choice.py::test_documented_pgbackrest_decode_by_times")
+    txns = transactions(w.rows)
+    first, last = _txn_with(txns, "before"), _txn_with(txns, "after")
+    assert first < last
+    args, _ = argv(cmd, {"/var/lib/pgbackrest": str(w.repo), "2026-11-27 14:00+01": txns[first][0],
+                         "2026-11-27 14:05+01": txns[last][0]})
+    assert args.count(str(w.repo)) == 2 and txns[last][0] in args, args
+    r = subprocess.run([sys.executable, "-m", "waldecode.cli", *args], cwd=tmp_path, capture_output=True, timeout=300)
+    err = r.stderr.decode().splitlines()
+    assert r.returncode == 0, err
+    # besides the choice of the catalog, the end of the archive: the last commit archived is the end time's
+    # ("the WAL ends before --end-time": no commit after it), read to the archive's end
+    said = [ln for ln in err if not ln.startswith(("waldecode: note: the WAL ends before --end-time ",
+                                                   "waldecode: end of WAL at "))]
+    assert len(said) == 1 and re.match(rf"waldecode: catalog from pgBackRest backup {w.labels[0]} \(full\), "
+                                       r"stopped at \S+ \(latest at or before the start \S+\)$", said[0]), err
+    assert r.stdout.decode() == text(_without_timestamps(row for _t, rows in txns[first:last + 1] for row in rows))
+    assert any("w[integer]:2" in x for x in r.stdout.decode().splitlines())  # the ADD COLUMN decoded
+
+
+@pytest.mark.slow
+def test_documented_catalog_backup_before(repo_world, tmp_path):
+    """``catalog --backup REPO --before TIME -o app-catalog.json`` as the README shows it, the repository for
+    its path and for its example time the commit time of the first row after the first backup: that backup's
+    snapshot, said in one line, which decodes the slot's rows from its start (across the ADD COLUMN)."""
+    from datetime import datetime
+
+    from doc_commands import argv, lane_command
+    from waldecode.catalog.backups import find_backup
+
+    w = repo_world
+    cmd = lane_command("tests/live/test_catalog_choice.py::test_documented_catalog_backup_before")
+    txns = transactions(w.rows)
+    before = txns[_txn_with(txns, "before")][0]
+    chosen = find_backup(w.repo, before_time=datetime.fromisoformat(before))
+    assert chosen.label == w.labels[0]
+    args, _ = argv(cmd, {"/var/lib/pgbackrest": str(w.repo), "2026-11-27 14:00": before})
+    assert str(w.repo) in args and before in args, args
+    r = subprocess.run([sys.executable, "-m", "waldecode.cli", *args], cwd=tmp_path, capture_output=True, timeout=300)
+    err = r.stderr.decode().splitlines()
+    assert r.returncode == 0, err
+    assert err[0] == f"waldecode: catalog from {chosen.describe()}", err
+    assert (tmp_path / "app-catalog.json").is_file()
+    r = decode(w, tmp_path / "app-catalog.json", "--start-lsn", w.first, "--end-lsn", w.end)
+    assert r.returncode == 0 and r.stderr == b"", r.stderr.decode()
+    assert r.stdout.decode() == text(w.rows)

@@ -91,6 +91,11 @@ LANE = {
     "waldecode spark decode --master spark://10.0.0.5:7077 --conf spark.executor.memory=1g --catalog "
     "app-catalog.json --parquet /data/changes /archive/wal/":
         "tests/spark/test_spark_docs_commands.py::test_spark_decode_standalone_parquet",
+    "waldecode decode --catalog /var/lib/pgbackrest --start-time '2026-11-27 14:00+01' --end-time "
+    "'2026-11-27 14:05+01' /var/lib/pgbackrest":
+        "tests/live/test_catalog_choice.py::test_documented_pgbackrest_decode_by_times",
+    "waldecode catalog --backup /var/lib/pgbackrest --before '2026-11-27 14:00' -o app-catalog.json":
+        "tests/live/test_catalog_choice.py::test_documented_catalog_backup_before",
 }
 
 _BACKUP = "needs a base backup or backup set (the fixtures hold WAL and snapshots, no data directory)"
@@ -99,14 +104,10 @@ SKIP = {
     "./dev demo": "sets up the environment these tests run in; test_dev_demo_module runs what it then runs",
     "./dev test": "sets up and runs the whole suite (CI's own command)",
     ". .venv/bin/activate": "the environment these tests run in",
-    "waldecode decode --catalog /var/lib/pgbackrest --start-time '2026-11-27 14:00' --end-time "
-    "'2026-11-27 14:05' /var/lib/pgbackrest": _BACKUP + " (pgBackRest's; tests/live/test_catalog_choice.py)",
-    "waldecode decode --catalog /var/lib/barman/pg --start-time '2026-11-27 14:00' /var/lib/barman/pg":
+    "waldecode decode --catalog /var/lib/barman/pg --start-time '2026-11-27 14:00+01' /var/lib/barman/pg":
         _BACKUP + " (barman's; tests/live/test_catalog_choice.py)",
     "waldecode inspect --endpoint-url https://minio.internal:9000 s3://backups/pgbackrest":
         "needs an S3-compatible store (tests/live/test_object_store.py)",
-    "waldecode catalog --backup /var/lib/pgbackrest --before '2026-11-27 14:00' -o app-catalog.json":
-        _BACKUP + " (tests/live/test_catalog_backup.py)",
     "waldecode decode --catalog snapshots/ --end-time '2026-11-27 14:05+01' s3://backups/walg/prod":
         "needs a WAL-G prefix in S3 (tests/live/test_object_store.py's bucket holds a pgBackRest repository; "
         "WAL-G's layouts, tests/live/test_archives.py, are local) and a snapshot taken at or before its first "
