@@ -542,7 +542,8 @@ cdef class _Decoding:
             return
         if type(d).txn_committed is not TransactionListener.txn_committed:
             return
-        if d.history is not None and type(d.history).txn_committed is not CatalogHistory.txn_committed:
+        if (d.history is not None and d.history in d.txns.listeners
+                and type(d.history).txn_committed is not CatalogHistory.txn_committed):
             return
         for listener in d.txns.listeners:
             if listener is not d and listener is not d.history:
@@ -974,6 +975,8 @@ cdef Py_ssize_t _loop(_Decoding d, list records, unsigned long long start, int m
 # -- phase 1 of Spark's range path ------------------------------------------------------------------
 
 def xact_spans(list records, int major, dict firsts, dict ended, slow=None):
+    from waldecode.spark.ranges import SPANS_CATALOG, SPANS_TWO_PHASE
+
     """``spark.ranges.xact_spans`` (its docstring says what): over framed records
     ``(lsn, raw end, bytes)``, each xid's first record into ``firsts`` (the lowest LSN there), each xid a
     COMMIT or ABORT record ends into ``ended`` as (that record's LSN, 1 for a commit, 0 for an abort); True when a
@@ -981,8 +984,10 @@ def xact_spans(list records, int major, dict firsts, dict ended, slow=None):
     read here as ParseCommitRecord / ParseAbortRecord do (``rmgr.xact.parse_commit_or_abort``) when
     the record's layout is sound and its main data holds what xinfo announces; any other one —
     relation locators, dropped stats, invalidations of a commit or a two-phase part to step over,
-    main data too short — goes to ``slow(rec, lsn, raw end, major)`` (``ranges.xact_end``), which
-    gives (xid, subxacts, is_commit) the exact way or raises the decoder's error."""
+    main data too short — goes to ``slow(rec, lsn, raw end, major, True)`` (``ranges.xact_end``), which
+    gives (xid, subxacts, is_commit, xinfo) the exact way or raises the decoder's error.  Returns
+    ``ranges.SPANS_TWO_PHASE`` and ``SPANS_CATALOG`` or'd as ``ranges.xact_spans`` says."""
+    from waldecode.spark.ranges import SPANS_CATALOG, SPANS_TWO_PHASE
     cdef Py_ssize_t i, n = len(records), pos, nsub, k
     cdef tuple t
     cdef bytes rec
@@ -990,7 +995,7 @@ def xact_spans(list records, int major, dict firsts, dict ended, slow=None):
     cdef const unsigned char *m
     cdef unsigned int info, xid, xinfo, last_xid = 0
     cdef unsigned int slow_bits
-    cdef bint two_phase = False, is_commit, have_last = False
+    cdef bint two_phase = False, catalog = False, is_commit, have_last = False
     cdef RecHead h
     cdef object lsn, end, key
     cdef PyObject *found
@@ -1023,6 +1028,8 @@ def xact_spans(list records, int major, dict firsts, dict ended, slow=None):
                         else:
                             xinfo = pg_u32(m + pos)
                             pos += SizeOfXactXinfo
+                            if is_commit and xinfo & XACT_XINFO_HAS_INVALS:
+                                catalog = True
                     if nsub == 0 and xinfo & slow_bits:
                         nsub = -1
                     if nsub == 0 and xinfo & XACT_XINFO_HAS_DBINFO:
@@ -1040,7 +1047,9 @@ def xact_spans(list records, int major, dict firsts, dict ended, slow=None):
                     if nsub >= 0 and xinfo & XACT_XINFO_HAS_ORIGIN and h.mainlen < pos + 4 * nsub + 16:
                         nsub = -1  # xl_xact_origin
                 if nsub < 0:
-                    key, subs, commit = slow(rec, t[0], t[1], major)
+                    key, subs, commit, xinfo = slow(rec, t[0], t[1], major, True)
+                    if commit and xinfo & XACT_XINFO_HAS_INVALS:
+                        catalog = True
                     end = (t[0], commit)
                     ended[key] = end
                     for sub in subs:
@@ -1053,6 +1062,8 @@ def xact_spans(list records, int major, dict firsts, dict ended, slow=None):
                 continue
             if info == XLOG_XACT_PREPARE or info == XLOG_XACT_COMMIT_PREPARED or info == XLOG_XACT_ABORT_PREPARED:
                 two_phase = True
+            elif info == XLOG_XACT_INVALIDATIONS:
+                catalog = True
         if xid == 0 or (have_last and xid == last_xid):
             continue  # the same transaction as the record before: already in firsts
         key = xid
@@ -1061,7 +1072,57 @@ def xact_spans(list records, int major, dict firsts, dict ended, slow=None):
             PyDict_SetItem(firsts, key, t[0])
         last_xid = xid
         have_last = True
-    return two_phase
+    return (SPANS_TWO_PHASE if two_phase else 0) | (SPANS_CATALOG if catalog else 0)
+
+
+def catalog_records(list records, int major, nodes, list out, bint xlog_xid):
+    """``spark.ranges.catalog_records`` (its docstring says what) over framed records ``(lsn, raw end,
+    bytes)``: the ones the catalog history needs appended to ``out``; returns whether ``xlog_xid`` is still
+    wanted (the first XLOG record with blocks and an xid, taken once)."""
+    cdef Py_ssize_t i, n = len(records)
+    cdef tuple t
+    cdef bytes rec
+    cdef const unsigned char *r
+    cdef unsigned int rmid, info, xinfo
+    cdef RecHead h
+    cdef bint take
+    for i in range(n):
+        t = <tuple>records[i]
+        rec = <bytes>t[2]
+        r = <const unsigned char *>PyBytes_AS_STRING(rec)
+        rmid = r[17]
+        info = r[16]
+        take = False
+        if rmid == RM_XACT_ID:
+            take = True
+            if (info & XLOG_XACT_OPMASK) == XLOG_XACT_COMMIT:
+                # a commit without invalidations changed no catalog (the history checks its own rows' ends)
+                take = False
+                if not info & XLOG_XACT_HAS_INFO:
+                    pass
+                elif _parse_head(r, PyBytes_GET_SIZE(rec), major, &h) != 0 \
+                        or h.mainlen < MinSizeOfXactCommit + SizeOfXactXinfo:
+                    take = True  # left to the decoder, which reads it or says why not
+                else:
+                    xinfo = pg_u32(h.main + MinSizeOfXactCommit)
+                    take = (xinfo & XACT_XINFO_HAS_INVALS) != 0
+        elif rmid == RM_STANDBY_ID or rmid == RM_RELMAP_ID:
+            take = True
+        elif rmid == RM_HEAP_ID or rmid == RM_HEAP2_ID or rmid == RM_XLOG_ID:
+            if _parse_head(r, PyBytes_GET_SIZE(rec), major, &h) != 0:
+                take = True
+            elif rmid == RM_XLOG_ID and (info & 0xF0) == XLOG_PARAMETER_CHANGE:
+                take = True
+            elif h.nblocks:
+                take = PySet_Contains(nodes, h.rel) == 1
+                if not take and rmid == RM_XLOG_ID and xlog_xid and h.xid:
+                    take = True
+                    xlog_xid = False
+            elif rmid == RM_HEAP2_ID and (info & XLOG_HEAP_OPMASK) == XLOG_HEAP2_NEW_CID:
+                take = True
+        if take:
+            out.append(t)
+    return xlog_xid
 
 
 cdef struct _End:

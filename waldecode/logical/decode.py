@@ -261,7 +261,10 @@ class LogicalDecoder(TransactionListener):
                  spill_threshold: int = DEFAULT_SPILL_THRESHOLD, memory_budget: int = DEFAULT_MEMORY_BUDGET,
                  segment_size: int,
                  start_decoding_at: int = 0, assume_consistent: bool = False, major: int | None = None,
-                 catalog_history: bool = True, on_warning=None):
+                 catalog_history=True, on_warning=None):
+        """``catalog_history``: True, the decoder's own, following the catalog through the records it
+        takes; False, none; or a history built elsewhere that takes no records and answers for the whole
+        WAL read (``spark.plan.FrozenCatalogHistory``: the driver's, for Spark's ranges)."""
         self.catalog = catalog
         self.database = catalog.database_oid
         self.plugin = plugin
@@ -282,7 +285,11 @@ class LogicalDecoder(TransactionListener):
         self.on_warning = on_warning
         self.txns = TransactionTracker(self.major)  # the one transaction tracker: the history listens to it
         self.txns.subscribe(self)
-        history = CatalogHistory(catalog, self.major, warn=self.warn, txns=self.txns) if catalog_history else None
+        if catalog_history is True:
+            history = CatalogHistory(catalog, self.major, warn=self.warn, txns=self.txns)
+        else:
+            # none, or one built elsewhere that takes no records (the driver's, for Spark's ranges)
+            history = catalog_history or None
         if history is not None and not history.active:
             self.warn(history.inactive_reason)
             history = None

@@ -56,7 +56,8 @@ def decode_wal(source, catalog: Catalog, plugin, *, plugin_options: dict | None 
                end_lsn: int | None = None, timeline: int | None = None, two_phase: bool = False,
                spill_dir: str | None = None, spill_threshold: int = DEFAULT_SPILL_THRESHOLD,
                memory_budget: int = DEFAULT_MEMORY_BUDGET, include_uncommitted: bool = False,
-               on_warning=None, observer=None, track=None, start_plan: tuple | None = None) -> DecodeResult:
+               on_warning=None, observer=None, track=None, start_plan: tuple | None = None,
+               catalog_history=True) -> DecodeResult:
     """Decode ``source`` (paths, or a ``walfile.SegmentSet``) through ``plugin``, started with
     ``plugin_options`` (as ``pg_recvlogical -o`` gives them).
 
@@ -72,7 +73,7 @@ def decode_wal(source, catalog: Catalog, plugin, *, plugin_options: dict | None 
     Python decoder takes, and every 1024th of the others).  ``track(reader)`` may wrap the reader
     (the progress line): the ``frames()`` of what it returns are read instead, and it is closed at
     the end.  ``start_plan``: ``startpoint.reading_start``'s (plan, read_from) for these starts, when the
-    caller has it already.  Before anything is read, ``choose.check_snapshot`` refuses a snapshot of
+    caller has it already.  ``catalog_history``: ``LogicalDecoder``'s.  Before anything is read, ``choose.check_snapshot`` refuses a snapshot of
     another cluster, or one taken after the reading start with catalog changes in between.
     """
     segments = source if isinstance(source, SegmentSet) else discover(source, timeline)
@@ -87,7 +88,7 @@ def decode_wal(source, catalog: Catalog, plugin, *, plugin_options: dict | None 
                              segment_size=segments.seg_size, plugin_options=plugin_options,
                              start_decoding_at=start_lsn or 0,
                              assume_consistent=plan is not None and plan.assume_consistent,
-                             on_warning=on_warning)
+                             on_warning=on_warning, catalog_history=catalog_history)
     result = DecodeResult(plan, read_from, None, end_lsn, decoder=decoder)
     records = reader if track is None else track(reader)
     ended = False  # reading came to its end (else an error is on its way: it alone is reported)

@@ -3,9 +3,10 @@ executors, the driver's pass, phase 2, ordered output.
 
 The range path (``ranges``) comes first: a cheap phase 1 per run (``ranges.run_spans``), the
 driver's ``ranges.plan_ranges``, then each output range decoded by ``session.decode_wal`` in a
-task of its own (``ranges.decode_range``) into its part file; when phase 1 or the ranges show
-it cannot give the single-process output (catalog changes, two-phase records, reading
-errors), nothing has been written and the event path below runs.  It needs only a
+task of its own (``ranges.decode_range``) into its part file, with the catalog history of the whole
+read when the catalog changes in it (``_catalog_for_ranges``); when phase 1 or the ranges show it
+cannot give the single-process output (two-phase records, a catalog change the catalog pass cannot
+follow, reading errors), nothing has been written and the event path below runs.  It needs only a
 SparkContext (RDD jobs): a SQL session is made when the event path or a Hadoop input needs one.
 
 Owns the wiring of the Spark path, as ``session.decode_wal`` owns the single-process one,
@@ -140,6 +141,12 @@ def run_spans(scan: Scan, run_index: int) -> _ranges.RunSpans:
     return _ranges.run_spans(scan.segments, run_index, first, last, scan.start, scan.end_lsn)
 
 
+def run_catalog_records(scan: Scan, run_index: int, nodes: frozenset) -> list:
+    """The records of one run the catalog history needs (``ranges.run_catalog_records``)."""
+    first, last = scan.runs[run_index]
+    return _ranges.run_catalog_records(scan.segments, first, last, scan.start, scan.end_lsn, nodes)
+
+
 def range_runs(scan: Scan, executor) -> Scan:
     """``scan`` in the runs of the range path's phase 1: it holds a few xids per run, not a run's changes,
     so runs as large as the ranges and the cores allow (each task costs tens of ms), not the event path's
@@ -226,11 +233,14 @@ class LocalExecutor:
     def spans(self, scan: Scan) -> list:
         return [run_spans(scan, i) for i in range(len(scan.runs))]
 
+    def catalog_records(self, scan: Scan, nodes: frozenset) -> list:
+        return [run_catalog_records(scan, i, nodes) for i in range(len(scan.runs))]
+
     def decode_ranges(self, scan: Scan, rplan: _ranges.RangePlan, ctx: tasks.Phase2, directory: str,
                       two_phase: bool, include_uncommitted: bool) -> dict:
         return {r.rng: _ranges.decode_range(scan.segments, ctx.catalog, ctx.make_plugin, ctx.plugin_options, r,
                                             two_phase=two_phase, include_uncommitted=include_uncommitted,
-                                            writer=tasks.PartWriter(directory, r.rng))
+                                            writer=tasks.PartWriter(directory, r.rng), history=ctx.timeline)
                 for r in rplan.ranges}
 
 
@@ -502,6 +512,23 @@ class SparkExecutor:
             bc.unpersist()
         return [tasks.unpack(blob) for _run, blob in sorted(rows)]
 
+    def catalog_records(self, scan: Scan, nodes: frozenset) -> list:
+        """The catalog pass of the range path: a task per run, the records the catalog history needs
+        collected (``ranges.run_catalog_records``; a few per DDL statement and checkpoint)."""
+        bc = self.sc.broadcast(scan)
+
+        def records(runs):
+            s = bc.value
+            use_impl(s.impl)
+            for run, rs in runs:
+                yield run, tasks.pack(run_catalog_records(rs, run, nodes))
+
+        try:
+            rows = self._map_runs(scan, bc, records)
+        finally:
+            bc.unpersist()
+        return [tasks.unpack(blob) for _run, blob in sorted(rows)]
+
     def _map_runs(self, scan: Scan, bc, fn, last_first: bool = False) -> list:
         """``fn`` over (run, scan to read it with) in a task per run of ``scan`` (``bc``: ``scan`` broadcast),
         its (key, bytes) results collected.  Local segments: an RDD of run numbers (no SQL session, no
@@ -548,7 +575,7 @@ class SparkExecutor:
                 make_plugin, staged = _attempt_plugin(c.make_plugin, task)
                 info = _ranges.decode_range(rs.segments, c.catalog, make_plugin, c.plugin_options, rngs[i],
                                             two_phase=tp, include_uncommitted=unc,
-                                            writer=tasks.PartWriter(directory, i))
+                                            writer=tasks.PartWriter(directory, i), history=c.timeline)
                 blob = tasks.pack((info, _impl.IMPL, staged))
                 _ranges.write_done(directory, i, blob)  # for the driver appending ranges as they end
                 if task.attemptNumber() == 0:
@@ -819,13 +846,18 @@ def _decode_by_ranges(executor, scan: Scan, catalog: Catalog, make_plugin, out, 
     rplan = _ranges.plan_ranges(spans, getattr(executor, "ranges", 1), start_lsn, restart_lsn, end_lsn)
     if rplan.reason is not None:
         return None, rplan.reason
+    history, history_warnings = None, []
+    if any(s.catalog_changes for s in spans):
+        history = _catalog_for_ranges(executor, scan, catalog, spans, history_warnings)
+        if isinstance(history, str):
+            return None, history
     files_dir = files_directory(make_plugin)
     if files_dir is not None:
         # the ranges' files go to a directory of their own until the ranges show they are right
         make_plugin = functools.partial(make_plugin, directory=os.path.join(files_dir, ATTEMPTS_DIR, "ranges"))
     parts = os.path.join(directory, "ranges")
     os.makedirs(parts, exist_ok=True)
-    ctx = tasks.Phase2(catalog, make_plugin, plugin_options, None, None)
+    ctx = tasks.Phase2(catalog, make_plugin, plugin_options, history, None)
     appended = 0
     if files_dir is None and getattr(executor, "streams_ranges", False) and getattr(out, "can_rewind", False):
         summaries, appended = _stream_ranges(executor, scan, rplan, ctx, parts, two_phase, include_uncommitted, out)
@@ -843,10 +875,34 @@ def _decode_by_ranges(executor, scan: Scan, catalog: Catalog, make_plugin, out, 
         keep_staged_files(files_dir, {os.path.join(files_dir, ATTEMPTS_DIR, "ranges")})
     for r in rplan.ranges[appended:]:
         _append(out, tasks.part_path(parts, r.rng))
+    result.warnings = history_warnings + result.warnings
     if on_warning is not None:
         for w in result.warnings:
             on_warning(w)
     return result, None
+
+
+def _catalog_for_ranges(executor, scan: Scan, catalog: Catalog, spans: list, warnings: list):
+    """The catalog history of the whole WAL read, for ranges whose transactions the catalog changes under:
+    the records it needs collected on the executors (``catalog_records``), fed to one history here in LSN
+    order; read again with the relfilenodes a catalog rewrite gave (as the event path's driver pass does).
+    A ``plan.FrozenCatalogHistory``, its warnings appended to ``warnings``; or why the ranges cannot use it."""
+    nodes = _plan.tracked_relfilenodes(catalog)
+    while True:
+        found: list = []
+        try:
+            history = _ranges.catalog_history(catalog, executor.catalog_records(scan, nodes), scan.segments.major,
+                                              spans, warn=found.append)
+        except Error as e:
+            return f"the catalog pass met an error: {e}"
+        if isinstance(history, str):
+            return history
+        more = frozenset(history.redo.nodes)
+        if more <= nodes:
+            break
+        nodes = nodes | more
+    warnings += found
+    return _plan.FrozenCatalogHistory(history)
 
 
 #: how often the driver looks for ranges that ended, while the range job runs

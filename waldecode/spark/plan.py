@@ -35,6 +35,10 @@ from ..logical.snapbuild import SNAPBUILD_CONSISTENT, SNAPBUILD_FULL_SNAPSHOT, x
 # -- the catalog timeline: the one place the Spark path touches the catalog history ----------------
 
 
+class _NoRedo:
+    nodes: dict = {}
+
+
 class FrozenCatalogHistory:
     """The catalog history after the whole pass, for phase 2: ``view(lsn, xid)`` is a pure function
     of its ``CatalogTimeline`` (each transaction's own catalog changes are kept after its commit), so
@@ -58,6 +62,23 @@ class FrozenCatalogHistory:
 
     def explain_unmapped(self, spc: int, relfilenode: int, lsn: int, xid: int = 0) -> str:
         return self.history.explain_unmapped(spc, relfilenode, lsn, xid)
+
+    # -- as a decoder's history (``LogicalDecoder(catalog_history=...)``: a range of the range path) ------
+
+    #: the catalogs whose records the decoder hands to the history: none, all is known already
+    redo = _NoRedo()
+    problems: tuple = ()  # reported by the driver, which built the history
+    position = 0  # where the decoder stands (set by ``_logical``; nothing depends on it here)
+
+    @property
+    def timeline(self):
+        return self.history.timeline
+
+    def process(self, rec) -> None:
+        """Records change nothing: the timeline holds every catalog change of the WAL read."""
+
+    def idle(self) -> bool:
+        return True
 
 
 class CatalogTimelineBuilder:
@@ -154,7 +175,7 @@ class RecordingReplayer:
     def __init__(self, decoder: "DriverDecoder"):
         self.decoder = decoder
 
-    def replay(self, txn, changes, end, prepare: bool = False) -> None:
+    def replay(self, txn, changes, end, prepare: bool = False, first_lsn: int | None = None) -> None:
         d = self.decoder
         rb_txn = d.rb.txn_by_xid(txn.xid, False)
         # Each member with the LSN its reorder-buffer entry was made at: changes of an xid queued before

@@ -16,10 +16,15 @@ its first record (the range starts ``L_r``), the xids still open at its end with
 record in it, and the xids its commit and abort records end.  The driver (``plan_ranges``)
 follows the few xids open at a run's end to the run where they end.
 
+When the catalog changes in the WAL read (phase 1 sees a commit with invalidations), a catalog pass
+(``run_catalog_records``, a task per run) collects the records the catalog history needs and the
+driver builds that history once for the whole read (``catalog_history``); every range decodes with
+it, frozen, so that each transaction sees the catalog in force for it as in the single process.
+
 Exactness rests on three facts the single-process run shares, which the driver checks and
-otherwise hands the run to the event path (``plan``): the catalog does not change in the WAL
-read (each range starts from the given snapshot; the ranges' histories report any change),
-the first range is consistent before the second starts (the snapshot builder's path to
+otherwise hands the run to the event path (``plan``): each range decodes with the catalog the
+single process would (the snapshot, or the driver's history of the whole read; a range's own
+history reports any change it was not given), the first range is consistent before the second starts (the snapshot builder's path to
 consistency is the first range's alone), and no two-phase record (a prepared transaction's
 output depends on where it was prepared and decoded) nor any reading error (the event path
 places the error after exactly the output before it) is met in phase 1.
@@ -35,8 +40,12 @@ from bisect import bisect_left, bisect_right
 from dataclasses import dataclass
 
 from ..errors import Error
-from ..rmgr import RM_XACT_ID
+from ..rmgr import RM_HEAP2_ID, RM_HEAP_ID, RM_RELMAP_ID, RM_STANDBY_ID, RM_XACT_ID, RM_XLOG_ID
+from ..rmgr.heap import XLOG_HEAP2_NEW_CID, XLOG_HEAP_OPMASK
+from ..rmgr.xlog import XLOG_PARAMETER_CHANGE
 from ..rmgr.xact import (
+    XACT_XINFO_HAS_INVALS,
+    XLOG_XACT_INVALIDATIONS,
     XLOG_XACT_ABORT,
     XLOG_XACT_ABORT_PREPARED,
     XLOG_XACT_COMMIT,
@@ -63,44 +72,57 @@ class RunSpans:
     two_phase: bool = False  # a PREPARE, COMMIT PREPARED or ROLLBACK PREPARED record
     stop: object = None  # ReadStop of a run ending the input, or of a problem
     error: Error | None = None
+    catalog_changes: bool = False  # a commit with invalidations, or an XLOG_XACT_INVALIDATIONS record
 
 
-def xact_spans(records, major: int, firsts: dict, ended: dict, slow=None) -> bool:
+#: what ``xact_spans`` found, or'd: a two-phase record; a catalog change (a commit with invalidations, an
+#: XLOG_XACT_INVALIDATIONS record: every transaction that changes a catalog row sends invalidations)
+SPANS_TWO_PHASE = 1
+SPANS_CATALOG = 2
+
+
+def xact_spans(records, major: int, firsts: dict, ended: dict, slow=None) -> int:
     """The pure-Python reference of ``_logical.xact_spans``: over framed records ``(lsn, raw end, bytes)``,
     ``firsts`` gets each xid's first record (the lowest LSN there: framing with ``FrameState.firsts``
     notes the other records' xids in it before these are read), and ``ended`` each xid a COMMIT or
     ABORT record ends (the record's own xid and its subtransactions) with (that record's LSN, 1 for a
     commit, 0 for an abort).
     A commit or abort record is not where its transaction's changes begin: it is not in ``firsts``.
-    Returns True when a two-phase record (PREPARE, COMMIT/ROLLBACK PREPARED) is among them.  A record
-    the decoder refuses raises its error.  (``slow``: the native version's way back here, unused.)"""
-    decode = tasks._impl.decode_record
+    Returns ``SPANS_TWO_PHASE`` when a two-phase record (PREPARE, COMMIT/ROLLBACK PREPARED) is among them,
+    or'd with ``SPANS_CATALOG`` when a catalog change is.  A record the decoder refuses raises its error.
+    (``slow``: the native version's way back here, unused.)"""
     xl_xid = tasks._xl_xid
-    two_phase = False
+    flags = 0
     for lsn, raw_end, rec in records:
         if rec[17] == RM_XACT_ID:
             info = rec[16] & XLOG_XACT_OPMASK
             if info == XLOG_XACT_COMMIT or info == XLOG_XACT_ABORT:
-                xid, subxacts, is_commit = xact_end(rec, lsn, raw_end, major)
+                xid, subxacts, is_commit, xinfo = xact_end(rec, lsn, raw_end, major, with_xinfo=True)
+                if is_commit and xinfo & XACT_XINFO_HAS_INVALS:
+                    flags |= SPANS_CATALOG
                 end = (lsn, is_commit)
                 ended[xid] = end
                 for sub in subxacts:
                     ended[sub] = end
                 continue
             if info in _TWO_PHASE:
-                two_phase = True
+                flags |= SPANS_TWO_PHASE
+            elif info == XLOG_XACT_INVALIDATIONS:
+                flags |= SPANS_CATALOG
         xid = xl_xid(rec, 4)[0]
         if xid and (xid not in firsts or lsn < firsts[xid]):
             firsts[xid] = lsn
-    return two_phase
+    return flags
 
 
-def xact_end(rec: bytes, lsn: int, raw_end: int, major: int) -> tuple:
-    """(xid, subtransactions, 1 for a commit) of a COMMIT or ABORT record (DecodeXactOp's reading)."""
+def xact_end(rec: bytes, lsn: int, raw_end: int, major: int, with_xinfo: bool = False) -> tuple:
+    """(xid, subtransactions, 1 for a commit) of a COMMIT or ABORT record (DecodeXactOp's reading), and
+    its xinfo ``with_xinfo``."""
     r = tasks._impl.decode_record(rec, lsn, raw_end, major)
     info = r.xl_info & XLOG_XACT_OPMASK
     parsed = parse_commit_or_abort(r.xl_info, r.main_data, major, info == XLOG_XACT_COMMIT)
-    return r.xl_xid, parsed.subxacts, int(info == XLOG_XACT_COMMIT)
+    out = (r.xl_xid, parsed.subxacts, int(info == XLOG_XACT_COMMIT))
+    return out + (parsed.xinfo,) if with_xinfo else out
 
 
 def _native_or(reference):
@@ -115,7 +137,7 @@ def run_spans(segments, run: int, first: int, last: int, start: int | None, end_
     firsts: dict = {}
     ended: dict = {}  # xid -> (lsn, 1 for a commit)
     first_lsn = None
-    two_phase = False
+    flags = 0
     stop = error = None
     spans = _native_or(xact_spans)
     # Without CRC checks (a third of framing's cost): every record read here is read again, checked, by the
@@ -135,13 +157,96 @@ def run_spans(segments, run: int, first: int, last: int, start: int | None, end_
         if first_lsn is None:
             first_lsn = raw[0][0]
         try:
-            two_phase = spans(raw, major, firsts, ended, xact_end) or two_phase
+            flags |= spans(raw, major, firsts, ended, xact_end)
         except Error as e:
             error = e
             break
     xids, lsns, commit = _native_or(ended_columns)(ended)
     open_ = {xid: lsn for xid, lsn in firsts.items() if xid not in ended}
-    return RunSpans(run, first_lsn, open_, xids, lsns, commit, two_phase, stop, error)
+    return RunSpans(run, first_lsn, open_, xids, lsns, commit, bool(flags & SPANS_TWO_PHASE), stop, error,
+                    bool(flags & SPANS_CATALOG))
+
+
+# -- the catalog through the WAL read, for ranges after a catalog change --------------------------------
+
+def catalog_records(records, major: int, nodes: frozenset, out: list, xlog_xid: bool) -> bool:
+    """The pure-Python reference of ``_logical.catalog_records``: of framed records ``(lsn, raw end, bytes)``,
+    those the catalog history (``CatalogHistory.process``, its transaction tracker) needs are appended to
+    ``out``: heap and heap2 records whose first block is in ``nodes`` (the tracked catalogs' relfilenodes)
+    and XLOG records imaging one, XLOG_HEAP2_NEW_CID (a subtransaction's top-level xid), XLOG parameter
+    changes, every xact record but a commit without invalidations (one changed no catalog row: whoever
+    does sends invalidations), standby and relation-map records; and, while ``xlog_xid``, the first XLOG
+    record with blocks and an xid (the history's first xid may come from it).  Returns whether that is
+    still wanted.  A record whose layout the decoder would refuse is taken: the driver's decoding says why."""
+    decode = tasks._impl.decode_record
+    for t in records:
+        lsn, raw_end, raw = t
+        rmid, info = raw[17], raw[16]
+        if rmid == RM_XACT_ID and (info & XLOG_XACT_OPMASK) != XLOG_XACT_COMMIT:
+            take = True
+        elif rmid in (RM_STANDBY_ID, RM_RELMAP_ID):
+            take = True
+        elif rmid in (RM_XACT_ID, RM_HEAP_ID, RM_HEAP2_ID, RM_XLOG_ID):
+            try:
+                rec = decode(raw, lsn, raw_end, major)
+            except Error:
+                out.append(t)
+                continue
+            if rmid == RM_XACT_ID:
+                take = bool(parse_commit_or_abort(rec.xl_info, rec.main_data, major, True).xinfo
+                            & XACT_XINFO_HAS_INVALS)
+            elif rmid == RM_XLOG_ID and (info & 0xF0) == XLOG_PARAMETER_CHANGE:
+                take = True
+            elif rec.blocks:
+                take = rec.blocks[0].relNumber in nodes
+                if not take and rmid == RM_XLOG_ID and xlog_xid and rec.xl_xid:
+                    take, xlog_xid = True, False
+            else:
+                take = rmid == RM_HEAP2_ID and (info & XLOG_HEAP_OPMASK) == XLOG_HEAP2_NEW_CID
+        else:
+            take = False
+        if take:
+            out.append(t)
+    return xlog_xid
+
+
+def run_catalog_records(segments, first: int, last: int, start: int | None, end_lsn: int | None,
+                        nodes: frozenset) -> list:
+    """``catalog_records`` over segments ``first``..``last`` (``tasks.frame_run``'s records, every one):
+    a list of framed records, or one ``("error", exc)`` / ``("stop", ReadStop)`` item where reading ended
+    before the run did (the ranges meet the same and say so)."""
+    out: list = []
+    take = _native_or(catalog_records)
+    xlog_xid = True
+    major = segments.major
+    for path, raw in tasks.frame_run(segments, first, last, start, end_lsn, verify_crc=False):
+        if path in ("stop", "error"):
+            break
+        if raw:
+            xlog_xid = take(raw, major, nodes, out, xlog_xid)
+    return out
+
+
+def catalog_history(catalog, runs_records, major: int, spans: list, warn=None):
+    """The catalog history of the whole WAL read, from every run's ``run_catalog_records`` (in run order):
+    a ``CatalogHistory`` fed those records in LSN order, as the single-process decoder's is fed all of
+    them; or a string saying why it cannot stand for that one (a transaction with catalog rows that
+    committed without a record here: then it sent no invalidations, which ``catalog_records`` counts on)."""
+    from ..catalog.history import CatalogHistory
+    from ..wal.xlogreader import decode_in
+
+    history = CatalogHistory(catalog, major, warn=warn)
+    decode = tasks._impl.decode_record
+    for records in runs_records:
+        for lsn, raw_end, raw in records:
+            history.process(decode_in(decode, raw, lsn, (raw_end + 7) & ~7, major, None))
+    for top in history.txns:
+        for s in spans:
+            i = bisect_left(s.ended_xids, top)
+            if i < len(s.ended_xids) and s.ended_xids[i] == top and s.ended_commit[i]:
+                return (f"transaction {top} changed catalog rows and committed at {s.ended_lsns[i]:X} without "
+                        "invalidations")
+    return history
 
 
 def ended_columns(ended: dict) -> tuple:
@@ -252,10 +357,12 @@ def _range_start(bounds: list, lsn: int) -> int | None:
 
 
 def decode_range(segments, catalog, make_plugin, plugin_options, r: Range, *, two_phase: bool,
-                 include_uncommitted: bool, writer, spill_dir: str | None = None) -> dict:
+                 include_uncommitted: bool, writer, spill_dir: str | None = None, history=None) -> dict:
     """One range through ``session.decode_wal`` (the single-process decoder), its lines to ``writer``
     (``tasks.PartWriter``); returns its summary: lines, warnings, error, and the facts of its
-    ``DecodeResult`` the driver combines and checks."""
+    ``DecodeResult`` the driver combines and checks.  ``history``: the catalog history of the whole WAL
+    read (``plan.FrozenCatalogHistory``, the driver's) when the catalog changes in it: the range decodes
+    each transaction with the catalog in force for it, as the single process does."""
     from ..output.base import OutputWriter
     from ..output.test_decoding import TestDecoding
     from ..logical.session import decode_wal
@@ -274,7 +381,8 @@ def decode_range(segments, catalog, make_plugin, plugin_options, r: Range, *, tw
         try:
             result = decode_wal(segments, catalog, plugin, plugin_options=plugin_options, start_lsn=r.start,
                                 restart_lsn=r.restart, end_lsn=r.end, two_phase=two_phase, spill_dir=spill_dir,
-                                include_uncommitted=include_uncommitted and r.last)
+                                include_uncommitted=include_uncommitted and r.last,
+                                catalog_history=history if history is not None else True)
         except Error as e:
             info["error"] = e
             result = None
@@ -284,14 +392,16 @@ def decode_range(segments, catalog, make_plugin, plugin_options, r: Range, *, tw
             writer.close()
             info["lines"] = writer.lines
         if result is not None:
-            history = result.decoder.history
+            decoder_history = result.decoder.history
             info["warnings"] = list(result.warnings)
             info["result"] = {
                 "plan": result.plan, "read_from": result.read_from, "stop": result.stop,
                 "open_transactions": result.open_transactions, "not_decoded": result.not_decoded,
                 "ended_early": result.ended_early, "consistent_lsn": result.consistent_lsn,
                 "last_end_lsn": result.last_end_lsn,
-                "catalog_changed": history is not None and history.has_changes,
+                # the range's own history follows what it reads from the snapshot on: right only if nothing
+                # changed before the range (the driver's, given, holds the whole WAL read's changes)
+                "catalog_changed": history is None and decoder_history is not None and decoder_history.has_changes,
                 "problems": list(getattr(plugin, "problems", ())),
             }
     finally:
