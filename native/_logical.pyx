@@ -974,7 +974,7 @@ cdef Py_ssize_t _loop(_Decoding d, list records, unsigned long long start, int m
 
 # -- phase 1 of Spark's range path ------------------------------------------------------------------
 
-def xact_spans(list records, int major, dict firsts, dict ended, slow=None):
+def xact_spans(list records, int major, dict firsts, dict ended, slow=None, dict prepared=None):
     from waldecode.spark.ranges import SPANS_CATALOG, SPANS_TWO_PHASE
 
     """``spark.ranges.xact_spans`` (its docstring says what): over framed records
@@ -1060,8 +1060,21 @@ def xact_spans(list records, int major, dict firsts, dict ended, slow=None):
                 for k in range(nsub):
                     PyDict_SetItem(ended, pg_u32(m + pos + 4 * k), end)
                 continue
-            if info == XLOG_XACT_PREPARE or info == XLOG_XACT_COMMIT_PREPARED or info == XLOG_XACT_ABORT_PREPARED:
+            if info == XLOG_XACT_COMMIT_PREPARED or info == XLOG_XACT_ABORT_PREPARED:
+                # the prepared transaction's end, read by the reference (its xid is in the record's body)
                 two_phase = True
+                key, subs, commit, xinfo = slow(rec, t[0], t[1], major, True)
+                if info == XLOG_XACT_COMMIT_PREPARED and xinfo & XACT_XINFO_HAS_INVALS:
+                    catalog = True
+                end = (t[0], commit)
+                ended[key] = end
+                for sub in subs:
+                    ended[sub] = end
+                continue
+            if info == XLOG_XACT_PREPARE:
+                two_phase = True
+                if prepared is not None and xid:
+                    prepared[xid] = t[0]
             elif info == XLOG_XACT_INVALIDATIONS:
                 catalog = True
         if xid == 0 or (have_last and xid == last_xid):

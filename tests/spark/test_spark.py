@@ -75,9 +75,9 @@ def test_tasks_in_process_equal_decode(fx, out_file, meta, impl, method):
 
 
 #: the fixtures the range path hands to the event path (``ranges`` module docstring), and why
-#  (the catalog changes of "ddl", "truncate", "checkpoint_fpi" and "small_dml" the ranges follow: the driver's
-#  catalog pass, ``ranges.catalog_history``)
-EVENT_PATH = {"prepared": "two-phase records"}
+#  (none since the ranges follow the catalog changes of "ddl", "truncate", "checkpoint_fpi" and "small_dml" through
+#  the driver's catalog pass, ``ranges.catalog_history``, and decode the two-phase records of "prepared")
+EVENT_PATH: dict = {}
 
 
 def _needs_events(fx) -> bool:

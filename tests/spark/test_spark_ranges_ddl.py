@@ -25,6 +25,7 @@ SCHEMA = """
 CREATE TABLE acct (id int PRIMARY KEY, owner text, balance numeric);
 CREATE TABLE hist (id bigserial PRIMARY KEY, acct int, delta numeric, note text);
 CREATE TABLE keep (id int PRIMARY KEY, v text);
+CREATE TABLE pt (id int PRIMARY KEY, v text);
 INSERT INTO acct SELECT g, 'owner ' || g, 100 FROM generate_series(1, 500) g;
 INSERT INTO keep SELECT g, 'k' || g FROM generate_series(1, 200) g;
 """
@@ -50,17 +51,36 @@ def _filler(conn, n: int, batch: int = 200) -> None:
         conn.execute("UPDATE keep SET v = v || '.' WHERE id = %s", (i // batch % 200 + 1,))
 
 
+def _prepare(c, gid: str, statements) -> None:
+    with c.connect("live", autocommit=False) as tp:
+        for st in statements:
+            tp.execute(st)
+        tp.execute(f"PREPARE TRANSACTION '{gid}'")
+        tp.commit()
+
+
 @pytest.fixture(scope="module")
-def prepared(tmp_path_factory):
-    """(run, WAL directory, the server's rows)."""
+def workloads(tmp_path_factory):
+    """{two_phase: (run, WAL directory, the server's rows)}: one workload, a test_decoding slot without and
+    one with two-phase decoding."""
     tmp = tmp_path_factory.mktemp("spark-ranges-ddl")
-    with live_cluster(SCHEMA, lock_timeout="20s") as c:
+    with live_cluster(SCHEMA, lock_timeout="20s", max_prepared_transactions=5) as c:
         run = SlotRun(c)
+        run_tp = SlotRun(c, two_phase=True)
         with c.connect("live") as conn, c.connect("live", autocommit=False) as long_txn:
             long_txn.execute("INSERT INTO keep VALUES (1000, 'before the first DDL')")
+            # prepared across segments and DDL commits: its COMMIT PREPARED, ranges later
+            _prepare(c, "across", ["INSERT INTO pt VALUES (1, 'prepared early')",
+                                   "INSERT INTO pt VALUES (2, 'and its second row')"])
             for i, ddl in enumerate(DDL):
                 _filler(conn, 3000)
                 conn.execute(ddl)
+                if i == 2:
+                    conn.execute("COMMIT PREPARED 'across'")
+                    _prepare(c, "rolled", ["INSERT INTO pt VALUES (3, 'prepared, rolled back')"])
+                if i == 5:
+                    conn.execute("ROLLBACK PREPARED 'rolled'")
+                    _prepare(c, "open", ["INSERT INTO pt VALUES (4, 'still prepared at the end')"])
                 if i == 3:
                     conn.execute("INSERT INTO later VALUES (1, 'in the new table')")
                     long_txn.execute("INSERT INTO keep VALUES (1001, 'after three DDL')")
@@ -75,11 +95,22 @@ def prepared(tmp_path_factory):
                     conn.execute("INSERT INTO keep VALUES (2000, 'in the DDL transaction')")
                     conn.execute("COMMIT")
             _filler(conn, 1500)
-        got, expected = run.finish(tmp)
-        assert got == expected
-    run.catalog_path = tmp / "catalog.json"
-    run.catalog_path.write_text(run.catalog.to_json())
-    return run, tmp / "wal", expected
+        out = {}
+        for r, two_phase in ((run, False), (run_tp, True)):
+            d = tmp / ("two-phase" if two_phase else "commit-prepared")
+            d.mkdir()
+            got, expected = r.finish(d)
+            assert got == expected
+            r.catalog_path = d / "catalog.json"
+            r.catalog_path.write_text(r.catalog.to_json())
+            out[two_phase] = (r, d / "wal", expected)
+        c.sql("ROLLBACK PREPARED 'open'", dbname="live")
+    return out
+
+
+@pytest.fixture(params=[False, True], ids=["commit-prepared", "two-phase"])
+def prepared(request, workloads):
+    return workloads[request.param]
 
 
 def _text(rows) -> bytes:
@@ -92,6 +123,10 @@ def test_workload_changes_the_catalog_across_segments(prepared):
     assert run.decoder.history.timeline.commit_lsns
     assert any("remark[text]" in r for r in expected) and any("extra[text]:'x'" in r for r in expected)
     assert any("after three DDL" in r for r in expected)
+    assert any("prepared early" in r for r in expected)
+    assert any(r.startswith("COMMIT PREPARED 'across'") for r in expected) == run.two_phase
+    assert any(r.startswith("ROLLBACK PREPARED 'rolled'") for r in expected) == run.two_phase
+    assert any("still prepared at the end" in r for r in expected) == run.two_phase
 
 
 @pytest.mark.parametrize("ranges", [1, 2, 7])
@@ -116,7 +151,7 @@ def test_ranges_through_ddl_in_process_equal_server(prepared, ranges, impl, monk
     out = io.BytesIO()
     result = decode_spark(executor, [wal], Catalog.load(run.catalog_path), TestDecoding, out,
                           start_lsn=parse_lsn(run.confirmed_lsn), end_lsn=parse_lsn(run.end_lsn),
-                          segments_per_run=1, method="ranges")
+                          two_phase=run.two_phase, segments_per_run=1, method="ranges")
     assert executor.method == "ranges"
     assert out.getvalue() == _text(expected)
     assert result.warnings == []
@@ -134,7 +169,7 @@ def test_ranges_through_ddl_by_spark_equal_server(spark, prepared, tmp_path, cap
     out = tmp_path / "spark.out"
     status = main(["spark", "decode", "--master", "local[2]", "--catalog", str(run.catalog_path),
                    "--start-lsn", run.confirmed_lsn, "--end-lsn", run.end_lsn, "--segments-per-task", "1",
-                   "--ranges", "7", "--output", str(out), str(wal)])
+                   "--ranges", "7", "--output", str(out), str(wal)] + (["--two-phase"] if run.two_phase else []))
     err = capfd.readouterr().err
     assert status == 0, err
     assert "event path" not in err  # the note spark decode gives when it leaves the range path

@@ -52,7 +52,19 @@ def test_ranges_start_after_the_start_lsn_and_balance_commits():
     assert [r.start for r in plan_ranges(runs, 2, 300, None, None).ranges] == [300, 400]
 
 
-@pytest.mark.parametrize("bad,reason", [({"two_phase": True}, "two-phase"), ({"error": "x"}, "error")])
+def test_a_prepared_transaction_moves_back_the_ranges_of_its_prepare_and_of_its_commit_prepared():
+    """With two-phase decoding it prints at PREPARE, and its COMMIT PREPARED needs the PREPARE read (the
+    transaction and its GID): both ranges read it from its first record."""
+    runs = [_spans(0, 100, {7: 150}, [(5, 120, 1)]),
+            _spans(1, 200, {7: 250}, [(6, 210, 1)]),
+            _spans(2, 300, {}, [(7, 350, 1), (8, 320, 1)])]
+    runs[1].prepared = {7: 250}
+    plan = plan_ranges(runs, 3, None, None, None)
+    assert plan.reason is None
+    assert [(r.start, r.restart) for r in plan.ranges] == [(None, None), (200, 150), (300, 150)]
+
+
+@pytest.mark.parametrize("bad,reason", [({"error": "x"}, "error")])
 def test_refused(bad, reason):
     runs = [_spans(0, 100), _spans(1, 200)]
     for k, v in bad.items():

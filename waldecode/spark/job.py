@@ -5,8 +5,8 @@ The range path (``ranges``) comes first: a cheap phase 1 per run (``ranges.run_s
 driver's ``ranges.plan_ranges``, then each output range decoded by ``session.decode_wal`` in a
 task of its own (``ranges.decode_range``) into its part file, with the catalog history of the whole
 read when the catalog changes in it (``_catalog_for_ranges``); when phase 1 or the ranges show it
-cannot give the single-process output (two-phase records, a catalog change the catalog pass cannot
-follow, reading errors), nothing has been written and the event path below runs.  It needs only a
+cannot give the single-process output (a catalog change the catalog pass cannot follow, reading
+errors), nothing has been written and the event path below runs.  It needs only a
 SparkContext (RDD jobs): a SQL session is made when the event path or a Hadoop input needs one.
 
 Owns the wiring of the Spark path, as ``session.decode_wal`` owns the single-process one,

@@ -25,9 +25,10 @@ Exactness rests on three facts the single-process run shares, which the driver c
 otherwise hands the run to the event path (``plan``): each range decodes with the catalog the
 single process would (the snapshot, or the driver's history of the whole read; a range's own
 history reports any change it was not given), the first range is consistent before the second starts (the snapshot builder's path to
-consistency is the first range's alone), and no two-phase record (a prepared transaction's
-output depends on where it was prepared and decoded) nor any reading error (the event path
-places the error after exactly the output before it) is met in phase 1.
+consistency is the first range's alone), and no reading error (the event path places the error
+after exactly the output before it) is met in phase 1.  A prepared transaction is open until its
+COMMIT or ROLLBACK PREPARED, and the ranges of its PREPARE and of its end read it from its first
+record: each decodes it as a slot restarted there does.
 """
 
 from __future__ import annotations
@@ -73,6 +74,7 @@ class RunSpans:
     stop: object = None  # ReadStop of a run ending the input, or of a problem
     error: Error | None = None
     catalog_changes: bool = False  # a commit with invalidations, or an XLOG_XACT_INVALIDATIONS record
+    prepared: dict | None = None  # xid -> the LSN of its PREPARE record in the run
 
 
 #: what ``xact_spans`` found, or'd: a two-phase record; a catalog change (a commit with invalidations, an
@@ -81,12 +83,14 @@ SPANS_TWO_PHASE = 1
 SPANS_CATALOG = 2
 
 
-def xact_spans(records, major: int, firsts: dict, ended: dict, slow=None) -> int:
+def xact_spans(records, major: int, firsts: dict, ended: dict, slow=None, prepared: dict | None = None) -> int:
     """The pure-Python reference of ``_logical.xact_spans``: over framed records ``(lsn, raw end, bytes)``,
     ``firsts`` gets each xid's first record (the lowest LSN there: framing with ``FrameState.firsts``
     notes the other records' xids in it before these are read), and ``ended`` each xid a COMMIT or
     ABORT record ends (the record's own xid and its subtransactions) with (that record's LSN, 1 for a
-    commit, 0 for an abort).
+    commit, 0 for an abort).  COMMIT PREPARED and ROLLBACK PREPARED end the prepared transaction (both
+    print with two-phase decoding: 1); a PREPARE ends nothing (the transaction stays open until then) and
+    goes to ``prepared`` (xid -> its LSN).
     A commit or abort record is not where its transaction's changes begin: it is not in ``firsts``.
     Returns ``SPANS_TWO_PHASE`` when a two-phase record (PREPARE, COMMIT/ROLLBACK PREPARED) is among them,
     or'd with ``SPANS_CATALOG`` when a catalog change is.  A record the decoder refuses raises its error.
@@ -96,17 +100,22 @@ def xact_spans(records, major: int, firsts: dict, ended: dict, slow=None) -> int
     for lsn, raw_end, rec in records:
         if rec[17] == RM_XACT_ID:
             info = rec[16] & XLOG_XACT_OPMASK
-            if info == XLOG_XACT_COMMIT or info == XLOG_XACT_ABORT:
+            if info in (XLOG_XACT_COMMIT, XLOG_XACT_ABORT, XLOG_XACT_COMMIT_PREPARED, XLOG_XACT_ABORT_PREPARED):
                 xid, subxacts, is_commit, xinfo = xact_end(rec, lsn, raw_end, major, with_xinfo=True)
-                if is_commit and xinfo & XACT_XINFO_HAS_INVALS:
+                if info in (XLOG_XACT_COMMIT, XLOG_XACT_COMMIT_PREPARED) and xinfo & XACT_XINFO_HAS_INVALS:
                     flags |= SPANS_CATALOG
+                if info in _TWO_PHASE:
+                    flags |= SPANS_TWO_PHASE
                 end = (lsn, is_commit)
                 ended[xid] = end
                 for sub in subxacts:
                     ended[sub] = end
                 continue
-            if info in _TWO_PHASE:
+            if info == XLOG_XACT_PREPARE:
                 flags |= SPANS_TWO_PHASE
+                xid = xl_xid(rec, 4)[0]
+                if prepared is not None and xid:
+                    prepared[xid] = lsn
             elif info == XLOG_XACT_INVALIDATIONS:
                 flags |= SPANS_CATALOG
         xid = xl_xid(rec, 4)[0]
@@ -117,11 +126,14 @@ def xact_spans(records, major: int, firsts: dict, ended: dict, slow=None) -> int
 
 def xact_end(rec: bytes, lsn: int, raw_end: int, major: int, with_xinfo: bool = False) -> tuple:
     """(xid, subtransactions, 1 for a commit) of a COMMIT or ABORT record (DecodeXactOp's reading), and
-    its xinfo ``with_xinfo``."""
+    its xinfo ``with_xinfo``.  Of COMMIT PREPARED and ROLLBACK PREPARED: the prepared transaction, and 1
+    for both (with two-phase decoding, ROLLBACK PREPARED prints too)."""
     r = tasks._impl.decode_record(rec, lsn, raw_end, major)
     info = r.xl_info & XLOG_XACT_OPMASK
-    parsed = parse_commit_or_abort(r.xl_info, r.main_data, major, info == XLOG_XACT_COMMIT)
-    out = (r.xl_xid, parsed.subxacts, int(info == XLOG_XACT_COMMIT))
+    is_commit = info in (XLOG_XACT_COMMIT, XLOG_XACT_COMMIT_PREPARED)
+    parsed = parse_commit_or_abort(r.xl_info, r.main_data, major, is_commit)
+    xid = (parsed.twophase_xid or r.xl_xid) if info in _TWO_PHASE else r.xl_xid
+    out = (xid, parsed.subxacts, int(is_commit or info == XLOG_XACT_ABORT_PREPARED))
     return out + (parsed.xinfo,) if with_xinfo else out
 
 
@@ -136,6 +148,7 @@ def run_spans(segments, run: int, first: int, last: int, start: int | None, end_
     major = segments.major
     firsts: dict = {}
     ended: dict = {}  # xid -> (lsn, 1 for a commit)
+    prepared: dict = {}  # xid -> its PREPARE's LSN
     first_lsn = None
     flags = 0
     stop = error = None
@@ -157,14 +170,14 @@ def run_spans(segments, run: int, first: int, last: int, start: int | None, end_
         if first_lsn is None:
             first_lsn = raw[0][0]
         try:
-            flags |= spans(raw, major, firsts, ended, xact_end)
+            flags |= spans(raw, major, firsts, ended, xact_end, prepared)
         except Error as e:
             error = e
             break
     xids, lsns, commit = _native_or(ended_columns)(ended)
     open_ = {xid: lsn for xid, lsn in firsts.items() if xid not in ended}
     return RunSpans(run, first_lsn, open_, xids, lsns, commit, bool(flags & SPANS_TWO_PHASE), stop, error,
-                    bool(flags & SPANS_CATALOG))
+                    bool(flags & SPANS_CATALOG), prepared)
 
 
 # -- the catalog through the WAL read, for ranges after a catalog change --------------------------------
@@ -287,8 +300,6 @@ def plan_ranges(spans: list, nranges: int, start_lsn: int | None, restart_lsn: i
     for s in spans:
         if s.error is not None:
             return RangePlan([], f"phase 1 met an error in run {s.run}: {s.error}")
-        if s.two_phase:
-            return RangePlan([], "the WAL holds two-phase records")
         if s.stop is not None and s.stop.kind not in ("end", "limit"):
             return RangePlan([], f"reading stopped early in run {s.run}: {s.stop.reason}")
     for s in spans[:-1]:
@@ -304,6 +315,12 @@ def plan_ranges(spans: list, nranges: int, start_lsn: int | None, restart_lsn: i
     # (each run's ended xids are sorted: a few open xids are looked up in them, run after run)
     pending: dict = {}  # xid -> its first record, open at the end of an earlier run, not ended since
     for s in spans:
+        # with two-phase decoding a transaction prints at its PREPARE: that range reads it from its start too
+        for xid, lsn in (s.prepared or {}).items():
+            f = pending.get(xid)
+            b = _range_start(bounds, lsn)
+            if f is not None and b is not None and f < b:
+                restart[b] = min(restart[b], f)
         if pending:
             xids = s.ended_xids
             for xid in list(pending):
