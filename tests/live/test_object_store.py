@@ -14,7 +14,8 @@ same repository, field for field; ``decode --catalog s3://bucket/repo s3://bucke
 a set whose manifest lists a file the bucket does not hold, one error line naming it.
 
 ``waldecode decode`` from the repository root and from ``archive/<stanza>`` in the bucket must write the
-slot's bytes, and ``inspect`` print pg_waldump's; segments are fetched ahead on the store's threads,
+slot's bytes, and ``inspect`` print pg_waldump's (the README's ``inspect --endpoint-url`` example, run
+as written over the whole repository, holds pg_waldump's lines as one block); segments are fetched ahead on the store's threads,
 each once, within the window ``--prefetch`` sets; the store travels pickled (as to Spark tasks) without
 its client; credentials come from a profile as well as the environment.  Wrong keys, a missing bucket
 and an endpoint that does not answer are one line on stderr and a non-zero exit, with no output file.
@@ -252,6 +253,23 @@ def test_inspect_equals_pg_waldump(archive, aws, prefetch, capfdbinary):
                              *a.store_args(), "--prefetch", prefetch, a.url], capfdbinary)
     assert (status, err) == (0, []), err
     assert out == a.waldump
+
+
+def test_documented_inspect_of_a_bucket(archive, aws, capfdbinary):
+    """``inspect --endpoint-url URL s3://BUCKET/REPO`` as the README shows it, the module's S3 server for its
+    endpoint and the repository in the bucket for its URL, the certificate not checked as in every run here
+    (``--no-verify-tls``): the whole archive, in which pg_waldump's lines from the slot's restart to the
+    end stand as one block."""
+    from doc_commands import argv, lane_command
+
+    a = archive
+    cmd = lane_command("tests/live/test_object_store.py::test_documented_inspect_of_a_bucket")
+    args, _ = argv(cmd, {"https://minio.internal:9000": a.s3.endpoint_url, "s3://backups/pgbackrest": a.url})
+    assert a.url in args and a.s3.endpoint_url in args, args
+    status, out, err = _cli([*args, "--no-verify-tls"], capfdbinary)
+    assert status == 0 and len(err) == 1 and err[0].startswith("waldecode: end of WAL at "), err
+    assert a.waldump and a.waldump in out
+    assert out.startswith(b"rmgr: ") and out.index(a.waldump) > 0  # from the archive's first segment on
 
 
 # -- fetching ahead -------------------------------------------------------------------------------

@@ -98,6 +98,8 @@ LANE = {
         "tests/live/test_catalog_choice.py::test_documented_catalog_backup_before",
     "waldecode decode --catalog /var/lib/barman/pg --start-time '2026-11-27 14:00+01' /var/lib/barman/pg":
         "tests/live/test_catalog_backup.py::test_documented_barman_decode_from_a_time",
+    "waldecode inspect --endpoint-url https://minio.internal:9000 s3://backups/pgbackrest":
+        "tests/live/test_object_store.py::test_documented_inspect_of_a_bucket",
 }
 
 _BACKUP = "needs a base backup or backup set (the fixtures hold WAL and snapshots, no data directory)"
@@ -106,8 +108,6 @@ SKIP = {
     "./dev demo": "sets up the environment these tests run in; test_dev_demo_module runs what it then runs",
     "./dev test": "sets up and runs the whole suite (CI's own command)",
     ". .venv/bin/activate": "the environment these tests run in",
-    "waldecode inspect --endpoint-url https://minio.internal:9000 s3://backups/pgbackrest":
-        "needs an S3-compatible store (tests/live/test_object_store.py)",
     "waldecode decode --catalog snapshots/ --end-time '2026-11-27 14:05+01' s3://backups/walg/prod":
         "needs a WAL-G prefix in S3 (tests/live/test_object_store.py's bucket holds a pgBackRest repository; "
         "WAL-G's layouts, tests/live/test_archives.py, are local) and a snapshot taken at or before its first "
