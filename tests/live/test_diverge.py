@@ -12,13 +12,16 @@ The truth is the server: a test_decoding slot created on the old primary before 
 advanced to the switch point and peeked after the old primary is started again (the transactions
 it prints are the ones the new timeline lacks, their changes byte for byte, their first and end
 LSNs and commit times).  The prepared-transaction, conflict and DDL findings are checked against
-what the workload did and what the new primary holds (its pg_prepared_xacts).
+what the workload did and what the new primary holds (its pg_prepared_xacts).  The README's two
+``diverge`` examples run as written on this failover (its WAL, snapshot and new primary for their
+placeholders).
 """
 
 from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -293,6 +296,62 @@ def test_report_with_the_new_primary(failover):
     assert "updated after the fork" in text and "inserted after the fork" in text
     assert f"lost transactions: {len(OLD_WRITES) - 2} committed on timeline 1" in text
     assert "run on the new primary: ROLLBACK PREPARED 'before_fork_rb';" in text
+
+
+def test_documented_diverge_report(failover):
+    """``diverge --old OLD --new NEW --catalog app-catalog.json`` as the README shows it, the failover's WAL
+    of each timeline and its snapshot for the documents' paths: the report test_report_with_the_new_primary
+    reads, its lost transactions the server's slot's, its conflicts found in the new timeline's WAL."""
+    from doc_commands import argv, lane_command
+
+    f = failover
+    cmd = lane_command("tests/live/test_diverge.py::test_documented_diverge_report")
+    args, _ = argv(cmd, {"/old-primary/pg_wal": str(f["old"]), "/new-primary/pg_wal": str(f["new"]),
+                         "app-catalog.json": str(f["catalog"])})
+    out = run_cli(*args)
+    assert out.returncode == 0 and out.stderr == b"", out.stderr.decode()
+    text = out.stdout.decode()
+    assert f"switch point {f['switch']} (history file 00000002.history)" in text
+    assert f"lost transactions: {len(OLD_WRITES) - 2} committed on timeline 1" in text
+    lost = [int(m[1]) for m in re.finditer(r"^  timeline 1 xid (\d+) ", text, re.M)]
+    assert lost == [t[0] for t in _server_transactions(f["rows"])]
+    assert "run on the new primary: COMMIT PREPARED 'before_fork';" in text
+    assert "run on the new primary: ROLLBACK PREPARED 'before_fork_rb';" in text
+    assert "ALTER TABLE public.acct ADD COLUMN extra integer;" in text
+    assert "rows changed on both sides (from the timeline 2 WAL): 4" in text
+    conflicts = [line for line in text.splitlines() if line.startswith("  public.")]
+    assert sorted(line.split(":")[0] for line in conflicts) == [
+        "  public.acct id = '1'", "  public.acct id = '100'", "  public.audit id = '1', note = 'seed 1'",
+        "  public.scratch all rows (TRUNCATE)"]
+
+
+def test_documented_diverge_json_with_the_new_primary(failover):
+    """``diverge --old ARCHIVE --catalog app-catalog.json --dsn DSN --format json --changes -o include-timestamp``
+    as the README shows it, the old timeline's WAL, the snapshot and the new primary's DSN for the documents':
+    the lost transactions with their changes and commit times as the server's slot printed them (as
+    test_lost_transactions_are_the_servers), the conflicts asked of the new primary."""
+    from doc_commands import argv, lane_command
+
+    f = failover
+    cmd = lane_command("tests/live/test_diverge.py::test_documented_diverge_json_with_the_new_primary")
+    args, _ = argv(cmd, {"/archive/wal/": str(f["old"]), "app-catalog.json": str(f["catalog"]),
+                         "host=new-primary dbname=app": f["dsn"]})
+    assert f["dsn"] in args, args
+    out = run_cli(*args)
+    assert out.returncode == 0 and out.stderr == b"", out.stderr.decode()
+    doc = json.loads(out.stdout)
+    assert doc["complete"] and doc["switch_source"] == "the new primary's 00000002.history"
+    truth = _server_transactions(f["rows"])
+    lost = doc["lost_transactions"]
+    assert [(t["xid"], t["first_lsn"], t["end_lsn"]) for t in lost] == [t[:3] for t in truth]
+    # the slot was peeked with include-timestamp: its COMMIT lines carry the commit times
+    assert [line for t in lost for line in t["changes"]] == [line for t in truth for line in t[4]]
+    assert doc["conflicts_checked"].startswith("new primary ")
+    assert {(c["table"], json.dumps(c["key"], sort_keys=True)) for c in doc["conflicts"]} == {
+        ("public.acct", json.dumps({"id": "1"})), ("public.acct", json.dumps({"id": "100"})),
+        ("public.audit", json.dumps({"id": "1"})), ("public.scratch", json.dumps("all rows"))}
+    assert [p["action"] for p in doc["prepared"]] == ["COMMIT PREPARED 'before_fork'",
+                                                      "ROLLBACK PREPARED 'before_fork_rb'", None]
 
 
 def test_a_missing_earlier_segment_is_named(failover, tmp_path):

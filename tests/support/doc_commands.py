@@ -100,6 +100,11 @@ LANE = {
         "tests/live/test_catalog_backup.py::test_documented_barman_decode_from_a_time",
     "waldecode inspect --endpoint-url https://minio.internal:9000 s3://backups/pgbackrest":
         "tests/live/test_object_store.py::test_documented_inspect_of_a_bucket",
+    "waldecode diverge --old /old-primary/pg_wal --new /new-primary/pg_wal --catalog app-catalog.json":
+        "tests/live/test_diverge.py::test_documented_diverge_report",
+    "waldecode diverge --old /archive/wal/ --catalog app-catalog.json --dsn 'host=new-primary dbname=app' "
+    "--format json --changes -o include-timestamp":
+        "tests/live/test_diverge.py::test_documented_diverge_json_with_the_new_primary",
 }
 
 _BACKUP = "needs a base backup or backup set (the fixtures hold WAL and snapshots, no data directory)"
@@ -116,11 +121,6 @@ SKIP = {
         _BACKUP + " (tests/live/test_catalog_datadir.py)",
     "waldecode bench --workloads pgbench,big_txn --scale 0.25 --runs 3 --output-dir bench-results":
         "starts PostgreSQL servers and runs for minutes (tests/live/test_bench.py)",
-    "waldecode diverge --old /old-primary/pg_wal --new /new-primary/pg_wal --catalog app-catalog.json":
-        "needs the WAL of a failover, two timelines (tests/live/test_diverge.py); the fixtures have one",
-    "waldecode diverge --old /archive/wal/ --catalog app-catalog.json --dsn 'host=new-primary dbname=app' "
-    "--format json --changes -o include-timestamp":
-        "needs a failover and its new primary (tests/live/test_diverge.py)",
 }
 
 
