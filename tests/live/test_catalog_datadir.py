@@ -254,6 +254,7 @@ class Scenario:
     pgdata: str
     dboid: int
     cluster: Cluster
+    backup_dir: str  # where the pg_basebackup is
 
 
 def _unhinted_statuses(pgdata: str, major: int, dboid: int) -> dict:
@@ -360,7 +361,8 @@ def _run_scenario(major: int) -> Scenario:
         unhinted = _unhinted_statuses(pgdata, major, dboid)
         multixact = _multixact_rows(pgdata, major, dboid, ("multi", "multi_aborted"))
         return Scenario(major, live, files, files_warnings, controldata, backup_cat, backup_warnings, crash_live,
-                        crash_files, crash_warnings, crash_controldata, unhinted, multixact, pgdata, dboid, c)
+                        crash_files, crash_warnings, crash_controldata, unhinted, multixact, pgdata, dboid, c,
+                        str(backup))
     except BaseException:
         c.stop(mode="immediate")
         c.cleanup()
@@ -464,6 +466,28 @@ def test_base_backup_equals_live_snapshot(scenario):
     s = scenario
     assert catalog_differences(s.live, s.backup) == []
     assert len(s.backup_warnings) == 1 and "base backup (backup_label)" in s.backup_warnings[0]
+
+
+@pytest.mark.server
+def test_documented_catalog_of_a_base_backup(scenario, tmp_path):
+    """``catalog --datadir BACKUP -o app-catalog.json`` as the README shows it, the scenario's pg_basebackup for
+    the documents' path, run in a working directory of its own: the snapshot of its only user database, equal
+    to the live one as test_base_backup_equals_live_snapshot finds, with the same one warning."""
+    import subprocess
+    import sys
+
+    from doc_commands import argv, lane_command
+
+    s = scenario
+    cmd = lane_command("tests/live/test_catalog_datadir.py::test_documented_catalog_of_a_base_backup")
+    args, _ = argv(cmd, {"/backups/base-2026-11-20": s.backup_dir})
+    assert s.backup_dir in args, args
+    r = subprocess.run([sys.executable, "-m", "waldecode.cli", *args], cwd=tmp_path, capture_output=True, timeout=120)
+    err = r.stderr.decode().splitlines()
+    assert r.returncode == 0, err
+    assert len(err) == 2 and "base backup (backup_label)" in err[0], err
+    assert err[1].startswith("waldecode: wrote app-catalog.json: database app of cluster "), err
+    assert catalog_differences(s.live, Catalog.load(tmp_path / "app-catalog.json")) == []
 
 
 @pytest.mark.server

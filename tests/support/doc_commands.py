@@ -105,6 +105,8 @@ LANE = {
     "waldecode diverge --old /archive/wal/ --catalog app-catalog.json --dsn 'host=new-primary dbname=app' "
     "--format json --changes -o include-timestamp":
         "tests/live/test_diverge.py::test_documented_diverge_json_with_the_new_primary",
+    "waldecode catalog --datadir /backups/base-2026-11-20 -o app-catalog.json":
+        "tests/live/test_catalog_datadir.py::test_documented_catalog_of_a_base_backup",
 }
 
 _BACKUP = "needs a base backup or backup set (the fixtures hold WAL and snapshots, no data directory)"
@@ -117,8 +119,6 @@ SKIP = {
         "needs a WAL-G prefix in S3 (tests/live/test_object_store.py's bucket holds a pgBackRest repository; "
         "WAL-G's layouts, tests/live/test_archives.py, are local) and a snapshot taken at or before its first "
         "segment",
-    "waldecode catalog --datadir /backups/base-2026-11-20 -o app-catalog.json":
-        _BACKUP + " (tests/live/test_catalog_datadir.py)",
     "waldecode bench --workloads pgbench,big_txn --scale 0.25 --runs 3 --output-dir bench-results":
         "starts PostgreSQL servers and runs for minutes (tests/live/test_bench.py)",
 }
