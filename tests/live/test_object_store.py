@@ -15,9 +15,11 @@ a set whose manifest lists a file the bucket does not hold, one error line namin
 
 ``waldecode decode`` from the repository root and from ``archive/<stanza>`` in the bucket must write the
 slot's bytes, and ``inspect`` print pg_waldump's (the README's ``inspect --endpoint-url`` example, run
-as written over the whole repository, holds pg_waldump's lines as one block); segments are fetched ahead on the store's threads,
-each once, within the window ``--prefetch`` sets; the store travels pickled (as to Spark tasks) without
-its client; credentials come from a profile as well as the environment.  Wrong keys, a missing bucket
+as written over the whole repository, holds pg_waldump's lines as one block).  The slot's segments are
+also in the bucket in WAL-G's layout: the README's ``decode --catalog snapshots/ --end-time`` example on
+that prefix prints the slot's rows up to the commit at that time.  Segments are fetched ahead on the
+store's threads, each once, within the window ``--prefetch`` sets; the store travels pickled (as to
+Spark tasks) without its client; credentials come from a profile as well as the environment.  Wrong keys, a missing bucket
 and an endpoint that does not answer are one line on stderr and a non-zero exit, with no output file.
 """
 
@@ -42,6 +44,7 @@ DB = "objstore"
 STANZA = "main"
 BUCKET = "wal"
 REPO = "/pgbackrest"  # repo1-path: the keys' prefix in the bucket
+WALG = "/walg/prod"  # WAL-G's prefix in the same bucket: the slot's segments as wal-g wal-push stores them
 
 SCHEMA = bt.WORKLOAD_SCHEMA
 # between the full and the incremental backup: decoding the workload with the full set's catalog would
@@ -71,6 +74,7 @@ class Archive:
     confirmed_lsn: str
     end: str
     expected: bytes           # the slot's rows, as pg_recvlogical -f writes them
+    timed: list               # the same rows peeked with include-timestamp (the commit times)
     waldump: bytes            # pg_waldump from restart_lsn to end
     segments: list
     sets: dict                # "full", "incr" -> the set's label
@@ -79,6 +83,10 @@ class Archive:
     @property
     def url(self) -> str:
         return f"s3://{BUCKET}{REPO}"
+
+    @property
+    def walg_url(self) -> str:
+        return f"s3://{BUCKET}{WALG}"
 
     def store_args(self) -> list[str]:
         return ["--endpoint-url", self.s3.endpoint_url, "--no-verify-tls"]
@@ -148,6 +156,8 @@ def _build(c, s3, base: Path) -> Archive:
         end = conn.execute("SELECT pg_current_wal_insert_lsn()::text").fetchone()[0]
         rows = conn.execute("SELECT data FROM pg_logical_slot_peek_binary_changes('objstore', %s::pg_lsn, NULL)",
                             (end,)).fetchall()
+        timed = conn.execute("SELECT data FROM pg_logical_slot_peek_binary_changes('objstore', %s::pg_lsn, NULL, "
+                             "'include-timestamp', '1')", (end,)).fetchall()
         first, last = conn.execute("SELECT pg_walfile_name(%s::pg_lsn), pg_walfile_name(%s::pg_lsn)",
                                    (restart, end)).fetchone()
         conn.execute("SELECT pg_switch_wal()")
@@ -156,8 +166,15 @@ def _build(c, s3, base: Path) -> Archive:
     pg_wal_copy = c.archive_wal(base / "pg_wal-copy", first, last)
     bt.chown_to_server(pg_wal_copy)
     waldump = c.run_bin("pg_waldump", "--path", pg_wal_copy, "--start", restart, "--end", end, text=False).stdout
+    # the same segments in WAL-G's layout (lz4), under another prefix of the bucket
+    import obstore
+
+    walg = bt.walg_layout(base / "walg", pg_wal_copy, "lz4")
+    for f in sorted(p for p in walg.rglob("*") if p.is_file()):
+        obstore.put(_bucket(s3), f"{WALG.strip('/')}/{f.relative_to(walg)}", f.read_bytes())
     return Archive(s3=s3, base=base, catalog=catalog, local_repo=base / "local-repo", restart_lsn=restart,
                    confirmed_lsn=confirmed, end=end, expected=b"".join(bytes(r[0]) + b"\n" for r in rows),
+                   timed=[bytes(r[0]).decode() for r in timed],
                    waldump=waldump, segments=segments, sets=sets, local_copy=local_copy)
 
 
@@ -270,6 +287,42 @@ def test_documented_inspect_of_a_bucket(archive, aws, capfdbinary):
     assert status == 0 and len(err) == 1 and err[0].startswith("waldecode: end of WAL at "), err
     assert a.waldump and a.waldump in out
     assert out.startswith(b"rmgr: ") and out.index(a.waldump) > 0  # from the archive's first segment on
+
+
+def test_documented_decode_of_a_walg_prefix(archive, aws, tmp_path, capfdbinary):
+    """``decode --catalog snapshots/ --end-time T s3://BUCKET/PREFIX`` as the README shows it, run where
+    ``snapshots/`` holds the module's snapshot (taken before the slot, inside the first segment the WAL-G
+    prefix holds), the WAL-G prefix in the bucket for its URL, the module's endpoint added (the documents'
+    bucket is AWS's), and for its time the commit time the slot printed of the 6,000-row transaction: read
+    from the prefix's first segment, the slot's rows up to that commit."""
+    import re
+
+    from doc_commands import argv, lane_command
+
+    a = archive
+    cmd = lane_command("tests/live/test_object_store.py::test_documented_decode_of_a_walg_prefix")
+    txns, current = [], []
+    for row in a.timed:
+        current.append(re.sub(r"^(COMMIT \d+) \(at .+\)$", r"\1", row))  # as printed without include-timestamp
+        m = re.match(r"COMMIT \d+ \(at (.+)\)$", row)
+        if m:
+            txns.append((m[1], current))
+            current = []
+    assert "".join(row + "\n" for _t, rows in txns for row in rows + current).encode() == a.expected
+    (bulk,) = [i for i, (_t, rows) in enumerate(txns) if any(r.startswith("table public.events: INSERT:") for r in rows)]
+    args, _ = argv(cmd, {"s3://backups/walg/prod": a.walg_url, "2026-11-27 14:05+01": txns[bulk][0]})
+    assert a.walg_url in args and "snapshots/" in args, args
+    (tmp_path / "snapshots").mkdir()
+    shutil.copy(a.catalog, tmp_path / "snapshots" / "catalog.json")
+    aws.chdir(tmp_path)
+    status, out, err = _cli([*args, *a.store_args()], capfdbinary)
+    assert status == 0, err
+    # the one snapshot is taken after the first segment's start, with no catalog change in between; and the
+    # next transaction's first record was read before its commit, past the end time (as recovery leaves it)
+    said = [ln for ln in err if "is still open at the end of the WAL read" not in ln]
+    assert len(said) == 1 and re.match(r"waldecode: catalog snapshot snapshots/catalog\.json taken at \S+ \(the "
+                                       r"earliest; every one is after the start \S+\)$", said[0]), err
+    assert out.decode() == "".join(row + "\n" for _t, rows in txns[:bulk + 1] for row in rows)
 
 
 # -- fetching ahead -------------------------------------------------------------------------------

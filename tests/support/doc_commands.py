@@ -100,6 +100,8 @@ LANE = {
         "tests/live/test_catalog_backup.py::test_documented_barman_decode_from_a_time",
     "waldecode inspect --endpoint-url https://minio.internal:9000 s3://backups/pgbackrest":
         "tests/live/test_object_store.py::test_documented_inspect_of_a_bucket",
+    "waldecode decode --catalog snapshots/ --end-time '2026-11-27 14:05+01' s3://backups/walg/prod":
+        "tests/live/test_object_store.py::test_documented_decode_of_a_walg_prefix",
     "waldecode diverge --old /old-primary/pg_wal --new /new-primary/pg_wal --catalog app-catalog.json":
         "tests/live/test_diverge.py::test_documented_diverge_report",
     "waldecode diverge --old /archive/wal/ --catalog app-catalog.json --dsn 'host=new-primary dbname=app' "
@@ -115,10 +117,6 @@ SKIP = {
     "./dev demo": "sets up the environment these tests run in; test_dev_demo_module runs what it then runs",
     "./dev test": "sets up and runs the whole suite (CI's own command)",
     ". .venv/bin/activate": "the environment these tests run in",
-    "waldecode decode --catalog snapshots/ --end-time '2026-11-27 14:05+01' s3://backups/walg/prod":
-        "needs a WAL-G prefix in S3 (tests/live/test_object_store.py's bucket holds a pgBackRest repository; "
-        "WAL-G's layouts, tests/live/test_archives.py, are local) and a snapshot taken at or before its first "
-        "segment",
     "waldecode bench --workloads pgbench,big_txn --scale 0.25 --runs 3 --output-dir bench-results":
         "starts PostgreSQL servers and runs for minutes (tests/live/test_bench.py)",
 }
