@@ -7,8 +7,8 @@ documents' placeholder paths and LSNs replaced by the fixture's, and must end wi
 the README documents (0 unless said otherwise); ``LIVE`` ones need a server and run in the live lane
 (tests/live/test_docs_commands_live.py); ``LANE`` ones run in the test of another lane that
 ``LANE`` names, where what they need is built anyway (Spark, a backup repository, an S3 server), and
-that test must exist (``test_lane_tests_exist``); ``SKIP`` ones need what no lane has at hand (a base
-backup, a failover).  A command added to a document and classified nowhere fails
+that test must exist (``test_lane_tests_exist``); ``SKIP`` ones are the environment's own set-up and
+the minutes-long bench.  A command added to a document and classified nowhere fails
 ``test_every_command_is_classified``; an example whose options or behaviour drift from the tool
 fails ``test_documented_command`` (wrong exit status, or a Python traceback), and a ``waldecode``
 command that is not run here fails ``test_documented_command_parses`` once the command line's own
