@@ -12,8 +12,11 @@ the ``pgwal`` source, whose commit-LSN filters read fewer segments and partition
 
 from __future__ import annotations
 
+import io
+
 import pytest
 
+from damaged_wal import with_bad_crc
 from live import SlotRun, live_cluster
 
 pytestmark = [pytest.mark.server, pytest.mark.spark, pytest.mark.slow]
@@ -180,21 +183,45 @@ def test_commit_lsn_pushdown(spark, decoded):
 
 def test_ranges_written_then_refused_are_taken_back(spark, decoded, tmp_path):
     """The range path writes ``--output FILE`` range by range as the ranges end (``job._stream_ranges``);
-    a later range showing the catalog change sends the run to the event path, which writes the file
-    again from nothing: the server's rows, each once."""
+    a later range that stops at a damaged record (phase 1 frames without CRCs) sends the run to the event
+    path, which writes the file again from nothing and stops where ``decode`` stops, with its output."""
     from waldecode.catalog import Catalog
+    from waldecode.logical.session import decode_wal
+    from waldecode.output.base import OutputWriter
     from waldecode.output.test_decoding import TestDecoding
     from waldecode.pg.lsn import parse_lsn
     from waldecode.spark.cli import _LazyBinaryOutput
     from waldecode.spark.job import SparkExecutor, decode_spark
 
+    from waldecode.spark import ranges as _ranges
+
     run, catalog, wal, expected, _got = decoded
+    # the plan of the ranges (made on the driver) on the sound WAL: the damage goes into the one before the last
+    plans = []
+    real = _ranges.plan_ranges
+    _ranges.plan_ranges = lambda *a, **kw: plans.append(real(*a, **kw)) or plans[-1]
+    try:
+        decode_spark(SparkExecutor(spark, ranges=7), [str(wal)], Catalog.load(catalog), TestDecoding, io.BytesIO(),
+                     start_lsn=parse_lsn(run.confirmed_lsn), end_lsn=parse_lsn(run.end_lsn), segments_per_run=1)
+    finally:
+        _ranges.plan_ranges = real
+    before_last = plans[0].ranges[-2]
+    bad, bad_lsn = with_bad_crc(wal, tmp_path, before_last.start, plans[0].ranges[-1].start)
+    blocks: list = []
+    writer = OutputWriter(blocks.append)
+    single = decode_wal([bad], Catalog.load(catalog), TestDecoding(output=writer), start_lsn=parse_lsn(run.confirmed_lsn),
+                        end_lsn=parse_lsn(run.end_lsn))
+    writer.flush()
+    assert (single.stop.kind, single.stop.lsn) == ("invalid", bad_lsn)
     path = tmp_path / "spark.out"
     out = _LazyBinaryOutput(str(path))
     executor = SparkExecutor(spark, ranges=7)
-    decode_spark(executor, [str(wal)], Catalog.load(catalog), TestDecoding, out,
-                 start_lsn=parse_lsn(run.confirmed_lsn), end_lsn=parse_lsn(run.end_lsn), segments_per_run=1)
+    result = decode_spark(executor, [str(bad)], Catalog.load(catalog), TestDecoding, out,
+                          start_lsn=parse_lsn(run.confirmed_lsn), end_lsn=parse_lsn(run.end_lsn), segments_per_run=1)
     out.close()
-    assert executor.method == "events" and "catalog" in executor.fallback
-    assert executor.rewound  # the first range, before any DDL, had been written
-    assert path.read_bytes() == _text(expected)
+    assert (result.stop.kind, result.stop.lsn) == ("invalid", bad_lsn)
+    assert executor.method == "events" and "stopped reading" in executor.fallback
+    assert executor.rewound  # the ranges before the damaged one had been written
+    assert path.read_bytes() == b"".join(bytes(b) for b in blocks)
+    assert len(path.read_bytes()) < len(_text(expected))
+

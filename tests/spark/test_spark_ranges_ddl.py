@@ -174,3 +174,42 @@ def test_ranges_through_ddl_by_spark_equal_server(spark, prepared, tmp_path, cap
     assert status == 0, err
     assert "event path" not in err  # the note spark decode gives when it leaves the range path
     assert out.read_bytes() == _text(expected)
+
+
+@pytest.mark.parametrize("where", ["middle", "last range"])
+def test_a_damaged_record_ends_the_output_where_decode_ends_it(workloads, tmp_path, where, monkeypatch):
+    """A record with a wrong CRC (phase 1 and the catalog pass frame without checking CRCs): in a range
+    before the last, that range stops short and the run goes to the event path; in the last range, the
+    ranges end there.  Either way the output and the stop are decode's."""
+    from damaged_wal import with_bad_crc
+    from waldecode.catalog import Catalog
+    from waldecode.logical.session import decode_wal
+    from waldecode.output.base import OutputWriter
+    from waldecode.output.test_decoding import TestDecoding
+    from waldecode.spark import ranges as _ranges
+    from waldecode.spark.job import LocalExecutor, decode_spark
+    from waldecode.wal.xlogreader import parse_lsn
+
+    run, wal, _expected = workloads[False]
+    plans = []
+    real = _ranges.plan_ranges
+    monkeypatch.setattr(_ranges, "plan_ranges", lambda *a, **kw: plans.append(real(*a, **kw)) or plans[-1])
+    kw = dict(start_lsn=parse_lsn(run.confirmed_lsn), end_lsn=parse_lsn(run.end_lsn), segments_per_run=1)
+    executor = LocalExecutor()
+    executor.ranges = 7
+    decode_spark(executor, [wal], Catalog.load(run.catalog_path), TestDecoding, io.BytesIO(), **kw)
+    starts = [r.start for r in plans[0].ranges]
+    lo, hi = (starts[2], starts[3]) if where == "middle" else (starts[-1], parse_lsn(run.end_lsn))
+    bad, bad_lsn = with_bad_crc(wal, tmp_path, lo, hi)
+
+    blocks: list = []
+    writer = OutputWriter(blocks.append)
+    single = decode_wal([bad], Catalog.load(run.catalog_path), TestDecoding(output=writer),
+                        start_lsn=kw["start_lsn"], end_lsn=kw["end_lsn"])
+    writer.flush()
+    assert (single.stop.kind, single.stop.lsn) == ("invalid", bad_lsn)
+    out = io.BytesIO()
+    result = decode_spark(executor, [bad], Catalog.load(run.catalog_path), TestDecoding, out, **kw)
+    assert (result.stop.kind, result.stop.lsn) == ("invalid", bad_lsn)
+    assert out.getvalue() == b"".join(bytes(b) for b in blocks)
+    assert executor.method == ("events" if where == "middle" else "ranges")

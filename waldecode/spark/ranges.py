@@ -434,6 +434,9 @@ def range_refusal(plan: RangePlan, r: Range, s: dict) -> str | None:
     if s["error"] is not None:
         return f"range {r.rng} failed: {s['error']}"
     res = s["result"]
+    if not r.last and (res["stop"] is None or res["stop"].kind != "limit"):
+        # a damaged record phase 1 passed (it frames without CRCs): the single process stops there
+        return f"range {r.rng} stopped reading before its end: {res['stop'].reason if res['stop'] else 'no stop'}"
     if res["catalog_changed"]:
         return "the catalog changes in the WAL read"
     if r.rng and (s["warnings"] or res["not_decoded"] or res["ended_early"] or res["problems"]):
