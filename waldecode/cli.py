@@ -372,7 +372,7 @@ def cmd_decode(args) -> int:
                                      argtypes.input_options(args))
     start_lsn, end_lsn = args.start_lsn, args.end_lsn
     if args.start_time is not None or args.end_time is not None:
-        start_lsn, end_lsn = time_bounds(args, segments, source.time_zone() if source else
+        start_lsn, end_lsn = time_bounds(args, segments, source.time_zone if source else
                                          slot_state.catalog.settings.get("TimeZone", "UTC"))
     if slot_state is not None:
         catalog = slot_state.catalog
@@ -476,16 +476,25 @@ def report_problems(problems: list, undo: bool) -> int:
     return EXIT_CORRUPT
 
 
-def time_bounds(args, segments, snapshot_zone: str) -> tuple:
+def time_bounds(args, segments, snapshot_zone) -> tuple:
     """(start LSN, end LSN) of ``--start-time``/``--end-time`` (``decode``, ``spark decode``), or of the LSN
-    options; a time without an offset is read in the snapshot's TimeZone (``--set TimeZone=`` overrides it)."""
-    from .logical.targets import resolve_times, zone_named
+    options; a time without an offset is read in the snapshot's TimeZone (``--set TimeZone=`` overrides it).
+    ``snapshot_zone``: that TimeZone, or a function giving it (asked only when a time has no offset: a backup
+    repository refuses, its snapshot is chosen by the start); times with offsets are shown in UTC then."""
+    from .logical.targets import needs_zone, resolve_times, zone_named
 
-    name = snapshot_zone
+    name = None
     for item in args.settings:
         key, sep, value = item.partition("=")
         if sep and key == "TimeZone":
             name = value
+    if name is None:
+        if not callable(snapshot_zone):
+            name = snapshot_zone
+        elif any(needs_zone(t) for t in (args.start_time, args.end_time) if t is not None):
+            name = snapshot_zone()
+        else:
+            name = "UTC"
     zone = zone_named(name, "the snapshot's TimeZone")
     bounds = resolve_times(segments, args.start_time, args.end_time, zone, start_lsn=args.start_lsn)
     _print_notes(bounds.notes)

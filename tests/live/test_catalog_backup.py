@@ -277,20 +277,6 @@ def test_barman_tar_backup_equals_its_extracted_tar(backups, capsys, tmp_path):
     assert {"t", "v"} <= _names(got) and "u" not in _names(got)
 
 
-#: Two faults stand between the README's barman example and its output: catalog.choose.open_catalog_source
-#: takes a directory holding *.json files for a directory of snapshots, so barman's server directory, which
-#: holds identity.json, is "no catalog snapshot" (exit 2) instead of a barman server; and cli.cmd_decode asks
-#: the catalog source for its TimeZone before it reads the times (``source.time_zone()``), which a backup
-#: repository's refuses (catalog.choose.BackupSource.time_zone), so --start-time exits 2 even with an offset
-#: (as in test_catalog_choice)
-BARMAN_CATALOG_REFUSED = pytest.mark.xfail(
-    strict=True, raises=AssertionError,
-    reason="--catalog BARMAN_SERVER is 'no catalog snapshot' (its identity.json taken for a snapshot "
-           "directory's), and decode --catalog REPOSITORY refuses --start-time even with an offset (the "
-           "repository's TimeZone is asked for before the times are read)")
-
-
-@BARMAN_CATALOG_REFUSED
 def test_documented_barman_decode_from_a_time(backups, tmp_path):
     """``decode --catalog SERVER --start-time T SERVER`` as the README shows it, barman's server directory for
     its path and for its example time the commit time the slot printed of the second transaction after the

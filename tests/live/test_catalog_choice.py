@@ -376,17 +376,7 @@ def _txn_with(txns, value: str) -> int:
     return i
 
 
-#: cli.cmd_decode asks the catalog source for its TimeZone before it reads the times (``source.time_zone()``),
-#: and a backup repository's refuses (catalog.choose.BackupSource.time_zone): with a repository as --catalog,
-#: --start-time/--end-time exit 2 even with an offset, which needs no TimeZone (spark decode too: spark/cli.py)
-REPOSITORY_TIMES_REFUSED = pytest.mark.xfail(
-    strict=True, raises=AssertionError,
-    reason="decode --catalog REPOSITORY refuses --start-time/--end-time even with an offset (exit 2: the "
-           "repository's TimeZone is asked for before the times are read)")
-
-
 @pytest.mark.slow
-@REPOSITORY_TIMES_REFUSED
 def test_documented_pgbackrest_decode_by_times(repo_world, tmp_path):
     """``decode --catalog REPO --start-time T1 --end-time T2 REPO`` as the README shows it, the repository for
     its path and, for its example times, the commit times the slot printed of the first row's transaction

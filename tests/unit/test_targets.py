@@ -301,3 +301,14 @@ def test_check_snapshot_says_why_in_one_line(tmp_path):
     ok = _catalog(w.insert_lsn)
     check_snapshot(ok, segments, written[2].end)  # nothing in between: valid, and remembered
     assert ok.valid_from == written[2].end
+
+
+@pytest.mark.parametrize("text,needs", [("2026-11-27 14:00", True), ("2026-11-27T14:00:05", True),
+                                        ("2026-11-27 14:00+01", False), ("2026-11-27T13:00Z", False),
+                                        ("2026-11-27 14:00 Europe/Berlin", False), ("yesterday", False)])
+def test_a_time_needs_the_snapshots_zone_only_without_an_offset_or_a_zone_name(text, needs):
+    """A backup repository as --catalog has no TimeZone to give before its snapshot is chosen: it is asked
+    for only when a time needs it (a text that is no timestamp is left to parse_timestamp's error)."""
+    from waldecode.logical.targets import needs_zone
+
+    assert needs_zone(text) is needs

@@ -313,7 +313,7 @@ def open_catalog_source(path, segments, stanza: str | None = None,
         found.append(c)
     if found:
         return CatalogSource(path, candidates=found)
-    if not names:
+    if not other:  # no snapshot among its JSON files (a barman server directory holds identity.json)
         backups = _backups_in(path, segments, stanza)
         if backups is not None:
             return BackupSource(path, backups)

@@ -176,6 +176,16 @@ def parse_timestamp(text: str, zone, option: str = "the time") -> int:
     return (dt - POSTGRES_EPOCH) // timedelta(microseconds=1)
 
 
+def needs_zone(text: str) -> bool:
+    """Does the time ``text`` leave its time zone to the snapshot's (no offset, no zone name)?  A text that is
+    no timestamp does not: ``parse_timestamp`` says what is wrong with it."""
+    s = text.strip()
+    dt = _fromisoformat(s)
+    if dt is not None:
+        return dt.tzinfo is None
+    return False
+
+
 def _fromisoformat(s: str) -> datetime | None:
     try:
         return datetime.fromisoformat(s)

@@ -301,7 +301,7 @@ def cmd_spark_decode(args) -> int:
                                      argtypes.input_options(args))
         start_lsn, end_lsn = args.start_lsn, args.end_lsn
         if args.start_time is not None or args.end_time is not None:
-            start_lsn, end_lsn = time_bounds(args, segments, source.time_zone())
+            start_lsn, end_lsn = time_bounds(args, segments, source.time_zone)
         start_plan = reading_start(segments, start_lsn, args.restart_lsn)
         catalog = source.for_start(reading_from(start_plan, segments), say=_say)
         fit_catalog(catalog, segments, args.settings, catalog.source or args.catalog)
