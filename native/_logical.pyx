@@ -974,6 +974,17 @@ cdef Py_ssize_t _loop(_Decoding d, list records, unsigned long long start, int m
 
 # -- phase 1 of Spark's range path ------------------------------------------------------------------
 
+cdef bint _slow_end(slow, tuple t, int major, dict ended, bint commit_record) except -1:
+    """An end ``xact_spans`` leaves to ``slow`` (``ranges.xact_end``): its xids into ``ended``; whether it is a
+    commit (``commit_record``: COMMIT or COMMIT PREPARED) with invalidations."""
+    key, subs, commit, xinfo = slow(t[2], t[0], t[1], major, True)
+    end = (t[0], commit)
+    ended[key] = end
+    for sub in subs:
+        ended[sub] = end
+    return commit_record and (xinfo & XACT_XINFO_HAS_INVALS) != 0
+
+
 def xact_spans(list records, int major, dict firsts, dict ended, slow=None, dict prepared=None):
     from waldecode.spark.ranges import SPANS_CATALOG, SPANS_TWO_PHASE
 
@@ -1047,13 +1058,7 @@ def xact_spans(list records, int major, dict firsts, dict ended, slow=None, dict
                     if nsub >= 0 and xinfo & XACT_XINFO_HAS_ORIGIN and h.mainlen < pos + 4 * nsub + 16:
                         nsub = -1  # xl_xact_origin
                 if nsub < 0:
-                    key, subs, commit, xinfo = slow(rec, t[0], t[1], major, True)
-                    if commit and xinfo & XACT_XINFO_HAS_INVALS:
-                        catalog = True
-                    end = (t[0], commit)
-                    ended[key] = end
-                    for sub in subs:
-                        ended[sub] = end
+                    catalog = _slow_end(slow, t, major, ended, is_commit) or catalog
                     continue
                 end = (t[0], 1 if is_commit else 0)
                 PyDict_SetItem(ended, xid, end)
@@ -1063,13 +1068,7 @@ def xact_spans(list records, int major, dict firsts, dict ended, slow=None, dict
             if info == XLOG_XACT_COMMIT_PREPARED or info == XLOG_XACT_ABORT_PREPARED:
                 # the prepared transaction's end, read by the reference (its xid is in the record's body)
                 two_phase = True
-                key, subs, commit, xinfo = slow(rec, t[0], t[1], major, True)
-                if info == XLOG_XACT_COMMIT_PREPARED and xinfo & XACT_XINFO_HAS_INVALS:
-                    catalog = True
-                end = (t[0], commit)
-                ended[key] = end
-                for sub in subs:
-                    ended[sub] = end
+                catalog = _slow_end(slow, t, major, ended, info == XLOG_XACT_COMMIT_PREPARED) or catalog
                 continue
             if info == XLOG_XACT_PREPARE:
                 two_phase = True
