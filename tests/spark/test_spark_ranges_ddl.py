@@ -213,3 +213,22 @@ def test_a_damaged_record_ends_the_output_where_decode_ends_it(workloads, tmp_pa
     assert (result.stop.kind, result.stop.lsn) == ("invalid", bad_lsn)
     assert out.getvalue() == b"".join(bytes(b) for b in blocks)
     assert executor.method == ("events" if where == "middle" else "ranges")
+
+
+@pytest.mark.spark
+def test_ranges_through_ddl_on_a_standalone_cluster_equal_server(standalone, workloads, tmp_path):
+    """The same past one machine: a master and a worker on 127.0.0.1 (conftest.standalone), spark decode in
+    a process of its own, with two-phase decoding."""
+    import subprocess
+    import sys
+
+    run, wal, expected = workloads[True]
+    out = tmp_path / "spark.out"
+    proc = subprocess.run([sys.executable, "-m", "waldecode.cli", "spark", "decode", "--master", standalone.url,
+                           "--catalog", str(run.catalog_path), "--start-lsn", run.confirmed_lsn, "--end-lsn",
+                           run.end_lsn, "--segments-per-task", "1", "--ranges", "7", "--two-phase",
+                           "--output", str(out), str(wal)], env=standalone.env, capture_output=True, timeout=600)
+    err = proc.stderr.decode(errors="replace")
+    assert proc.returncode == 0, err[-3000:]
+    assert "event path" not in err
+    assert out.read_bytes() == _text(expected)
