@@ -36,6 +36,8 @@ from libc.string cimport memcpy, memset
 from pgconsts cimport *
 from pgdefs cimport *
 
+from bisect import bisect_left
+
 from waldecode.errors import WALError
 from waldecode.logical.apply import UNMAPPED
 from waldecode.logical.reorderbuffer import TXN, Change
@@ -463,10 +465,11 @@ cdef class _Decoding:
     cdef object nodes                   # the catalogs the history follows: relfilenumber -> OID
     cdef object commit_lsns             # CatalogTimeline.commit_lsns: where the catalog changed
     cdef object timeline_txns           # CatalogTimeline.txns: transactions with catalog rows of their own
-    # Replayer.whole_catalog's answer for a transaction begun after the last of commit_lsns: the catalog
-    # (Replayer.shown) it made the one in force, and how many commit_lsns there were
+    # Replayer.whole_catalog's last answer: the catalog (Replayer.shown) it made the one in force, and how
+    # many commit_lsns there were
     cdef object latest
     cdef Py_ssize_t latest_epochs
+    cdef unsigned long long epoch_lo, epoch_hi  # latest's epoch: the LSNs (lo, hi] its catalog serves
     cdef int state
     cdef unsigned long long start_decoding_at
     cdef unsigned int database
@@ -826,20 +829,24 @@ cdef class _Decoding:
 
     cdef bint whole_catalog(self, txn, key, unsigned long long lsn) except -1:
         """``Replayer.whole_catalog`` for a transaction without subtransactions committed at ``lsn``,
-        asked only when its answer may differ from the last one given for a transaction begun after
-        every catalog change: a catalog change since, a transaction of catalog rows of its own, one begun
-        before the last change, or another catalog put in force meanwhile."""
-        cdef Py_ssize_t n = len(self.commit_lsns)
+        asked only when its answer may differ from the last one given: the transaction began at or before
+        the catalog change that opened that one's epoch, or commits after the change that closes it (a
+        history built elsewhere holds the changes to come), the history took a change since, the
+        transaction has catalog rows of its own, or another catalog was put in force meanwhile."""
+        cdef Py_ssize_t n = len(self.commit_lsns), e
         cdef unsigned long long first = txn.first_lsn
-        cdef bint after_all = n == 0 or first > <unsigned long long>self.commit_lsns[n - 1]
-        if (after_all and n == self.latest_epochs and PyDict_GetItem(self.timeline_txns, key) == NULL
-                and self.replayer.shown is self.latest):
+        if (n == self.latest_epochs and first > self.epoch_lo and lsn <= self.epoch_hi
+                and PyDict_GetItem(self.timeline_txns, key) == NULL and self.replayer.shown is self.latest):
             return True
         if not self.replayer.whole_catalog(key, first, lsn):
             return False
-        if after_all:
-            self.latest = self.replayer.shown
-            self.latest_epochs = n
+        # the epoch that served it (CatalogTimeline.view: the commits before an LSN): (its opening change, its
+        # closing one], which serves every transaction within
+        e = bisect_left(self.commit_lsns, first)
+        self.epoch_lo = <unsigned long long>self.commit_lsns[e - 1] if e else 0
+        self.epoch_hi = <unsigned long long>self.commit_lsns[e] if e < n else <unsigned long long>-1
+        self.latest = self.replayer.shown
+        self.latest_epochs = n
         return True
 
     cdef int write(self, unsigned int xid, ChangeBuffer store, PyObject **targets) except -1:
