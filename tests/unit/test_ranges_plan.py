@@ -84,3 +84,32 @@ def test_phase1_of_a_fixture_finds_every_commit_once():
     assert set(whole.open) <= set().union(*(p.open for p in parts))
     plan = plan_ranges(parts, len(parts), None, None, None)
     assert plan.reason is None and len(plan.ranges) == len(parts)
+
+
+DDL_FIXTURES = [fx for fx in all_fixtures() if fx.name == "pg15-off/ddl"]
+
+
+@pytest.mark.skipif(not DDL_FIXTURES, reason="no PostgreSQL 15 ddl fixture")
+def test_the_catalog_pass_refuses_catalog_rows_whose_commit_it_did_not_collect():
+    """The catalog pass keeps only the commits with invalidations: were a transaction that wrote catalog
+    rows to commit without them, its history would take it for a crashed one; the pass says so instead."""
+    from waldecode.catalog import Catalog
+    from waldecode.catalog.history import CatalogHistory
+    from waldecode.rmgr import RM_XACT_ID
+    from waldecode.rmgr.xact import XLOG_XACT_COMMIT, XLOG_XACT_OPMASK
+    from waldecode.spark.ranges import catalog_history, run_catalog_records
+
+    (fx,) = DDL_FIXTURES
+    catalog = Catalog.load(fx.path / "snapshot.json.gz")
+    segments = discover([fx.wal_dir], None)
+    first, last = segments.first_segno, segments.last_segno
+    spans = [run_spans(segments, 0, first, last, None, None)]
+    assert spans[0].catalog_changes
+    nodes = frozenset(CatalogHistory(catalog).redo.nodes)
+    records = run_catalog_records(segments, first, last, None, None, nodes)
+    history = catalog_history(catalog, [records], segments.major, spans)
+    assert not isinstance(history, str) and history.timeline.commit_lsns
+    without_commits = [t for t in records if not (t[2][17] == RM_XACT_ID
+                                                  and t[2][16] & XLOG_XACT_OPMASK == XLOG_XACT_COMMIT)]
+    refused = catalog_history(catalog, [without_commits], segments.major, spans)
+    assert isinstance(refused, str) and "without invalidations" in refused

@@ -243,21 +243,33 @@ def run_catalog_records(segments, first: int, last: int, start: int | None, end_
 def catalog_history(catalog, runs_records, major: int, spans: list, warn=None):
     """The catalog history of the whole WAL read, from every run's ``run_catalog_records`` (in run order):
     a ``CatalogHistory`` fed those records in LSN order, as the single-process decoder's is fed all of
-    them; or a string saying why it cannot stand for that one (a transaction with catalog rows that
-    committed without a record here: then it sent no invalidations, which ``catalog_records`` counts on)."""
+    them; or a string saying why it cannot stand for that one: a transaction that wrote rows of a tracked
+    catalog committed (as phase 1 saw) without its commit among these records, so without invalidations,
+    which ``catalog_records`` counts on (its history would have taken its rows for a crashed one's)."""
     from ..catalog.history import CatalogHistory
+    from ..logical.txn import xact_event
     from ..wal.xlogreader import decode_in
 
     history = CatalogHistory(catalog, major, warn=warn)
     decode = tasks._impl.decode_record
+    writers: set = set()  # xids of the catalog rows taken
+    ends: set = set()  # xids the commit and abort records taken end
     for records in runs_records:
         for lsn, raw_end, raw in records:
-            history.process(decode_in(decode, raw, lsn, (raw_end + 7) & ~7, major, None))
-    for top in history.txns:
+            rec = decode_in(decode, raw, lsn, (raw_end + 7) & ~7, major, None)
+            if rec.xl_rmid in (RM_HEAP_ID, RM_HEAP2_ID) and rec.xl_xid and rec.blocks \
+                    and rec.blocks[0].relNumber in history.redo.nodes:
+                writers.add(rec.xl_xid)
+            ev = xact_event(rec, major)
+            if ev is not None:
+                ends.add(ev.xid)
+                ends.update(ev.subxacts)
+            history.process(rec)
+    for xid in sorted(writers - ends):
         for s in spans:
-            i = bisect_left(s.ended_xids, top)
-            if i < len(s.ended_xids) and s.ended_xids[i] == top and s.ended_commit[i]:
-                return (f"transaction {top} changed catalog rows and committed at {s.ended_lsns[i]:X} without "
+            i = bisect_left(s.ended_xids, xid)
+            if i < len(s.ended_xids) and s.ended_xids[i] == xid and s.ended_commit[i]:
+                return (f"transaction {xid} changed catalog rows and committed at {s.ended_lsns[i]:X} without "
                         "invalidations")
     return history
 
