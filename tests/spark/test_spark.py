@@ -23,7 +23,6 @@ from waldecode.cli import main
 from waldecode.output.test_decoding import TestDecoding
 from waldecode.logical.session import decode_wal
 from waldecode.spark import tasks
-from waldecode.errors import UsageError
 from waldecode.spark.job import LocalExecutor, decode_spark
 from waldecode.wal.xlogreader import parse_lsn
 
@@ -71,24 +70,9 @@ def test_tasks_in_process_equal_decode(fx, out_file, meta, impl, method):
     executor = LocalExecutor()
     executor.ranges = 2
     assert on(executor, fx, meta, method=method) == single_process(fx, meta)
-    assert executor.method == ("events" if method == "events" or _needs_events(fx) else "ranges"), executor.fallback
-
-
-#: the fixtures the range path hands to the event path (``ranges`` module docstring), and why
-#  (none since the ranges follow the catalog changes of "ddl", "truncate", "checkpoint_fpi" and "small_dml" through
-#  the driver's catalog pass, ``ranges.catalog_history``, and decode the two-phase records of "prepared")
-EVENT_PATH: dict = {}
-
-
-def _needs_events(fx) -> bool:
-    return fx.name.split("/")[-1] in EVENT_PATH
-
-
-@pytest.mark.parametrize("fx,out_file,meta", [c for c in CASES if c.id.split("/")[1] in EVENT_PATH])
-def test_range_path_refuses_what_it_cannot_decode(fx, out_file, meta):
-    executor = LocalExecutor()
-    with pytest.raises(UsageError, match="range path cannot decode"):
-        on(executor, fx, meta, method="ranges")
+    # every fixture by ranges: the catalog changes of ddl, truncate, checkpoint_fpi and small_dml through the
+    # driver's catalog pass, the two-phase records of prepared (the range path's refusals: test_spark_wal2json)
+    assert executor.method == ("events" if method == "events" else "ranges"), executor.fallback
 
 
 @pytest.mark.slow

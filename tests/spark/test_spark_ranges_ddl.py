@@ -14,6 +14,7 @@ under both implementations and through Spark, without leaving the range path.
 from __future__ import annotations
 
 import io
+import json
 
 import pytest
 
@@ -169,11 +170,16 @@ def test_ranges_through_ddl_by_spark_equal_server(spark, prepared, tmp_path, cap
     out = tmp_path / "spark.out"
     status = main(["spark", "decode", "--master", "local[2]", "--catalog", str(run.catalog_path),
                    "--start-lsn", run.confirmed_lsn, "--end-lsn", run.end_lsn, "--segments-per-task", "1",
-                   "--ranges", "7", "--output", str(out), str(wal)] + (["--two-phase"] if run.two_phase else []))
+                   "--ranges", "7", "--output", str(out), "--timings", str(tmp_path / "timings.json"), str(wal)]
+                  + (["--two-phase"] if run.two_phase else []))
     err = capfd.readouterr().err
     assert status == 0, err
     assert "event path" not in err  # the note spark decode gives when it leaves the range path
     assert out.read_bytes() == _text(expected)
+    timings = json.loads((tmp_path / "timings.json").read_text())
+    assert timings["method"] == "ranges" and timings["ranges"] == 7
+    assert {"context", "phase1", "catalog_pass", "catalog_history", "ranges"} <= set(timings["phases"])
+    assert all(v >= 0 for v in timings["phases"].values()) and timings["phases"]["ranges"] > 0
 
 
 @pytest.mark.parametrize("where", ["middle", "last range"])

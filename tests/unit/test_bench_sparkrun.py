@@ -37,3 +37,16 @@ def test_a_process_is_filed_by_what_it_execs():
     argv = ["sh", "-c", f"sleep 0.3; m=pyspark; exec {sys.executable} -c '{burn}' $m.daemon"]
     m = run_spark_measured(argv, what="shell that execs")
     assert m.extra["worker_cpu_s"] >= 0.4
+
+
+def test_breakdown_predicts_by_its_stated_model():
+    """Fixed + serial x scale + parallel CPU x scale / cores, scale = 1 TiB / the WAL read."""
+    from waldecode.bench.measure import Measurement
+    from waldecode.bench.sparkrun import TIB, breakdown
+
+    m = Measurement(10.0, 100.0, 30.0, extra={"worker_cpu_s": 16.0})
+    timings = {"method": "ranges", "phases": {"context": 4.0, "phase1": 1.0, "catalog_pass": 0.5,
+                                              "catalog_history": 0.25, "ranges": 5.0, "appends": 0.75}}
+    b = breakdown(m, timings, TIB // 1024)
+    assert (b["fixed_s"], b["serial_s"], b["parallel_cpu_s"]) == (4.0, 1.0, 16.0)
+    assert b["predicted_1tib_s"] == {"16": 4.0 + 1024 + 1024, "64": 4.0 + 1024 + 256, "256": 4.0 + 1024 + 64}

@@ -147,6 +147,9 @@ def main_bench(args) -> int:
     document["ok"] = not failed
     sys.stdout.write(report.format_table(results))
     sys.stdout.write("\n" + report.format_verdicts(results))
+    breakdown = report.format_spark_breakdown(results)
+    if breakdown:
+        sys.stdout.write("\n" + breakdown)
     sys.stdout.flush()
     json_path = args.output_dir / "bench.json"
     report.write_json(json_path, document)

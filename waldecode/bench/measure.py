@@ -35,6 +35,7 @@ class Measurement:
     cpu_seconds: float | None = None
     rss_method: str | None = None  # "GNU time" or "wait4" (see rusage.py)
     extra: dict | None = None  # what else a tool's measurement says (sparkrun: the driver's and JVM's peaks)
+    phases: dict | None = None  # seconds per phase (``spark decode --timings``)
 
     def to_json(self) -> dict:
         return asdict(self)

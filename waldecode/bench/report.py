@@ -85,6 +85,26 @@ def format_verdicts(results: list[dict]) -> str:
     return "".join(line + "\n" for line in out)
 
 
+def format_spark_breakdown(results: list[dict]) -> str:
+    """After the verdicts: for each ``spark decode`` timed, its fixed, serial and parallel parts (the run
+    nearest the median) and the wall time they predict for 1 TiB of WAL (``sparkrun.breakdown`` states the
+    model)."""
+    out = []
+    for r in results:
+        for t in r["tools"]:
+            runs = [m for m in t["runs"] if m.get("phases")]
+            if not runs:
+                continue
+            m = min(runs, key=lambda m: abs(m["seconds"] - t["median_seconds"]))
+            b = m["phases"]
+            where = f"{r['name']}: " if len(results) > 1 else ""
+            out.append(f"{where}{t['label']}: {m['seconds']:.2f} s wall; fixed {b['fixed_s']:.2f} s (context start), "
+                       f"serial {b['serial_s']:.2f} s (driver), {b['parallel_cpu_s']:.2f} CPU s in the Python workers "
+                       f"({b['method']} path); 1 TiB predicted: "
+                       + ", ".join(f"{v:,.0f} s on {n} cores" for n, v in b["predicted_1tib_s"].items()))
+    return "".join(line + "\n" for line in out)
+
+
 def _cpu_model() -> str | None:
     try:
         for line in Path("/proc/cpuinfo").read_text().splitlines():

@@ -14,6 +14,7 @@ printed.  Hands ``report`` a dict: sizes, every run's numbers, medians, ratios, 
 from __future__ import annotations
 
 import filecmp
+import json
 import shutil
 import statistics
 import time
@@ -123,8 +124,16 @@ def _measure_all(w: T.WalUnderTest, conn, result: dict, *, runs: int, impls: lis
                 cores = int(tool.key.rsplit("local", 1)[1])
                 parts = work_dir / "spark-parts"
                 parts.mkdir(exist_ok=True)
-                m = run_spark_measured(spark_decode_argv(w, out, f"local[{cores}]", spark_memory, parts),
+                timings = work_dir / "spark-timings.json"
+                m = run_spark_measured(spark_decode_argv(w, out, f"local[{cores}]", spark_memory, parts, timings),
                                        env=T.impl_env(tool.impl), what=tool.label)
+                from .sparkrun import breakdown
+
+                m.phases = breakdown(m, json.loads(timings.read_text()), result["wal"]["bytes"])
+                log(f"run {run}/{runs}: {tool.label}: fixed {m.phases['fixed_s']} s, serial {m.phases['serial_s']} s, "
+                    f"parallel {m.phases['parallel_cpu_s']} CPU s ({m.phases['method']} path; phases "
+                    + ", ".join(f"{k} {v:.2f}" for k, v in m.phases["phases"].items()) + "); 1 TiB predicted: "
+                    + ", ".join(f"{v:,.0f} s on {n} cores" for n, v in m.phases["predicted_1tib_s"].items()))
                 same = filecmp.cmp(reference, out, False)
                 check(f"{tool.label} output equals pg_recvlogical's byte for byte (run {run})", same,
                       "" if same else f"compare {out} with {reference}",

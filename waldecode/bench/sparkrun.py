@@ -29,10 +29,13 @@ POLL_SECONDS = 0.1
 SPARK_MEMORY_DEFAULT = None  # Spark's own defaults (1g driver in local mode)
 
 
-def spark_decode_argv(w, out: Path, master: str, memory: str | None, parts_dir: Path) -> list[str]:
+def spark_decode_argv(w, out: Path, master: str, memory: str | None, parts_dir: Path,
+                      timings: Path | None = None) -> list[str]:
     argv = [sys.executable, "-m", "waldecode.cli", "spark", "decode", "--quiet", "--master", master,
             "--catalog", str(w.catalog), "--start-lsn", w.decode_start_lsn, "--end-lsn", w.end_lsn,
             "--parts-dir", str(parts_dir), "--output", str(out)]
+    if timings is not None:
+        argv += ["--timings", str(timings)]
     if memory:
         # local mode: the driver JVM is the executor; spark.executor.memory for a cluster's executors
         argv += ["--conf", f"spark.driver.memory={memory}", "--conf", f"spark.executor.memory={memory}"]
@@ -131,3 +134,28 @@ def run_spark_measured(argv: list[str], *, env: dict | None = None, what: str | 
                "workers_seen": sum(1 for k in kinds.values() if k == "worker"),
                **{f"{k}_cpu_s": round(v, 2) for k, v in cpu_by_kind.items()}}
     return m
+
+
+#: the executor cores the breakdown predicts a 1 TiB archive's wall time for
+PREDICTED_CORES = (16, 64, 256)
+TIB = 1 << 40
+
+
+def breakdown(m: Measurement, timings: dict, wal_bytes: int) -> dict:
+    """The serial and parallel parts of one ``spark decode`` run (``--timings``, and the CPU ``run_spark_measured``
+    saw), and the wall time they predict for a 1 TiB archive on ``PREDICTED_CORES`` executor cores.
+
+    The model: a fixed part (the context's start: ``context``), a serial part that grows with the WAL (the
+    driver's catalog history and its appends of the part files), and the Python workers' CPU (phase 1, the
+    catalog pass, the ranges), which grows with the WAL and divides over the cores (with at least as many
+    ranges and runs as cores, and the storage keeping up: an assumption, not measured here).  The JVM's CPU
+    is left out (a few seconds, mostly its start)."""
+    phases = timings.get("phases", {})
+    fixed = phases.get("context", 0.0)
+    serial = phases.get("catalog_history", 0.0) + phases.get("appends", 0.0) + phases.get("driver_pass", 0.0)
+    parallel_cpu = (m.extra or {}).get("worker_cpu_s", 0.0)
+    scale = TIB / wal_bytes if wal_bytes else 0.0
+    return {"fixed_s": round(fixed, 2), "serial_s": round(serial, 2), "parallel_cpu_s": round(parallel_cpu, 2),
+            "wal_bytes": wal_bytes, "method": timings.get("method"), "phases": phases,
+            "predicted_1tib_s": {str(n): round(fixed + serial * scale + parallel_cpu * scale / n, 1)
+                                 for n in PREDICTED_CORES}}

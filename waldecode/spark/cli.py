@@ -15,6 +15,8 @@ import errno
 import os
 import shutil
 import sys
+import time
+import zlib
 
 from .. import argtypes
 from . import classdata
@@ -73,6 +75,10 @@ def add_arguments(sub) -> None:
                      help="where executors write the ordered part files (must be visible to them and to this "
                           "process; default: the output's directory, else the temporary directory)")
     dec.add_argument("-t", "--timeline", type=int, help="read this timeline when the input holds several")
+    dec.add_argument("--timings", metavar="FILE",
+                     help="write the run's wall seconds per phase as JSON (context start, phase 1, catalog pass, "
+                          "the driver's catalog history, the ranges, the driver's appends; 'waldecode bench "
+                          "--spark' reads them)")
     dec.add_argument("-q", "--quiet", action="store_true", help="no notes on stderr")
     from ..cli import add_diagnostics_options
 
@@ -188,41 +194,73 @@ def spark_error(e: BaseException) -> SparkJobError | None:
 
 def _take_back(out) -> None:
     """After an error: nothing partial left in FILE (standard output cannot be taken back)."""
-    if getattr(out, "can_rewind", False):
+    if getattr(out, "path", None) is not None:
         out.rewind()
     else:
         out.close(create=False)
 
 
 class _LazyBinaryOutput:
-    """FILE created at the first byte (or at the end): an input error before any output leaves none."""
+    """FILE created at the first byte (or at the end): an input error before any output leaves none.
+
+    Both FILE and standard output take the range path's output as the ranges end, and can be taken back
+    when a later range hands the run to the event path (``rewind``), which writes the whole output again:
+    FILE is removed; standard output cannot unwrite, so the event path's first bytes, as many as went out,
+    are checked against them (a CRC-32 of each) and not written again."""
 
     def __init__(self, path: str | None):
         self.path = path
         self.f = None if path else sys.stdout.buffer
+        self.sent = 0  # bytes written to standard output, and their CRC-32
+        self.sent_crc = 0
+        self.skip = 0  # after a rewind: bytes of the new output that went out already, and their CRC-32 so far
+        self.skip_crc = 0
+        self.skipped_crc = 0
 
     def write(self, data: bytes) -> int:
         if self.f is None:
             self.f = open(self.path, "wb")
-        return self.f.write(data)
+        if self.path is not None:
+            return self.f.write(data)
+        n = len(data)
+        if self.skip:
+            head = data[:self.skip]
+            self.skip_crc = zlib.crc32(head, self.skip_crc)
+            self.skip -= len(head)
+            data = data[len(head):]
+            if not self.skip and self.skip_crc != self.skipped_crc:
+                raise SparkJobError("the event path's output differs from what the range path had already written "
+                                    "to standard output (use --output FILE, which can be taken back)")
+        if data:
+            self.sent_crc = zlib.crc32(data, self.sent_crc)
+            self.sent += len(data)
+            self.f.write(data)
+        return n
 
     @property
     def can_rewind(self) -> bool:
-        """A FILE can be taken back (``rewind``); standard output cannot."""
-        return self.path is not None
+        return True
 
     def rewind(self) -> None:
-        """Back to nothing written, FILE removed (the range path handing a run it began to write to the
-        event path, which writes it all)."""
+        """Back to nothing written (the range path handing a run it began to write to the event path, which
+        writes it all): FILE removed, or standard output's bytes so far to be met again, not written again."""
         if self.path is None:
-            raise ValueError("standard output cannot be taken back")
+            self.skip, self.skip_crc, self.skipped_crc = self.sent, 0, self.sent_crc
+            self.sent = self.sent_crc = 0
+            return
         if self.f is not None:
             self.f.close()
             self.f = None
             os.unlink(self.path)
 
     def append_file(self, path: str) -> None:
-        """The bytes of the file at ``path``, copied by the kernel (a range's part file: hundreds of MB)."""
+        """The bytes of the file at ``path``, copied by the kernel into FILE (a range's part file: hundreds of
+        MB); to standard output through ``write``."""
+        if self.path is None:
+            with open(path, "rb") as src:
+                for block in iter(lambda: src.read(1 << 20), b""):
+                    self.write(block)
+            return
         if self.f is None:
             self.f = open(self.path, "wb")
         self.f.flush()
@@ -347,7 +385,9 @@ def cmd_spark_decode(args) -> int:
     confs = _confs(args.confs)
     # the range path needs the context only; the event path and Hadoop inputs make a session on it
     active = _active_session()
+    started = time.perf_counter()
     spark = active if active is not None else spark_context(args.master, confs)
+    context_seconds = time.perf_counter() - started
     own_session = active is None and not getattr(spark, "_waldecode_shared", False)  # tests keep theirs
     out = _LazyBinaryOutput(args.output) if not args.parquet else _NoTextOutput()
     parts_dir = args.parts_dir or (os.path.dirname(os.path.abspath(args.output)) if args.output else None)
@@ -374,6 +414,8 @@ def cmd_spark_decode(args) -> int:
                 raise
             raise err from None
         out.close()
+        if args.timings:
+            _write_timings(args.timings, {"context": context_seconds, **executor.timings}, executor, segments)
         if args.parquet:
             from ..output.parquet import unify_dataset
 
@@ -387,6 +429,17 @@ def cmd_spark_decode(args) -> int:
         if own_session:
             stop_context(spark)
     return report_decode_result(result, segments, start_lsn, quiet=args.quiet, report=args.report)
+
+
+def _write_timings(path: str, phases: dict, executor, segments) -> None:
+    """``--timings FILE``: the phases' wall seconds, the path taken, the cores and the bytes of WAL read."""
+    import json
+
+    doc = {"phases": {k: round(v, 3) for k, v in phases.items()}, "method": executor.method,
+           "cores": executor.slots, "ranges": getattr(executor, "ranges", 1),
+           "wal_bytes": (segments.last_segno - segments.first_segno + 1) * segments.seg_size}
+    with open(path, "w", encoding="utf-8") as f:
+        json.dump(doc, f, indent=1)
 
 
 def stop_context(spark) -> None:

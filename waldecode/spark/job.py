@@ -35,6 +35,8 @@ import shutil
 import sys
 import tempfile
 import threading
+import time
+from contextlib import contextmanager
 from dataclasses import dataclass, replace
 
 from ..catalog import Catalog
@@ -59,6 +61,21 @@ ATTEMPTS_DIR = "_attempts"
 RUN_FILE_SCHEMA = "key long, run long, segno long, content binary"
 KEYED_SCHEMA = "key long, blob binary"
 BLOBS_PER_BATCH = 16
+
+
+class PhaseTimes(dict):
+    """Wall seconds per phase of one ``decode_spark`` run (``executor.timings``; ``spark decode --timings``
+    writes them): the range path's ``phase1``, ``catalog_pass`` (its tasks), ``catalog_history`` (the
+    driver's), ``ranges`` (the range job, appends included when they stream) and ``appends`` (the driver
+    appending part files); the event path's ``driver_pass`` (its phase 1 included) and ``phase2``."""
+
+    @contextmanager
+    def phase(self, name: str):
+        t = time.perf_counter()
+        try:
+            yield
+        finally:
+            self[name] = self.get(name, 0.0) + time.perf_counter() - t
 
 
 @dataclass
@@ -775,6 +792,7 @@ def decode_spark(executor, paths, catalog: Catalog, make_plugin, out, *, plugin_
     directory = tempfile.mkdtemp(prefix="waldecode-spark-", dir=parts_dir)
     error = None
     executor.method = executor.fallback = None
+    executor.timings = timings = PhaseTimes()
     executor.rewound = False  # the range path took back ranges it had written (``_stream_ranges``)
     try:
         if scan is not None and method != "events" and not probe.events_apart and getattr(executor, "ranges", 1) > 1:
@@ -798,11 +816,13 @@ def decode_spark(executor, paths, catalog: Catalog, make_plugin, out, *, plugin_
         while True:
             items = (executor.control(scan, nodes, directory) if scan is not None
                      else iter([(0, ("error", refused))]))
-            p = _plan.run_driver_pass(items, catalog, make_plugin(lambda line: None),
-                                      plugin_options=plugin_options, start_plan=start_plan, read_from=read_from,
-                                      start_lsn=start_lsn, end_lsn=end_lsn, two_phase=two_phase,
-                                      include_uncommitted=include_uncommitted, segments=segments,
-                                      nranges=getattr(executor, "ranges", 1), nodes=nodes, on_warning=on_warning)
+            with timings.phase("driver_pass"):
+                p = _plan.run_driver_pass(items, catalog, make_plugin(lambda line: None),
+                                          plugin_options=plugin_options, start_plan=start_plan, read_from=read_from,
+                                          start_lsn=start_lsn, end_lsn=end_lsn, two_phase=two_phase,
+                                          include_uncommitted=include_uncommitted, segments=segments,
+                                          nranges=getattr(executor, "ranges", 1), nodes=nodes,
+                                          on_warning=on_warning)
             if p.nodes <= nodes:
                 break
             # A catalog rewrite or relation-map update made new catalog relfilenodes: read their records too
@@ -810,12 +830,14 @@ def decode_spark(executor, paths, catalog: Catalog, make_plugin, out, *, plugin_
         result = p.result
         ctx = tasks.Phase2(catalog, make_plugin, plugin_options, p.timeline, p.cutoff)
         if p.events and scan is not None:
-            summary = executor.phase2(scan, p, ctx, directory)
+            with timings.phase("phase2"):
+                summary = executor.phase2(scan, p, ctx, directory)
         else:
             summary = []
         by_range = dict(summary)
         for rng in range(p.nranges):
-            _append(out, tasks.part_path(directory, rng))
+            with timings.phase("appends"):
+                _append(out, tasks.part_path(directory, rng))
             info = by_range.get(rng)
             if info is None:
                 continue
@@ -842,7 +864,9 @@ def _decode_by_ranges(executor, scan: Scan, catalog: Catalog, make_plugin, out, 
                       start_lsn, restart_lsn, end_lsn, two_phase: bool, include_uncommitted: bool, on_warning):
     """The range path (``ranges``): (result, None) after writing the output, or (None, why not) having
     written nothing."""
-    spans = executor.spans(scan)
+    timings = executor.timings
+    with timings.phase("phase1"):
+        spans = executor.spans(scan)
     rplan = _ranges.plan_ranges(spans, getattr(executor, "ranges", 1), start_lsn, restart_lsn, end_lsn)
     if rplan.reason is not None:
         return None, rplan.reason
@@ -859,10 +883,12 @@ def _decode_by_ranges(executor, scan: Scan, catalog: Catalog, make_plugin, out, 
     os.makedirs(parts, exist_ok=True)
     ctx = tasks.Phase2(catalog, make_plugin, plugin_options, history, None)
     appended = 0
-    if files_dir is None and getattr(executor, "streams_ranges", False) and getattr(out, "can_rewind", False):
-        summaries, appended = _stream_ranges(executor, scan, rplan, ctx, parts, two_phase, include_uncommitted, out)
-    else:
-        summaries = executor.decode_ranges(scan, rplan, ctx, parts, two_phase, include_uncommitted)
+    with timings.phase("ranges"):
+        if files_dir is None and getattr(executor, "streams_ranges", False) and getattr(out, "can_rewind", False):
+            summaries, appended = _stream_ranges(executor, scan, rplan, ctx, parts, two_phase, include_uncommitted,
+                                                 out)
+        else:
+            summaries = executor.decode_ranges(scan, rplan, ctx, parts, two_phase, include_uncommitted)
     result, reason = _ranges.combine(rplan, summaries, end_lsn)
     if result is None:
         if appended:
@@ -874,7 +900,8 @@ def _decode_by_ranges(executor, scan: Scan, catalog: Catalog, make_plugin, out, 
     if files_dir is not None:
         keep_staged_files(files_dir, {os.path.join(files_dir, ATTEMPTS_DIR, "ranges")})
     for r in rplan.ranges[appended:]:
-        _append(out, tasks.part_path(parts, r.rng))
+        with timings.phase("appends"):
+            _append(out, tasks.part_path(parts, r.rng))
     result.warnings = history_warnings + result.warnings
     if on_warning is not None:
         for w in result.warnings:
@@ -888,11 +915,14 @@ def _catalog_for_ranges(executor, scan: Scan, catalog: Catalog, spans: list, war
     order; read again with the relfilenodes a catalog rewrite gave (as the event path's driver pass does).
     A ``plan.FrozenCatalogHistory``, its warnings appended to ``warnings``; or why the ranges cannot use it."""
     nodes = _plan.tracked_relfilenodes(catalog)
+    timings = executor.timings
     while True:
         found: list = []
         try:
-            history = _ranges.catalog_history(catalog, executor.catalog_records(scan, nodes), scan.segments.major,
-                                              spans, warn=found.append)
+            with timings.phase("catalog_pass"):
+                records = executor.catalog_records(scan, nodes)
+            with timings.phase("catalog_history"):
+                history = _ranges.catalog_history(catalog, records, scan.segments.major, spans, warn=found.append)
         except Error as e:
             return f"the catalog pass met an error: {e}"
         if isinstance(history, str):
@@ -938,7 +968,8 @@ def _stream_ranges(executor, scan: Scan, rplan: _ranges.RangePlan, ctx: tasks.Ph
                 if _ranges.range_refusal(rplan, r, info) is not None:
                     break  # combine says why; nothing more goes out
                 part = tasks.part_path(parts, r.rng)
-                _append(out, part)
+                with executor.timings.phase("appends"):
+                    _append(out, part)
                 os.unlink(part)
                 appended += 1
                 continue
