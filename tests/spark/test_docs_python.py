@@ -3,7 +3,8 @@
 Each ```python block runs as a user would paste it after making ``spark``, with the documents'
 placeholder paths and LSNs replaced by the fixture's (``tests/differential/test_docs_commands.py``
 does the same for the shell commands).  The ``pgwal`` example's DataFrame, in the order it shows,
-must hold exactly the lines ``waldecode decode`` prints for the same WAL, catalog and start.
+and the library example's ``lines`` (docs/api.md) must hold exactly the lines ``waldecode decode``
+prints for the same WAL, catalog and start.
 """
 
 from __future__ import annotations
@@ -55,3 +56,5 @@ def test_python_examples(spark):
         if "df" in namespace:
             lines = [bytes(r.line) for r in namespace["df"].orderBy("position", "seq").select("line").collect()]
             assert lines == expected, doc
+        if isinstance(namespace.get("lines"), list):  # docs/api.md: decode_wal into a list of lines
+            assert [line.encode("utf-8", "surrogateescape") for line in namespace["lines"]] == expected, doc
