@@ -22,7 +22,6 @@ from __future__ import annotations
 import gzip
 import json
 import os
-import re
 import shutil
 import subprocess
 import sys
@@ -284,15 +283,10 @@ def test_documented_barman_decode_from_a_time(backups, tmp_path):
     time at or before that, an earlier commit could be missing and decode refuses): the catalog from that
     backup, said in one line, and the slot's rows from there to the WAL's end."""
     from doc_commands import argv, lane_command
+    from td_rows import timed_transactions
 
     cmd = lane_command("tests/live/test_catalog_backup.py::test_documented_barman_decode_from_a_time")
-    txns, current = [], []
-    for row in backups.after_barman:
-        current.append(re.sub(r"^(COMMIT \d+) \(at (.+)\)$", r"\1", row))  # as printed without include-timestamp
-        m = re.match(r"COMMIT \d+ \(at (.+)\)$", row)
-        if m:
-            txns.append((m[1], current))
-            current = []
+    txns, current = timed_transactions(backups.after_barman)
     assert len(txns) == len(AFTER_BARMAN) and not current
     start = txns[1][0]
     args, _ = argv(cmd, {"/var/lib/barman/pg": backups.barman_server, "2026-11-27 14:00+01": start})

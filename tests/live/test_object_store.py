@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import json
 import pickle
+import re
 import shutil
 import sys
 import threading
@@ -295,19 +296,12 @@ def test_documented_decode_of_a_walg_prefix(archive, aws, tmp_path, capfdbinary)
     prefix holds), the WAL-G prefix in the bucket for its URL, the module's endpoint added (the documents'
     bucket is AWS's), and for its time the commit time the slot printed of the 6,000-row transaction: read
     from the prefix's first segment, the slot's rows up to that commit."""
-    import re
-
     from doc_commands import argv, lane_command
+    from td_rows import timed_transactions
 
     a = archive
     cmd = lane_command("tests/live/test_object_store.py::test_documented_decode_of_a_walg_prefix")
-    txns, current = [], []
-    for row in a.timed:
-        current.append(re.sub(r"^(COMMIT \d+) \(at .+\)$", r"\1", row))  # as printed without include-timestamp
-        m = re.match(r"COMMIT \d+ \(at (.+)\)$", row)
-        if m:
-            txns.append((m[1], current))
-            current = []
+    txns, current = timed_transactions(a.timed)
     assert "".join(row + "\n" for _t, rows in txns for row in rows + current).encode() == a.expected
     (bulk,) = [i for i, (_t, rows) in enumerate(txns) if any(r.startswith("table public.events: INSERT:") for r in rows)]
     args, _ = argv(cmd, {"s3://backups/walg/prod": a.walg_url, "2026-11-27 14:05+01": txns[bulk][0]})

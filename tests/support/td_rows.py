@@ -148,3 +148,20 @@ def _utf8(b: bytes) -> bool:
         return True
     except UnicodeDecodeError:
         return False
+
+
+_TIMED_COMMIT = re.compile(r"^(COMMIT \d+) \(at (.+)\)$")
+
+
+def timed_transactions(rows) -> tuple[list, list]:
+    """test_decoding rows printed with include-timestamp (and include-xids), cut into transactions:
+    ([(commit time as printed, the transaction's rows as printed without include-timestamp)], the rows
+    after the last commit)."""
+    txns, current = [], []
+    for row in rows:
+        m = _TIMED_COMMIT.match(row)
+        current.append(m[1] if m else row)
+        if m:
+            txns.append((m[2], current))
+            current = []
+    return txns, current
