@@ -251,9 +251,11 @@ def fit_catalog(catalog, segments, settings: list, source) -> None:
         if not sep or not name:
             raise UsageError(f"--set expects NAME=VALUE, not {item!r}")
         catalog.settings[name] = value
-    if segments.major != catalog.major:
-        raise UsageError(f"the WAL was written by {segments.describe_version()} but the catalog snapshot "
-                         f"{source} is from PostgreSQL {catalog.major}")
+    from .logical.session import version_mismatch  # the decoder's modules: not loaded for --help or inspect
+
+    mismatch = version_mismatch(segments, catalog, source)
+    if mismatch:
+        raise UsageError(mismatch)
 
 
 def require_pgoutput_options(fmt: str, options: dict, major: int | None = None) -> None:

@@ -74,6 +74,7 @@ from ..rmgr.heap import (  # heapam_xlog.h, declared once in the rmgr module
 from ..rmgr.heap import xl_heap_header as _xl_heap_header
 from ..rmgr.heap import XLOG_HEAP_OPMASK
 from ..rmgr.xact import XLOG_XACT_OPMASK
+from ..rmgr.xlog import XLOG_PARAMETER_CHANGE
 
 _u32 = struct.Struct("<I")
 _u16 = struct.Struct("<H")
@@ -84,8 +85,7 @@ _HEAP2_IGNORED = {rm_heap.XLOG_HEAP2_REWRITE, 0x10, 0x20, 0x30, rm_heap.XLOG_HEA
                   rm_heap.XLOG_HEAP2_LOCK_UPDATED}
 
 
-# src/include/catalog/pg_control.h, src/include/access/xlog.h
-XLOG_PARAMETER_CHANGE = 0x60
+# src/include/access/xlog.h (XLOG_PARAMETER_CHANGE: pg_control.h, declared in the rmgr module)
 WAL_LEVEL_LOGICAL = 2
 xl_parameter_change_wal_level = struct.Struct("<i")
 

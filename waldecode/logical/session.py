@@ -28,6 +28,17 @@ class VersionMismatchError(WALError):
     """The catalog snapshot and the WAL come from different PostgreSQL major versions."""
 
 
+def version_mismatch(segments, catalog: Catalog, source=None) -> str | None:
+    """Why the catalog snapshot (from ``source``, when named) cannot decode the WAL of ``segments``: another
+    PostgreSQL major version; None when it is the same (the library raises ``VersionMismatchError`` with it,
+    the command line a usage error)."""
+    if segments.major == catalog.major:
+        return None
+    named = f" {source}" if source else ""
+    return (f"the WAL was written by {segments.describe_version()} but the catalog snapshot{named} is from "
+            f"PostgreSQL {catalog.major}")
+
+
 @dataclass
 class DecodeResult:
     """What a run did besides calling the plugin."""
@@ -77,9 +88,9 @@ def decode_wal(source, catalog: Catalog, plugin, *, plugin_options: dict | None 
     another cluster, or one taken after the reading start with catalog changes in between.
     """
     segments = source if isinstance(source, SegmentSet) else discover(source, timeline)
-    if segments.major != catalog.major:
-        raise VersionMismatchError(f"the WAL was written by {segments.describe_version()} but the catalog snapshot "
-                                   f"is from PostgreSQL {catalog.major}")
+    mismatch = version_mismatch(segments, catalog)
+    if mismatch:
+        raise VersionMismatchError(mismatch)
     plan, read_from = start_plan if start_plan is not None else reading_start(segments, start_lsn, restart_lsn)
     check_snapshot(catalog, segments, read_from, start_lsn)
     reader = XLogReader(segments=segments, start_lsn=read_from, end_lsn=end_lsn)

@@ -42,7 +42,7 @@ from dataclasses import dataclass, replace
 from ..catalog import Catalog
 from ..errors import Error, UsageError, format_lsn
 from ..output.base import CatalogView
-from ..logical.session import VersionMismatchError
+from ..logical.session import VersionMismatchError, version_mismatch
 from ..logical.startpoint import reading_start
 from ..wal.segments import SegmentSet, discover
 from ..wal.storage import Store
@@ -765,9 +765,9 @@ def decode_spark(executor, paths, catalog: Catalog, make_plugin, out, *, plugin_
     if method not in ("auto", "ranges", "events"):
         raise ValueError(f"unknown method {method!r}")
     segments = paths if isinstance(paths, SegmentSet) else discover(paths, timeline)
-    if segments.major != catalog.major:
-        raise VersionMismatchError(f"the WAL was written by {segments.describe_version()} but the catalog snapshot "
-                                   f"is from PostgreSQL {catalog.major}")
+    mismatch = version_mismatch(segments, catalog)
+    if mismatch:
+        raise VersionMismatchError(mismatch)
     if not getattr(make_plugin, "ranges_apart", True):
         if not getattr(make_plugin, "in_one_range", False):
             raise UsageError(f"the {getattr(make_plugin, '__name__', 'output')} plugin's output spans the whole run "

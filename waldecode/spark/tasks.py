@@ -51,6 +51,7 @@ from ..output.base import Transaction
 from ..logical.decode import HEAP2_EXTRACTORS, HEAP_EXTRACTORS, message_changes
 from ..rmgr import heap as rm_heap
 from ..rmgr.heap import XLOG_HEAP_OPMASK
+from ..rmgr.xlog import XLOG_PARAMETER_CHANGE
 from ..wal.xlogpage import FrameState, ReadStop, SizeOfXLogLongPHD
 from ..wal.xlogreader import _end_lsn, decode_in
 
@@ -59,7 +60,6 @@ from ..wal.xlogreader import _end_lsn, decode_in
 _HEAP_QUIET = {rm_heap.XLOG_HEAP_LOCK}
 _HEAP2_QUIET = {rm_heap.XLOG_HEAP2_REWRITE, 0x10, 0x20, 0x30, rm_heap.XLOG_HEAP2_VISIBLE,
                 rm_heap.XLOG_HEAP2_LOCK_UPDATED}
-XLOG_PARAMETER_CHANGE = 0x60
 _ALWAYS_WHOLE = frozenset((RM_XACT_ID, RM_STANDBY_ID, RM_RELMAP_ID, RM_LOGICALMSG_ID))
 _xl_xid = struct.Struct("<I").unpack_from
 #: the resource managers whose records phase 2 takes changes from (``run_items``)
