@@ -644,7 +644,7 @@ cdef class _Decoding:
             if op == XLOG_HEAP2_NEW_CID:
                 return 0
             if op != XLOG_HEAP2_MULTI_INSERT:
-                if first:  # rewrite, prune, vacuum, freeze, visible, lock-updated: ignored
+                if first:  # decode.HEAP2_IGNORED: the other heap2 types (rewrite, prune, vacuum, ...)
                     self.register(xid, lsn)
                 return 1
         if self.state < SNAPBUILD_FULL_SNAPSHOT:

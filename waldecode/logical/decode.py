@@ -79,10 +79,14 @@ from ..rmgr.xlog import XLOG_PARAMETER_CHANGE
 _u32 = struct.Struct("<I")
 _u16 = struct.Struct("<H")
 
-# Record types each rmgr knowingly ignores (decode.c lists them per switch)
-_HEAP_IGNORED = {rm_heap.XLOG_HEAP_LOCK}
-_HEAP2_IGNORED = {rm_heap.XLOG_HEAP2_REWRITE, 0x10, 0x20, 0x30, rm_heap.XLOG_HEAP2_VISIBLE,
-                  rm_heap.XLOG_HEAP2_LOCK_UPDATED}
+# Record types each rmgr knowingly ignores (decode.c lists them per switch); the pruning and freezing
+# records share their info values across versions (13: CLEAN, FREEZE_PAGE, CLEANUP_INFO; 14-16: PRUNE,
+# VACUUM, FREEZE_PAGE; 17+: PRUNE_ON_ACCESS, PRUNE_VACUUM_SCAN, PRUNE_VACUUM_CLEANUP).  Spark's phase 1
+# (spark.tasks) reads these sets too.
+HEAP_IGNORED = frozenset({rm_heap.XLOG_HEAP_LOCK})
+HEAP2_IGNORED = frozenset({rm_heap.XLOG_HEAP2_REWRITE, rm_heap.XLOG_HEAP2_PRUNE, rm_heap.XLOG_HEAP2_VACUUM,
+                           rm_heap.XLOG_HEAP2_FREEZE_PAGE, rm_heap.XLOG_HEAP2_VISIBLE,
+                           rm_heap.XLOG_HEAP2_LOCK_UPDATED})
 
 
 # src/include/access/xlog.h (XLOG_PARAMETER_CHANGE: pg_control.h, declared in the rmgr module)
@@ -413,7 +417,7 @@ class LogicalDecoder(TransactionListener):
             if xid:
                 self._process_change(xid, rec.lsn)
                 rb.set_catalog_changes(xid, rec.lsn)
-        elif info not in _HEAP_IGNORED:
+        elif info not in HEAP_IGNORED:
             raise DecodeError(f"unexpected RM_HEAP_ID record type: {info}", lsn=rec.lsn)
 
     def _heap2(self, rec: DecodedRecord) -> None:
@@ -429,7 +433,7 @@ class LogicalDecoder(TransactionListener):
         elif info == rm_heap.XLOG_HEAP2_NEW_CID:
             # SnapBuildProcessNewCid: the transaction changed the catalog
             self.rb.set_catalog_changes(xid, rec.lsn)
-        elif info not in _HEAP2_IGNORED:
+        elif info not in HEAP2_IGNORED:
             raise DecodeError(f"unexpected RM_HEAP2_ID record type: {info}", lsn=rec.lsn)
 
     def _queue(self, rec: DecodedRecord, extract) -> None:

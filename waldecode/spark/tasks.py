@@ -48,18 +48,13 @@ from ..rmgr import (
     RM_XLOG_ID,
 )
 from ..output.base import Transaction
-from ..logical.decode import HEAP2_EXTRACTORS, HEAP_EXTRACTORS, message_changes
+from ..logical.decode import HEAP2_EXTRACTORS, HEAP2_IGNORED, HEAP_EXTRACTORS, HEAP_IGNORED, message_changes
 from ..rmgr import heap as rm_heap
 from ..rmgr.heap import XLOG_HEAP_OPMASK
 from ..rmgr.xlog import XLOG_PARAMETER_CHANGE
 from ..wal.xlogpage import FrameState, ReadStop, SizeOfXLogLongPHD
 from ..wal.xlogreader import _end_lsn, decode_in
 
-# decode.py's knowingly ignored heap/heap2 record types: anything else non-extracting goes to the
-# driver whole, so that the sequential pass raises the decoder's own "unexpected record type" error
-_HEAP_QUIET = {rm_heap.XLOG_HEAP_LOCK}
-_HEAP2_QUIET = {rm_heap.XLOG_HEAP2_REWRITE, 0x10, 0x20, 0x30, rm_heap.XLOG_HEAP2_VISIBLE,
-                rm_heap.XLOG_HEAP2_LOCK_UPDATED}
 _ALWAYS_WHOLE = frozenset((RM_XACT_ID, RM_STANDBY_ID, RM_RELMAP_ID, RM_LOGICALMSG_ID))
 _xl_xid = struct.Struct("<I").unpack_from
 #: the resource managers whose records phase 2 takes changes from (``run_items``)
@@ -212,10 +207,12 @@ def _whole(rec, nodes, state) -> object | None:
         if blocks[0].relNumber in nodes:
             return rec
         info = rec.xl_info & XLOG_HEAP_OPMASK
+        # a type the decoder neither extracts nor knowingly ignores goes to the driver whole, so that the
+        # sequential pass raises the decoder's own "unexpected record type" error
         if rmid == RM_HEAP_ID:
-            if info == rm_heap.XLOG_HEAP_INPLACE or (info not in HEAP_EXTRACTORS and info not in _HEAP_QUIET):
+            if info == rm_heap.XLOG_HEAP_INPLACE or (info not in HEAP_EXTRACTORS and info not in HEAP_IGNORED):
                 return rec
-        elif info == rm_heap.XLOG_HEAP2_NEW_CID or (info not in HEAP2_EXTRACTORS and info not in _HEAP2_QUIET):
+        elif info == rm_heap.XLOG_HEAP2_NEW_CID or (info not in HEAP2_EXTRACTORS and info not in HEAP2_IGNORED):
             return rec
         return None
     if rmid == RM_XLOG_ID:
