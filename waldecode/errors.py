@@ -68,5 +68,9 @@ class OutputPluginError(Error):
     """An output plugin refuses its options (an ERROR from the plugin's startup in the server)."""
 
 
+class SparkJobError(Error):
+    """Spark failed to run a job (not an error in the WAL): the cause's last line."""
+
+
 class UsageError(Error):
     """Arguments or inputs that do not fit together."""

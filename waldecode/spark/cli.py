@@ -20,17 +20,13 @@ import zlib
 
 from .. import argtypes
 from . import classdata
-from ..errors import Error, UsageError
+from ..errors import Error, SparkJobError, UsageError
 from ..output import PLUGINS, plugin_class
 
 #: below this much WAL one process beats Spark's fixed costs, whatever the cluster (docs/spark-decode.md)
 SMALL_INPUT = 128 << 20
 #: below this, decode beat local[2] on 2 cores (``_note_size``)
 LOCAL_BREAK_EVEN = 6 << 30
-
-
-class SparkJobError(Error):
-    """Spark failed to run a job (not an error in the WAL): the cause's last line."""
 
 
 def add_arguments(sub) -> None:

@@ -40,7 +40,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, replace
 
 from ..catalog import Catalog
-from ..errors import Error, UsageError, format_lsn
+from ..errors import Error, SparkJobError, UsageError, format_lsn
 from ..output.base import CatalogView
 from ..logical.session import VersionMismatchError, version_mismatch
 from ..logical.startpoint import reading_start
@@ -386,8 +386,6 @@ class SparkExecutor:
                     if os.path.exists(path):
                         break
                     self.wait()
-                    from .cli import SparkJobError
-
                     raise SparkJobError(f"phase 1 left no control items for run {run} in {directory}: the "
                                         "executors must share it with this process (--parts-dir)")
                 thread.join(0.02)
