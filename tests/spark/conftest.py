@@ -14,7 +14,7 @@ import pytest
 def spark():
     pytest.importorskip("pyspark")
     pytest.importorskip("pandas")
-    from waldecode.spark.cli import spark_session
+    from waldecode.spark.context import spark_session
 
     os.environ["PYSPARK_PYTHON"] = sys.executable
     session = spark_session("local[2]", {"spark.sql.shuffle.partitions": "2",

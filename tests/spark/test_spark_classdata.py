@@ -26,7 +26,7 @@ _PROBE = """
 import sys
 from pyspark import SparkContext
 from waldecode.spark import classdata
-from waldecode.spark.cli import spark_context, stop_context
+from waldecode.spark.context import spark_context, stop_context
 sc = spark_context("local[1]")
 maps = open(f"/proc/{SparkContext._gateway.proc.pid}/maps").read()
 print(sum(sc.parallelize(range(10), 2).collect()))

@@ -5,7 +5,7 @@ Spark's classes is most of the 2.8 s its context took here.  HotSpot can map cla
 loaded once from an archive instead (application class-data sharing, JDK 13+ "dynamic
 archive": ``-XX:ArchiveClassesAtExit`` writes it as a JVM exits, ``-XX:SharedArchiveFile``
 maps it).  ``waldecode spark prepare`` writes one for this Java and this pyspark (a JVM run
-through a small job, as ``spark decode`` runs it); the contexts ``spark_context`` starts with
+through a small job, as ``spark decode`` runs it); the contexts ``context.spark_context`` starts with
 a local master map it when it is there.
 
 The archive binds the JVM to a class path without non-empty directories (HotSpot refuses
@@ -155,7 +155,7 @@ def _dump(tmp: str) -> None:
     the JVM, which writes the archive as it exits (on its standard input's end, PythonGatewayServer)."""
     from pyspark import SparkContext
 
-    from .cli import spark_context
+    from .context import spark_context  # imports classdata: not at the top
 
     sc = spark_context("local[1]", {"spark.driver.extraJavaOptions":
                                     f"{LOCAL_JVM_OPTIONS} -XX:ArchiveClassesAtExit={tmp}"})

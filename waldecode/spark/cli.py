@@ -20,6 +20,7 @@ import zlib
 
 from .. import argtypes
 from . import classdata
+from .context import active_session, spark_context, spark_error, stop_context
 from ..errors import Error, SparkJobError, UsageError
 from ..output import PLUGINS, plugin_class
 
@@ -98,94 +99,6 @@ def _confs(items) -> dict:
             raise UsageError(f"--conf expects KEY=VALUE, not {item!r}")
         out[key] = value
     return out
-
-
-def spark_context(master: str, confs: dict | None = None, app_name: str = "waldecode"):
-    """A SparkContext for waldecode: quiet (errors only, no console progress, no UI unless asked), the
-    executors on this Python and this implementation unless ``confs`` say otherwise.  The range path
-    of ``spark decode`` needs no more (a SQL session took 1.9 s more to start here: ``spark_session``
-    makes one on this context when asked).  An active context is returned as it is, marked shared."""
-    try:
-        from pyspark import SparkConf, SparkContext
-    except ImportError:
-        raise UsageError("pyspark is not installed: pip install 'waldecode[spark]'") from None
-    from .. import _impl
-
-    active = SparkContext._active_spark_context
-    if active is not None:
-        active._waldecode_shared = True
-        return active
-    confs = dict(confs or {})
-    if master.startswith("local"):
-        os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
-    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-    os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
-    if "SPARK_CONF_DIR" not in os.environ:
-        os.environ["SPARK_CONF_DIR"] = classdata.conf_dir()  # empty (the log settings are a -D option)
-    import warnings
-
-    warnings.filterwarnings("ignore", message="PySpark does not yet fully support pandas")
-    defaults = {
-        "spark.ui.enabled": "false",
-        "spark.ui.showConsoleProgress": "false",
-        "spark.pyspark.python": os.environ["PYSPARK_PYTHON"],
-        "spark.executorEnv.WALDECODE_IMPL": _impl.IMPL,
-        "spark.executorEnv.PYTHONWARNINGS": "ignore::FutureWarning",
-        # Python workers run "python -m pyspark.daemon", which puts their working directory first on
-        # sys.path: a waldecode/ source folder there would be imported instead of the installed package
-        "spark.executorEnv.PYTHONSAFEPATH": "1",
-        "spark.sql.execution.arrow.maxRecordsPerBatch": "4096",
-    }
-    conf = SparkConf().setMaster(master).setAppName(app_name)
-    for key, value in {**defaults, **confs}.items():
-        conf.set(key, value)
-    conf.set("spark.driver.extraJavaOptions", classdata.driver_options(master, confs))
-    sc = SparkContext.getOrCreate(conf)
-    sc.setLogLevel("ERROR")
-    return sc
-
-
-def spark_session(master: str, confs: dict | None = None, app_name: str = "waldecode"):
-    """A SparkSession on ``spark_context``'s context (an active session is returned as it is, marked shared)."""
-    from pyspark.sql import SparkSession
-
-    active = SparkSession.getActiveSession()
-    if active is not None:
-        active._waldecode_shared = True
-        return active
-    sc = spark_context(master, confs, app_name)
-    spark = SparkSession(sc)
-    # Workers do not import from their working directory (PYTHONSAFEPATH): Spark's own lookup of
-    # pyspark_* modules misses an editable install's, so the session registers the source itself
-    from . import register
-
-    register(spark)
-    if getattr(sc, "_waldecode_shared", False):
-        spark._waldecode_shared = True
-    return spark
-
-
-def _active_session():
-    """The SparkSession this process already has (an in-process caller's), else None."""
-    try:
-        from pyspark.sql import SparkSession
-    except ImportError:
-        return None
-    return SparkSession.getActiveSession()
-
-
-def spark_error(e: BaseException) -> SparkJobError | None:
-    """A Spark/Py4J failure as one line (None for other exceptions)."""
-    name = type(e).__module__ or ""
-    if not (name.startswith("pyspark") or name.startswith("py4j")):
-        return None
-    text = str(e).strip()
-    lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
-    # A Python exception on an executor: its last line names it
-    for ln in reversed(lines):
-        if ln.startswith(("ImportError", "ModuleNotFoundError")) or "Error:" in ln:
-            return SparkJobError(f"Spark job failed: {ln}")
-    return SparkJobError(f"Spark job failed: {lines[0] if lines else type(e).__name__}")
 
 
 def _take_back(out) -> None:
@@ -380,7 +293,7 @@ def cmd_spark_decode(args) -> int:
     warn = warning_printer(args)
     confs = _confs(args.confs)
     # the range path needs the context only; the event path and Hadoop inputs make a session on it
-    active = _active_session()
+    active = active_session()
     started = time.perf_counter()
     spark = active if active is not None else spark_context(args.master, confs)
     context_seconds = time.perf_counter() - started
@@ -436,19 +349,6 @@ def _write_timings(path: str, phases: dict, executor, segments) -> None:
            "wal_bytes": (segments.last_segno - segments.first_segno + 1) * segments.seg_size}
     with open(path, "w", encoding="utf-8") as f:
         json.dump(doc, f, indent=1)
-
-
-def stop_context(spark) -> None:
-    """``spark.stop()`` for a process about to end, less its wait for pyspark's accumulator server:
-    the server's handler polls its socket once a second (accumulators.UpdateRequestHandler) and stop()
-    waits for that poll to return, 0.9 s of every run measured here.  The JVM's side stops in full;
-    the server's thread is a daemon and goes with the process."""
-    sc = getattr(spark, "sparkContext", spark)
-    server = getattr(sc, "_accumulatorServer", None)
-    if server is not None and hasattr(server, "server_shutdown"):
-        sc._accumulatorServer = None
-        server.server_shutdown = True  # its handler leaves at its next poll
-    spark.stop()
 
 
 def _note_size(segments, quiet: bool, master: str) -> None:

@@ -1,0 +1,117 @@
+"""Spark contexts and sessions as waldecode runs them, and Spark's failures as one line.
+
+Owns what ``spark decode``, the ``pgwal`` source's tests and the class-data preparation share: a
+quiet context with the executors on this Python and this implementation (``spark_context``), a SQL
+session on it (``spark_session``), stopping one without pyspark's idle wait (``stop_context``), and
+a Spark or Py4J failure told as ``SparkJobError`` (``spark_error``).  The command line is on top
+(``spark.cli``); nothing here parses arguments.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+
+from ..errors import SparkJobError, UsageError
+from . import classdata
+
+
+def spark_context(master: str, confs: dict | None = None, app_name: str = "waldecode"):
+    """A SparkContext for waldecode: quiet (errors only, no console progress, no UI unless asked), the
+    executors on this Python and this implementation unless ``confs`` say otherwise.  The range path
+    of ``spark decode`` needs no more (a SQL session took 1.9 s more to start here: ``spark_session``
+    makes one on this context when asked).  An active context is returned as it is, marked shared."""
+    try:
+        from pyspark import SparkConf, SparkContext
+    except ImportError:
+        raise UsageError("pyspark is not installed: pip install 'waldecode[spark]'") from None
+    from .. import _impl
+
+    active = SparkContext._active_spark_context
+    if active is not None:
+        active._waldecode_shared = True
+        return active
+    confs = dict(confs or {})
+    if master.startswith("local"):
+        os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
+    if "SPARK_CONF_DIR" not in os.environ:
+        os.environ["SPARK_CONF_DIR"] = classdata.conf_dir()  # empty (the log settings are a -D option)
+    import warnings
+
+    warnings.filterwarnings("ignore", message="PySpark does not yet fully support pandas")
+    defaults = {
+        "spark.ui.enabled": "false",
+        "spark.ui.showConsoleProgress": "false",
+        "spark.pyspark.python": os.environ["PYSPARK_PYTHON"],
+        "spark.executorEnv.WALDECODE_IMPL": _impl.IMPL,
+        "spark.executorEnv.PYTHONWARNINGS": "ignore::FutureWarning",
+        # Python workers run "python -m pyspark.daemon", which puts their working directory first on
+        # sys.path: a waldecode/ source folder there would be imported instead of the installed package
+        "spark.executorEnv.PYTHONSAFEPATH": "1",
+        "spark.sql.execution.arrow.maxRecordsPerBatch": "4096",
+    }
+    conf = SparkConf().setMaster(master).setAppName(app_name)
+    for key, value in {**defaults, **confs}.items():
+        conf.set(key, value)
+    conf.set("spark.driver.extraJavaOptions", classdata.driver_options(master, confs))
+    sc = SparkContext.getOrCreate(conf)
+    sc.setLogLevel("ERROR")
+    return sc
+
+
+def spark_session(master: str, confs: dict | None = None, app_name: str = "waldecode"):
+    """A SparkSession on ``spark_context``'s context (an active session is returned as it is, marked shared)."""
+    from pyspark.sql import SparkSession
+
+    active = SparkSession.getActiveSession()
+    if active is not None:
+        active._waldecode_shared = True
+        return active
+    sc = spark_context(master, confs, app_name)
+    spark = SparkSession(sc)
+    # Workers do not import from their working directory (PYTHONSAFEPATH): Spark's own lookup of
+    # pyspark_* modules misses an editable install's, so the session registers the source itself
+    from . import register
+
+    register(spark)
+    if getattr(sc, "_waldecode_shared", False):
+        spark._waldecode_shared = True
+    return spark
+
+
+def active_session():
+    """The SparkSession this process already has (an in-process caller's), else None."""
+    try:
+        from pyspark.sql import SparkSession
+    except ImportError:
+        return None
+    return SparkSession.getActiveSession()
+
+
+def spark_error(e: BaseException) -> SparkJobError | None:
+    """A Spark/Py4J failure as one line (None for other exceptions)."""
+    name = type(e).__module__ or ""
+    if not (name.startswith("pyspark") or name.startswith("py4j")):
+        return None
+    text = str(e).strip()
+    lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
+    # A Python exception on an executor: its last line names it
+    for ln in reversed(lines):
+        if ln.startswith(("ImportError", "ModuleNotFoundError")) or "Error:" in ln:
+            return SparkJobError(f"Spark job failed: {ln}")
+    return SparkJobError(f"Spark job failed: {lines[0] if lines else type(e).__name__}")
+
+
+def stop_context(spark) -> None:
+    """``spark.stop()`` for a process about to end, less its wait for pyspark's accumulator server:
+    the server's handler polls its socket once a second (accumulators.UpdateRequestHandler) and stop()
+    waits for that poll to return, 0.9 s of every run measured here.  The JVM's side stops in full;
+    the server's thread is a daemon and goes with the process."""
+    sc = getattr(spark, "sparkContext", spark)
+    server = getattr(sc, "_accumulatorServer", None)
+    if server is not None and hasattr(server, "server_shutdown"):
+        sc._accumulatorServer = None
+        server.server_shutdown = True  # its handler leaves at its next poll
+    spark.stop()
