@@ -993,19 +993,16 @@ cdef bint _slow_end(slow, tuple t, int major, dict ended, bint commit_record) ex
 
 
 def xact_spans(list records, int major, dict firsts, dict ended, slow=None, dict prepared=None):
-    from waldecode.spark.ranges import SPANS_CATALOG, SPANS_TWO_PHASE
-
     """``spark.ranges.xact_spans`` (its docstring says what): over framed records
     ``(lsn, raw end, bytes)``, each xid's first record into ``firsts`` (the lowest LSN there), each xid a
-    COMMIT or ABORT record ends into ``ended`` as (that record's LSN, 1 for a commit, 0 for an abort); True when a
-    two-phase record is among them.  The commit or abort record's xinfo, dbinfo and subxacts are
-    read here as ParseCommitRecord / ParseAbortRecord do (``rmgr.xact.parse_commit_or_abort``) when
-    the record's layout is sound and its main data holds what xinfo announces; any other one —
-    relation locators, dropped stats, invalidations of a commit or a two-phase part to step over,
-    main data too short — goes to ``slow(rec, lsn, raw end, major, True)`` (``ranges.xact_end``), which
-    gives (xid, subxacts, is_commit, xinfo) the exact way or raises the decoder's error.  Returns
-    ``ranges.SPANS_TWO_PHASE`` and ``SPANS_CATALOG`` or'd as ``ranges.xact_spans`` says."""
-    from waldecode.spark.ranges import SPANS_CATALOG, SPANS_TWO_PHASE
+    COMMIT or ABORT record ends into ``ended`` as (that record's LSN, 1 for a commit, 0 for an abort), each
+    PREPARE into ``prepared``; True when a catalog change is among them.  The commit or abort record's
+    xinfo, dbinfo and subxacts are read here as ParseCommitRecord / ParseAbortRecord do
+    (``rmgr.xact.parse_commit_or_abort``) when the record's layout is sound and its main data holds what
+    xinfo announces; any other one — relation locators, dropped stats, invalidations of a commit or a
+    two-phase part to step over, main data too short — and COMMIT/ROLLBACK PREPARED go to
+    ``slow(rec, lsn, raw end, major, True)`` (``ranges.xact_end``), which gives (xid, subxacts, is_commit,
+    xinfo) the exact way or raises the decoder's error."""
     cdef Py_ssize_t i, n = len(records), pos, nsub, k
     cdef tuple t
     cdef bytes rec
@@ -1013,7 +1010,7 @@ def xact_spans(list records, int major, dict firsts, dict ended, slow=None, dict
     cdef const unsigned char *m
     cdef unsigned int info, xid, xinfo, last_xid = 0
     cdef unsigned int slow_bits
-    cdef bint two_phase = False, catalog = False, is_commit, have_last = False
+    cdef bint catalog = False, is_commit, have_last = False
     cdef RecHead h
     cdef object lsn, end, key
     cdef PyObject *found
@@ -1074,11 +1071,9 @@ def xact_spans(list records, int major, dict firsts, dict ended, slow=None, dict
                 continue
             if info == XLOG_XACT_COMMIT_PREPARED or info == XLOG_XACT_ABORT_PREPARED:
                 # the prepared transaction's end, read by the reference (its xid is in the record's body)
-                two_phase = True
                 catalog = _slow_end(slow, t, major, ended, info == XLOG_XACT_COMMIT_PREPARED) or catalog
                 continue
             if info == XLOG_XACT_PREPARE:
-                two_phase = True
                 if prepared is not None and xid:
                     prepared[xid] = t[0]
             elif info == XLOG_XACT_INVALIDATIONS:
@@ -1091,7 +1086,7 @@ def xact_spans(list records, int major, dict firsts, dict ended, slow=None, dict
             PyDict_SetItem(firsts, key, t[0])
         last_xid = xid
         have_last = True
-    return (SPANS_TWO_PHASE if two_phase else 0) | (SPANS_CATALOG if catalog else 0)
+    return catalog
 
 
 def catalog_records(list records, int major, nodes, list out, bint xlog_xid):
@@ -1102,7 +1097,7 @@ def catalog_records(list records, int major, nodes, list out, bint xlog_xid):
     cdef tuple t
     cdef bytes rec
     cdef const unsigned char *r
-    cdef unsigned int rmid, info, xinfo
+    cdef unsigned int rmid, info
     cdef RecHead h
     cdef bint take
     for i in range(n):
@@ -1117,14 +1112,12 @@ def catalog_records(list records, int major, nodes, list out, bint xlog_xid):
             if (info & XLOG_XACT_OPMASK) == XLOG_XACT_COMMIT:
                 # a commit without invalidations changed no catalog (the history checks its own rows' ends)
                 take = False
-                if not info & XLOG_XACT_HAS_INFO:
-                    pass
-                elif _parse_head(r, PyBytes_GET_SIZE(rec), major, &h) != 0 \
-                        or h.mainlen < MinSizeOfXactCommit + SizeOfXactXinfo:
-                    take = True  # left to the decoder, which reads it or says why not
-                else:
-                    xinfo = pg_u32(h.main + MinSizeOfXactCommit)
-                    take = (xinfo & XACT_XINFO_HAS_INVALS) != 0
+                if info & XLOG_XACT_HAS_INFO:
+                    if (_parse_head(r, PyBytes_GET_SIZE(rec), major, &h) != 0
+                            or h.mainlen < MinSizeOfXactCommit + SizeOfXactXinfo):
+                        take = True  # left to the decoder, which reads it or says why not
+                    else:
+                        take = (pg_u32(h.main + MinSizeOfXactCommit) & XACT_XINFO_HAS_INVALS) != 0
         elif rmid == RM_STANDBY_ID or rmid == RM_RELMAP_ID:
             take = True
         elif rmid == RM_HEAP_ID or rmid == RM_HEAP2_ID or rmid == RM_XLOG_ID:

@@ -19,11 +19,11 @@ FIXTURES = [fx for fx in all_fixtures() if fx.name == "pg15-off/checkpoint_fpi"]
 pytestmark = pytest.mark.skipif(not FIXTURES, reason="no PostgreSQL 15 fixtures")
 
 
-def _spans(run, first_lsn, open_=None, ended=(), two_phase=False):
+def _spans(run, first_lsn, open_=None, ended=()):
     """A run's spans: ``ended`` as (xid, lsn, is commit), sorted by xid as run_spans sorts them."""
     ended = sorted(ended)
     return RunSpans(run, first_lsn, dict(open_ or {}), array("Q", [e[0] for e in ended]),
-                    array("Q", [e[1] for e in ended]), bytes(e[2] for e in ended), two_phase)
+                    array("Q", [e[1] for e in ended]), bytes(e[2] for e in ended))
 
 
 def test_restart_moves_back_to_the_first_record_of_a_transaction_committing_in_the_range():

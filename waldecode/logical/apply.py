@@ -230,18 +230,11 @@ class Replayer:
         watched: its row changes must pass ``_check_watch``."""
         if self._escalate is not None:
             return False
-        history = self.history
-        if history is None:
+        if self.history is None:
             return True
-        timeline = history.timeline
-        if xid in timeline.txns:
+        if self.catalog_bounds(xid, first_lsn, last_lsn):
             return False
-        commits = timeline.commit_lsns
-        if commits:
-            epoch = bisect_left(commits, first_lsn)
-            if epoch != (bisect_left(commits, last_lsn) if last_lsn else len(commits)):
-                return False
-        self._show(timeline.view(first_lsn))
+        self._show(self.history.timeline.view(first_lsn))
         return True
 
     def catalog_bounds(self, xid: int, first_lsn: int, last_lsn: int) -> list[int]:

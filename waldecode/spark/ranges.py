@@ -70,20 +70,15 @@ class RunSpans:
     ended_xids: array  # xids a commit or abort record of the run ends (its own and its subtransactions), sorted
     ended_lsns: array  # ... and that record's LSN
     ended_commit: bytes  # ... and whether it is a commit (1) or an abort (0)
-    two_phase: bool = False  # a PREPARE, COMMIT PREPARED or ROLLBACK PREPARED record
     stop: object = None  # ReadStop of a run ending the input, or of a problem
     error: Error | None = None
-    catalog_changes: bool = False  # a commit with invalidations, or an XLOG_XACT_INVALIDATIONS record
+    # a catalog change: a commit with invalidations, or an XLOG_XACT_INVALIDATIONS record (every transaction
+    # that changes a catalog row sends invalidations)
+    catalog_changes: bool = False
     prepared: dict | None = None  # xid -> the LSN of its PREPARE record in the run
 
 
-#: what ``xact_spans`` found, or'd: a two-phase record; a catalog change (a commit with invalidations, an
-#: XLOG_XACT_INVALIDATIONS record: every transaction that changes a catalog row sends invalidations)
-SPANS_TWO_PHASE = 1
-SPANS_CATALOG = 2
-
-
-def xact_spans(records, major: int, firsts: dict, ended: dict, slow=None, prepared: dict | None = None) -> int:
+def xact_spans(records, major: int, firsts: dict, ended: dict, slow=None, prepared: dict | None = None) -> bool:
     """The pure-Python reference of ``_logical.xact_spans``: over framed records ``(lsn, raw end, bytes)``,
     ``firsts`` gets each xid's first record (the lowest LSN there: framing with ``FrameState.firsts``
     notes the other records' xids in it before these are read), and ``ended`` each xid a COMMIT or
@@ -92,36 +87,31 @@ def xact_spans(records, major: int, firsts: dict, ended: dict, slow=None, prepar
     print with two-phase decoding: 1); a PREPARE ends nothing (the transaction stays open until then) and
     goes to ``prepared`` (xid -> its LSN).
     A commit or abort record is not where its transaction's changes begin: it is not in ``firsts``.
-    Returns ``SPANS_TWO_PHASE`` when a two-phase record (PREPARE, COMMIT/ROLLBACK PREPARED) is among them,
-    or'd with ``SPANS_CATALOG`` when a catalog change is.  A record the decoder refuses raises its error.
-    (``slow``: the native version's way back here, unused.)"""
+    Returns True when a catalog change is among them (``RunSpans.catalog_changes``).  A record the
+    decoder refuses raises its error.  (``slow``: the native version's way back here, unused.)"""
     xl_xid = tasks._xl_xid
-    flags = 0
+    catalog = False
     for lsn, raw_end, rec in records:
+        xid = xl_xid(rec, 4)[0]
         if rec[17] == RM_XACT_ID:
             info = rec[16] & XLOG_XACT_OPMASK
             if info in (XLOG_XACT_COMMIT, XLOG_XACT_ABORT, XLOG_XACT_COMMIT_PREPARED, XLOG_XACT_ABORT_PREPARED):
                 xid, subxacts, is_commit, xinfo = xact_end(rec, lsn, raw_end, major, with_xinfo=True)
                 if info in (XLOG_XACT_COMMIT, XLOG_XACT_COMMIT_PREPARED) and xinfo & XACT_XINFO_HAS_INVALS:
-                    flags |= SPANS_CATALOG
-                if info in _TWO_PHASE:
-                    flags |= SPANS_TWO_PHASE
+                    catalog = True
                 end = (lsn, is_commit)
                 ended[xid] = end
                 for sub in subxacts:
                     ended[sub] = end
                 continue
             if info == XLOG_XACT_PREPARE:
-                flags |= SPANS_TWO_PHASE
-                xid = xl_xid(rec, 4)[0]
                 if prepared is not None and xid:
                     prepared[xid] = lsn
             elif info == XLOG_XACT_INVALIDATIONS:
-                flags |= SPANS_CATALOG
-        xid = xl_xid(rec, 4)[0]
+                catalog = True
         if xid and (xid not in firsts or lsn < firsts[xid]):
             firsts[xid] = lsn
-    return flags
+    return catalog
 
 
 def xact_end(rec: bytes, lsn: int, raw_end: int, major: int, with_xinfo: bool = False) -> tuple:
@@ -150,7 +140,7 @@ def run_spans(segments, run: int, first: int, last: int, start: int | None, end_
     ended: dict = {}  # xid -> (lsn, 1 for a commit)
     prepared: dict = {}  # xid -> its PREPARE's LSN
     first_lsn = None
-    flags = 0
+    catalog = False
     stop = error = None
     spans = _native_or(xact_spans)
     # Without CRC checks (a third of framing's cost): every record read here is read again, checked, by the
@@ -170,14 +160,13 @@ def run_spans(segments, run: int, first: int, last: int, start: int | None, end_
         if first_lsn is None:
             first_lsn = raw[0][0]
         try:
-            flags |= spans(raw, major, firsts, ended, xact_end, prepared)
+            catalog = spans(raw, major, firsts, ended, xact_end, prepared) or catalog
         except Error as e:
             error = e
             break
     xids, lsns, commit = _native_or(ended_columns)(ended)
     open_ = {xid: lsn for xid, lsn in firsts.items() if xid not in ended}
-    return RunSpans(run, first_lsn, open_, xids, lsns, commit, bool(flags & SPANS_TWO_PHASE), stop, error,
-                    bool(flags & SPANS_CATALOG), prepared)
+    return RunSpans(run, first_lsn, open_, xids, lsns, commit, stop, error, catalog, prepared)
 
 
 # -- the catalog through the WAL read, for ranges after a catalog change --------------------------------
@@ -225,9 +214,9 @@ def catalog_records(records, major: int, nodes: frozenset, out: list, xlog_xid: 
 
 def run_catalog_records(segments, first: int, last: int, start: int | None, end_lsn: int | None,
                         nodes: frozenset) -> list:
-    """``catalog_records`` over segments ``first``..``last`` (``tasks.frame_run``'s records, every one):
-    a list of framed records, or one ``("error", exc)`` / ``("stop", ReadStop)`` item where reading ended
-    before the run did (the ranges meet the same and say so)."""
+    """``catalog_records`` over segments ``first``..``last`` (``tasks.frame_run``'s records, every one): the
+    framed records taken, up to where reading ended when it ended early (the ranges meet the same and say
+    so)."""
     out: list = []
     take = _native_or(catalog_records)
     xlog_xid = True
@@ -257,8 +246,7 @@ def catalog_history(catalog, runs_records, major: int, spans: list, warn=None):
     for records in runs_records:
         for lsn, raw_end, raw in records:
             rec = decode_in(decode, raw, lsn, (raw_end + 7) & ~7, major, None)
-            if rec.xl_rmid in (RM_HEAP_ID, RM_HEAP2_ID) and rec.xl_xid and rec.blocks \
-                    and rec.blocks[0].relNumber in history.redo.nodes:
+            if rec.xl_xid and rec.xl_rmid != RM_XLOG_ID and history.redo.wants(rec):  # a tracked catalog's row
                 writers.add(rec.xl_xid)
             ev = xact_event(rec, major)
             if ev is not None:
