@@ -13,6 +13,8 @@ from cpython.list cimport PyList_Append
 from libc.string cimport memcpy
 
 
+import array
+
 from waldecode.wal import _pyframe
 from waldecode.errors import format_lsn
 from waldecode.wal.xlogpage import ReadStop
@@ -36,7 +38,8 @@ pg_crc32c_init()
 
 
 # xlog_internal.h / xlogrecord.h / memutils.h, generated from the Python modules (native/pgconsts.py)
-from pgconsts cimport RM_XACT_ID
+from pgconsts cimport RM_HEAP2_ID, RM_HEAP_ID, RM_RELMAP_ID, RM_STANDBY_ID, RM_XACT_ID, RM_XLOG_ID
+from pgconsts cimport BKPBLOCK_HAS_IMAGE, BKPBLOCK_SAME_REL, BKPIMAGE_HAS_HOLE, XLR_MAX_BLOCK_ID
 from pgconsts cimport (BLCKSZ, MaxAllocSize, SizeOfXLogLongPHD, SizeOfXLogShortPHD, XLP_ALL_FLAGS,
                        XLP_FIRST_IS_CONTRECORD, XLP_FIRST_IS_OVERWRITE_CONTRECORD, XLP_LONG_HEADER)
 
@@ -74,10 +77,38 @@ cdef inline bint _record_ok(const unsigned char *r, Py_ssize_t n, unsigned long 
     return not verify_crc or (tot_len <= n and wd_record_crc(r, tot_len) == pg_u32(r + 20))
 
 
-cdef inline bint _header_only(dict firsts, rec) except -1:
-    """_pyframe._header_only: framing keeps only the header of this record (``FrameState.firsts``),
-    known once the record's first 24 bytes are in ``rec`` (the partial bytearray, or the bytes)."""
-    return firsts is not None and len(rec) >= 24 and rec[17] != RM_XACT_ID
+cdef inline bint _catalog_wanted(const unsigned char *r, Py_ssize_t avail, const unsigned int *nodes, Py_ssize_t n,
+                                 unsigned int compressed_mask) noexcept nogil:
+    """_pyframe.catalog_wanted (its docstring says which records), on the ``avail`` bytes of the record at
+    ``r``; ``nodes``: the relfilenodes, sorted."""
+    cdef unsigned int rmid = r[17], rel, fork_flags, bimg_info
+    cdef Py_ssize_t off = 28, lo = 0, hi = n, mid
+    if rmid == RM_STANDBY_ID or rmid == RM_RELMAP_ID:
+        return True
+    if rmid != RM_HEAP_ID and rmid != RM_HEAP2_ID and rmid != RM_XLOG_ID:
+        return False
+    if rmid == RM_XLOG_ID and pg_u32(r + 4) != 0:
+        return True
+    if avail < 28 or r[24] > XLR_MAX_BLOCK_ID:
+        return True
+    fork_flags = r[25]
+    if fork_flags & BKPBLOCK_HAS_IMAGE:
+        if avail < off + 5:
+            return True
+        bimg_info = r[off + 4]
+        off += 5  # SizeOfXLogRecordBlockImageHeader
+        if bimg_info & BKPIMAGE_HAS_HOLE and bimg_info & compressed_mask:
+            off += 2  # SizeOfXLogRecordBlockCompressHeader
+    if fork_flags & BKPBLOCK_SAME_REL or avail < off + 12:
+        return True
+    rel = pg_u32(r + off + 8)
+    while lo < hi:
+        mid = (lo + hi) >> 1
+        if nodes[mid] < rel:
+            lo = mid + 1
+        else:
+            hi = mid
+    return lo < n and nodes[lo] == rel
 
 
 def frame_segment(buf, unsigned long long seg_lsn, st, bint verify_crc=True, path=None):
@@ -121,9 +152,15 @@ cdef tuple _frame_loop(buf, const unsigned char[:] view, const unsigned char *b,
     cdef bint fresh = st.partial is None and rand_access[0]
     cdef list records = []
     cdef bytes rec
-    # FrameState.firsts: records other than RM_XACT's read up to their header only, their xids noted there
+    # FrameState.firsts: records other than RM_XACT's read up to their header only, their xids noted there;
+    # FrameState.catalog: but those the catalog history may need (``_catalog_wanted``), its relfilenodes sorted
     cdef dict firsts = st.firsts
     cdef bint header_only
+    cdef bint by_catalog = firsts is not None and st.catalog is not None
+    cdef bytes cat_nodes = array.array("I", sorted(st.catalog[0])).tobytes() if by_catalog else b""
+    cdef const unsigned int *cat_ptr = <const unsigned int *>PyBytes_AS_STRING(cat_nodes)
+    cdef Py_ssize_t cat_n = len(cat_nodes) // 4
+    cdef unsigned int cat_mask = st.catalog[1] if by_catalog else 0
     cdef unsigned int xid, last_xid = 0  # the xid noted last: a transaction's records mostly come together
     while True:
         if <unsigned long long>pos >= seg_size:
@@ -165,7 +202,7 @@ cdef tuple _frame_loop(buf, const unsigned char[:] view, const unsigned char *b,
                     records2, stop = _pyframe.frame_segment(buf, seg_lsn, st, verify_crc, path)
                     return records + records2, stop
                 take = min(<Py_ssize_t>rem_len, page_size - hdr)
-                if _header_only(firsts, partial):
+                if _pyframe._partial_header_only(st):
                     st.partial_total -= take
                 else:
                     partial += view[page_off + hdr:page_off + hdr + take]
@@ -174,12 +211,12 @@ cdef tuple _frame_loop(buf, const unsigned char[:] view, const unsigned char *b,
                     continue
                 lsn = st.partial_lsn
                 raw_end = seg_lsn + page_off + hdr + rem_len
+                header_only = _pyframe._partial_header_only(st)
                 st.partial = None
                 if end_limit and raw_end > end_limit:
                     st.next_lsn = lsn
                     return records, ReadStop(lsn, "limit", "end of requested range", path)
                 rec = bytes(partial)
-                header_only = _header_only(firsts, rec)
                 if not _record_ok(rec, len(rec), lsn, magic, prev_lsn[0], rand_access[0],
                                   verify_crc and not header_only):
                     _sync(st, prev_lsn, rand_access, dirty)
@@ -237,7 +274,8 @@ cdef tuple _frame_loop(buf, const unsigned char[:] view, const unsigned char *b,
             if end_limit and lsn + tot_len > end_limit:
                 st.next_lsn = lsn
                 return records, ReadStop(lsn, "limit", "end of requested range", path)
-            if firsts is not None and b[pos + 17] != RM_XACT_ID:
+            if firsts is not None and b[pos + 17] != RM_XACT_ID and not (
+                    by_catalog and _catalog_wanted(b + pos, tot_len, cat_ptr, cat_n, cat_mask)):
                 if not _record_ok(b + pos, tot_len, lsn, magic, prev_lsn[0], rand_access[0], False):
                     _sync(st, prev_lsn, rand_access, dirty)
                     bad = _pyframe._check_record(PyBytes_FromStringAndSize(<const char *>b + pos, 24), lsn, st,
@@ -276,12 +314,15 @@ cdef tuple _frame_loop(buf, const unsigned char[:] view, const unsigned char *b,
                 _sync(st, prev_lsn, rand_access, dirty)
                 records2, stop = _pyframe.frame_segment(buf, seg_lsn, st, verify_crc, path)
                 return records + records2, stop
-        if firsts is not None and avail >= 24 and b[pos + 17] != RM_XACT_ID:
+        if firsts is not None and avail >= 24 and b[pos + 17] != RM_XACT_ID and not (
+                by_catalog and _catalog_wanted(b + pos, avail, cat_ptr, cat_n, cat_mask)):
             st.partial = bytearray(view[pos:pos + 24])  # _pyframe._header_only
             st.partial_total = tot_len - (avail - 24)
+            st.partial_header_only = True
         else:
             st.partial = bytearray(view[pos:page_off + page_size])
             st.partial_total = tot_len
+            st.partial_header_only = False if avail >= 24 else None
         st.partial_lsn = lsn
         pos = page_off + page_size
 

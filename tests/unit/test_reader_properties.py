@@ -30,6 +30,7 @@ import walgen
 from walgen import MB, Block, Image, Record, WALWriter
 from waldecode import _impl
 from waldecode.errors import WALError
+from waldecode.rmgr import RM_HEAP2_ID, RM_HEAP_ID, RM_RELMAP_ID, RM_STANDBY_ID
 from waldecode.wal.segments import discover
 from waldecode.wal.xlogreader import XLogReader, read_segment
 from waldecode.wal.xlogrecord import BlockRef, DecodedRecord
@@ -328,9 +329,10 @@ def test_implementations_agree_on_damaged_wal(case):
 # Header-only framing (FrameState.firsts, phase 1 of the Spark range path)
 
 
-def framed(directory, name: str, firsts: dict | None, **kw):
+def framed(directory, name: str, firsts: dict | None, catalog: tuple | None = None, **kw):
     """(records, stop) of ``frame_segment`` by implementation ``name`` over a whole read, with
-    ``FrameState.firsts`` set to ``firsts``; a WALError as the stop."""
+    ``FrameState.firsts`` set to ``firsts`` and ``FrameState.catalog`` to ``catalog``; a WALError as
+    the stop."""
     previous = _impl.IMPL
     _impl.use(name)
     recs, stop = [], None
@@ -339,6 +341,7 @@ def framed(directory, name: str, firsts: dict | None, **kw):
         with no_hang():
             for seg_lsn, buf, path, st in reader.segments_to_read():
                 st.firsts = firsts
+                st.catalog = catalog
                 records, stop = _impl.frame_segment(buf, seg_lsn, st, reader.verify_crc, path)
                 recs += records
                 if stop is not None:
@@ -378,6 +381,45 @@ def test_header_only_framing_keeps_xact_records_and_first_xids(impl, w, data):
     assert (xact, firsts) == header_only(full)
 
 
+@settings(max_examples=150, **SETTINGS)
+@given(w=streams(), nodes=st.sets(st.sampled_from([rel for _spc, _db, rel in RELS])), data=st.data())
+def test_catalog_framing_keeps_what_the_catalog_pass_takes(impl, w, nodes, data):
+    """Framing in ``firsts`` mode with ``FrameState.catalog`` (phase 1 of the range path taking the
+    catalog pass's records in the same read) returns, in order, every record a full framing returns
+    that is RM_XACT's or that ``spark.ranges.catalog_records`` takes for those relfilenodes, and of the
+    others only records the catalog may need (standby, relation map, heap, heap2, XLOG); what it reads
+    up to the header only, with what it returns, gives each xid's first record; it stops alike."""
+    from waldecode.spark import ranges
+    from waldecode.wal._pyframe import bkpimage_compressed_mask
+
+    start = data.draw(st.none() | st.just(w.start_lsn) | st.integers(w.written[0].lsn, w.written[-1].end),
+                      label="start")
+    nodes = frozenset(nodes)
+    with tempfile.TemporaryDirectory() as d:
+        w.write(d)
+        full, stop = framed(d, impl, None, start_lsn=start, verify_crc=False)
+        firsts: dict = {}
+        kept, stop2 = framed(d, impl, firsts, (nodes, bkpimage_compressed_mask(w.major)), start_lsn=start,
+                             verify_crc=False)
+    assert stop2 == stop
+    xact, want_firsts = header_only(full)
+    taken: list = []
+    for r in full:
+        try:
+            ranges.catalog_records([r], w.major, nodes, taken, True)
+        except Exception:  # a record the decoder refuses: the catalog pass would meet it
+            taken.append(r)
+    assert kept == [r for r in full if r in set(kept)]
+    assert set(xact) | set(taken) <= set(kept)
+    others = {walgen.RM_XLOG_ID, walgen.RM_XACT_ID, RM_RELMAP_ID, RM_STANDBY_ID, RM_HEAP2_ID, RM_HEAP_ID}
+    assert {r[2][17] for r in kept} <= others
+    for lsn, _end, rec in kept:
+        xid = int.from_bytes(rec[4:8], "little")
+        if rec[17] != walgen.RM_XACT_ID and xid and (xid not in firsts or lsn < firsts[xid]):
+            firsts[xid] = lsn
+    assert firsts == want_firsts
+
+
 @pytest.mark.skipif("cython" not in _impl.available(), reason="the Cython extension is not built")
 @settings(max_examples=300, **SETTINGS)
 @given(case=damaged())
@@ -394,8 +436,14 @@ def test_header_only_framing_on_damaged_wal(case):
             firsts: dict = {}
             xact, stop = framed(d, name, firsts, start_lsn=start, end_lsn=end, verify_crc=verify)
             got[name] = (xact, firsts, stop)
+            firsts = {}
+            # and with the catalog's records taken too (FrameState.catalog): the same on both sides
+            kept, stop = framed(d, name, firsts, (frozenset({16384, 1262}), 0x1C), start_lsn=start, end_lsn=end,
+                                verify_crc=verify)
+            got[name + "+catalog"] = (kept, firsts, stop)
         full, full_stop = framed(d, "cython", None, start_lsn=start, end_lsn=end, verify_crc=False)
     assert got["python"] == got["cython"]
+    assert got["python+catalog"] == got["cython+catalog"]
     if not verify:
         assert got["cython"] == (*header_only(full), full_stop)
 

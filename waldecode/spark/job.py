@@ -152,10 +152,11 @@ def run_phase1(scan: Scan, run_index: int, nodes: frozenset, control: list, keep
                               run_index)
 
 
-def run_spans(scan: Scan, run_index: int) -> _ranges.RunSpans:
-    """Phase 1 of the range path over one run (``ranges.run_spans``)."""
+def run_spans(scan: Scan, run_index: int, nodes: frozenset | None = None) -> _ranges.RunSpans:
+    """Phase 1 of the range path over one run (``ranges.run_spans``; ``nodes``: with the catalog pass's
+    records of those relfilenodes)."""
     first, last = scan.runs[run_index]
-    return _ranges.run_spans(scan.segments, run_index, first, last, scan.start, scan.end_lsn)
+    return _ranges.run_spans(scan.segments, run_index, first, last, scan.start, scan.end_lsn, nodes)
 
 
 def run_catalog_records(scan: Scan, run_index: int, nodes: frozenset) -> list:
@@ -247,8 +248,8 @@ class LocalExecutor:
     def release(self) -> None:
         self.blobs = []
 
-    def spans(self, scan: Scan) -> list:
-        return [run_spans(scan, i) for i in range(len(scan.runs))]
+    def spans(self, scan: Scan, nodes: frozenset | None = None) -> list:
+        return [run_spans(scan, i, nodes) for i in range(len(scan.runs))]
 
     def catalog_records(self, scan: Scan, nodes: frozenset) -> list:
         return [run_catalog_records(scan, i, nodes) for i in range(len(scan.runs))]
@@ -511,15 +512,16 @@ class SparkExecutor:
         return sorted(out)
 
 
-    def spans(self, scan: Scan) -> list:
-        """Phase 1 of the range path: a task per run, its ``RunSpans`` collected (a few xids per run)."""
+    def spans(self, scan: Scan, nodes: frozenset | None = None) -> list:
+        """Phase 1 of the range path: a task per run, its ``RunSpans`` collected (a few xids per run, and
+        with ``nodes`` the few records the catalog history needs)."""
         bc = self.sc.broadcast(scan)
 
         def phase1(runs):
             s = bc.value
             use_impl(s.impl)
             for run, rs in runs:
-                yield run, tasks.pack(run_spans(rs, run))
+                yield run, tasks.pack(run_spans(rs, run, nodes))
 
         try:
             rows = self._map_runs(scan, bc, phase1, last_first=True)
@@ -864,7 +866,8 @@ def _decode_by_ranges(executor, scan: Scan, catalog: Catalog, make_plugin, out, 
     written nothing."""
     timings = executor.timings
     with timings.phase("phase1"):
-        spans = executor.spans(scan)
+        # the catalog pass's records taken in the same read: whether the catalog changes is known only after it
+        spans = executor.spans(scan, _plan.tracked_relfilenodes(catalog))
     rplan = _ranges.plan_ranges(spans, getattr(executor, "ranges", 1), start_lsn, restart_lsn, end_lsn)
     if rplan.reason is not None:
         return None, rplan.reason
@@ -873,6 +876,8 @@ def _decode_by_ranges(executor, scan: Scan, catalog: Catalog, make_plugin, out, 
         history = _catalog_for_ranges(executor, scan, catalog, spans, history_warnings)
         if isinstance(history, str):
             return None, history
+    for s in spans:
+        s.catalog_records = None  # in the history now: not held while the ranges run
     files_dir = files_directory(make_plugin)
     if files_dir is not None:
         # the ranges' files go to a directory of their own until the ranges show they are right
@@ -911,14 +916,19 @@ def _catalog_for_ranges(executor, scan: Scan, catalog: Catalog, spans: list, war
     """The catalog history of the whole WAL read, for ranges whose transactions the catalog changes under:
     the records it needs collected on the executors (``catalog_records``), fed to one history here in LSN
     order; read again with the relfilenodes a catalog rewrite gave (as the event path's driver pass does).
-    A ``plan.FrozenCatalogHistory``, its warnings appended to ``warnings``; or why the ranges cannot use it."""
+    A ``plan.FrozenCatalogHistory``, its warnings appended to ``warnings``; or why the ranges cannot use it.
+    The first round takes the records phase 1 collected (``RunSpans.catalog_records``) when it did."""
     nodes = _plan.tracked_relfilenodes(catalog)
     timings = executor.timings
+    records = [s.catalog_records for s in spans]
+    if any(r is None for r in records):
+        records = None
     while True:
         found: list = []
         try:
-            with timings.phase("catalog_pass"):
-                records = executor.catalog_records(scan, nodes)
+            if records is None:
+                with timings.phase("catalog_pass"):
+                    records = executor.catalog_records(scan, nodes)
             with timings.phase("catalog_history"):
                 history = _ranges.catalog_history(catalog, records, scan.segments.major, spans, warn=found.append)
         except Error as e:
@@ -929,6 +939,7 @@ def _catalog_for_ranges(executor, scan: Scan, catalog: Catalog, spans: list, war
         if more <= nodes:
             break
         nodes = nodes | more
+        records = None
     warnings += found
     return _plan.FrozenCatalogHistory(history)
 

@@ -76,6 +76,9 @@ class RunSpans:
     # that changes a catalog row sends invalidations)
     catalog_changes: bool = False
     prepared: dict | None = None  # xid -> the LSN of its PREPARE record in the run
+    # the run's records the catalog history needs (``catalog_records``), taken in the same read when phase 1
+    # was given the tracked catalogs' relfilenodes; None: not taken
+    catalog_records: list | None = None
 
 
 def xact_spans(records, major: int, firsts: dict, ended: dict, slow=None, prepared: dict | None = None) -> bool:
@@ -133,8 +136,12 @@ def _native_or(reference):
     return getattr(native, reference.__name__, None) or reference
 
 
-def run_spans(segments, run: int, first: int, last: int, start: int | None, end_lsn: int | None) -> RunSpans:
-    """Phase 1 of the range path over segments ``first``..``last`` (``tasks.frame_run``'s records)."""
+def run_spans(segments, run: int, first: int, last: int, start: int | None, end_lsn: int | None,
+              nodes: frozenset | None = None) -> RunSpans:
+    """Phase 1 of the range path over segments ``first``..``last`` (``tasks.frame_run``'s records).
+    ``nodes`` (the tracked catalogs' relfilenodes): the records the catalog history needs are taken in the
+    same read (``RunSpans.catalog_records``, as ``run_catalog_records`` takes them): framing returns whole
+    the few it may need (``FrameState.catalog``) besides the xact records, and ``catalog_records`` chooses."""
     major = segments.major
     firsts: dict = {}
     ended: dict = {}  # xid -> (lsn, 1 for a commit)
@@ -143,11 +150,15 @@ def run_spans(segments, run: int, first: int, last: int, start: int | None, end_
     catalog = False
     stop = error = None
     spans = _native_or(xact_spans)
+    take = _native_or(catalog_records) if nodes is not None else None
+    taken: list | None = [] if nodes is not None else None
+    xlog_xid = True
     # Without CRC checks (a third of framing's cost): every record read here is read again, checked, by the
     # range decoding it (the ranges' reads cover the whole input), whose failure hands the run to the
     # event path; a damaged record can mislead this pass only into a plan that is not used
     # Only the xact records whole: of the others, framing notes the xids in ``firsts`` from their headers
-    for item in tasks.frame_run(segments, first, last, start, end_lsn, verify_crc=False, firsts=firsts):
+    for item in tasks.frame_run(segments, first, last, start, end_lsn, verify_crc=False, firsts=firsts,
+                                catalog_nodes=nodes):
         path, raw = item
         if path == "stop":
             stop = raw
@@ -164,9 +175,11 @@ def run_spans(segments, run: int, first: int, last: int, start: int | None, end_
         except Error as e:
             error = e
             break
+        if take is not None:
+            xlog_xid = take(raw, major, nodes, taken, xlog_xid)
     xids, lsns, commit = _native_or(ended_columns)(ended)
     open_ = {xid: lsn for xid, lsn in firsts.items() if xid not in ended}
-    return RunSpans(run, first_lsn, open_, xids, lsns, commit, stop, error, catalog, prepared)
+    return RunSpans(run, first_lsn, open_, xids, lsns, commit, stop, error, catalog, prepared, taken)
 
 
 # -- the catalog through the WAL read, for ranges after a catalog change --------------------------------

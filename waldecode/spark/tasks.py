@@ -52,6 +52,7 @@ from ..logical.decode import HEAP2_EXTRACTORS, HEAP2_IGNORED, HEAP_EXTRACTORS, H
 from ..rmgr import heap as rm_heap
 from ..rmgr.heap import XLOG_HEAP_OPMASK
 from ..rmgr.xlog import XLOG_PARAMETER_CHANGE
+from ..wal._pyframe import bkpimage_compressed_mask
 from ..wal.xlogpage import FrameState, ReadStop, SizeOfXLogLongPHD
 from ..wal.xlogreader import _end_lsn, decode_in
 
@@ -65,19 +66,23 @@ CHANGE_RMIDS = frozenset((RM_HEAP_ID, RM_HEAP2_ID, RM_LOGICALMSG_ID))
 
 
 def frame_run(segments, first: int, last: int, start: int | None, end_lsn: int | None, verify_crc: bool = True,
-              firsts: dict | None = None):
+              firsts: dict | None = None, catalog_nodes: frozenset | None = None):
     """Frame segments ``first``..``last`` as the sequential reader does (from ``start`` when it lies in
     ``first``, else from the first record that starts there) and complete the record crossing into
     ``last`` + 1.  Yields ``(path, [(lsn, raw end, record bytes)])`` pieces; ``("stop", ReadStop)`` or
     ``("error", exc)`` ends it.  A run ending the input reports running out as ``XLogReader`` does.
     ``firsts``: after the first piece holding a record of the run (so that its first record is seen,
-    whatever it is), framing goes on in ``FrameState.firsts`` mode, noting other xids there."""
+    whatever it is), framing goes on in ``FrameState.firsts`` mode, noting other xids there;
+    ``catalog_nodes`` (with ``firsts``): the records the catalog history may need of those relfilenodes
+    are returned whole too (``FrameState.catalog``)."""
     seg_size = segments.seg_size
     run_start = first * seg_size
     if start is not None and start > run_start:
         run_start = start
     page_start = run_start - run_start % segments.page_size
     st = FrameState(segments.page_size, seg_size, segments.magic, segments.sysid, page_start, 0, end_lsn or 0)
+    if catalog_nodes is not None:
+        st.catalog = (catalog_nodes, bkpimage_compressed_mask(segments.major))
     segno = first
     try:
         while True:

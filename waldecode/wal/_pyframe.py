@@ -59,6 +59,10 @@ _BlockImageHeader = struct.Struct("<HHB")
 # src/include/access/rmgrlist.h (``waldecode.rmgr``'s table, not imported here: it loads every rmgr module)
 RM_XLOG_ID = 0
 RM_XACT_ID = 1
+RM_RELMAP_ID = 7
+RM_STANDBY_ID = 8
+RM_HEAP2_ID = 9
+RM_HEAP_ID = 10
 XLOG_SWITCH = 0x40
 RM_MAX_BUILTIN_ID = 21
 RM_MIN_CUSTOM_ID = 128
@@ -66,6 +70,11 @@ RM_MIN_CUSTOM_ID = 128
 # BKPIMAGE_COMPRESSED(info): pglz|lz4|zstd bits from 15, the single pglz bit before
 BKPIMAGE_COMPRESSED_MASK_V15 = 0x04 | 0x08 | 0x10
 BKPIMAGE_COMPRESSED_MASK_V13 = 0x02
+
+
+def bkpimage_compressed_mask(major: int) -> int:
+    """The bits of bimg_info that say a block image is compressed, in WAL of PostgreSQL ``major``."""
+    return BKPIMAGE_COMPRESSED_MASK_V15 if major >= 15 else BKPIMAGE_COMPRESSED_MASK_V13
 
 
 def crc32c(data, value: int = 0) -> int:
@@ -199,7 +208,7 @@ def frame_segment(buf, seg_lsn: int, st, verify_crc: bool = True, path=None):
                                              f"invalid contrecord length {rem_len} (expected {need}) at "
                                              f"{format_lsn(seg_lsn + page_off)}", path)
                 take = min(rem_len, page_size - hdr)
-                if _header_only(st, partial):
+                if _partial_header_only(st):
                     st.partial_total -= take
                 else:
                     partial += buf[page_off + hdr:page_off + hdr + take]
@@ -208,12 +217,12 @@ def frame_segment(buf, seg_lsn: int, st, verify_crc: bool = True, path=None):
                     continue
                 lsn = st.partial_lsn
                 raw_end = seg_lsn + page_off + hdr + rem_len
+                header_only = _partial_header_only(st)
                 st.partial = None
                 if end_limit and raw_end > end_limit:
                     st.next_lsn = lsn
                     return records, ReadStop(lsn, "limit", "end of requested range", path)
                 rec = bytes(partial)
-                header_only = _header_only(st, rec)
                 bad = _check_record(rec, lsn, st, verify_crc and not header_only, path)
                 if bad is not None:
                     st.next_lsn = lsn
@@ -268,7 +277,7 @@ def frame_segment(buf, seg_lsn: int, st, verify_crc: bool = True, path=None):
             if end_limit and lsn + tot_len > end_limit:
                 st.next_lsn = lsn
                 return records, ReadStop(lsn, "limit", "end of requested range", path)
-            header_only = st.firsts is not None and buf[pos + 17] != RM_XACT_ID
+            header_only = _header_only(st, buf, pos, tot_len)
             rec = bytes(buf[pos:pos + (24 if header_only else tot_len)])
             bad = _check_record(rec, lsn, st, verify_crc and not header_only, path)
             if bad is not None:
@@ -300,16 +309,62 @@ def frame_segment(buf, seg_lsn: int, st, verify_crc: bool = True, path=None):
         st.partial = bytearray(buf[pos:page_off + page_size])
         st.partial_lsn = lsn
         st.partial_total = tot_len
-        if _header_only(st, st.partial):
+        st.partial_header_only = _header_only(st, buf, pos, avail) if avail >= 24 else None
+        if st.partial_header_only:
             del st.partial[24:]
             st.partial_total = tot_len - (avail - 24)
         pos = page_off + page_size
 
 
-def _header_only(st, rec) -> bool:
-    """Whether framing keeps only the header of this record (``FrameState.firsts``), known once the
-    record's first 24 bytes are in ``rec``."""
-    return st.firsts is not None and len(rec) >= 24 and rec[17] != RM_XACT_ID
+def _header_only(st, buf, pos: int, avail: int) -> bool:
+    """Whether framing keeps only the header of the record at ``buf[pos:]`` (``FrameState.firsts``), of
+    which ``avail`` bytes (at least its 24-byte header) are on this page: every record but RM_XACT's,
+    and, with ``FrameState.catalog``, but those the catalog history may need (``catalog_wanted``)."""
+    if st.firsts is None or buf[pos + 17] == RM_XACT_ID:
+        return False
+    return st.catalog is None or not catalog_wanted(buf, pos, avail, st.catalog)
+
+
+def _partial_header_only(st) -> bool:
+    """``_header_only`` of the record being assembled in ``st.partial``: decided when it began, or, when its
+    header was split by a page boundary, once the header is whole (``st.partial_header_only`` None until
+    then)."""
+    if st.partial_header_only is None and len(st.partial) >= 24:
+        st.partial_header_only = _header_only(st, st.partial, 0, len(st.partial))
+    return bool(st.partial_header_only)
+
+
+def catalog_wanted(buf, pos: int, avail: int, catalog: tuple) -> bool:
+    """Whether the record at ``buf[pos:]`` (``avail`` of its bytes at hand) may be one the catalog history
+    needs (``spark.ranges.catalog_records`` chooses among those kept): standby and relation-map records;
+    heap, heap2 and XLOG records whose first block is of a relfilenode in ``catalog[0]`` (the tracked
+    catalogs'; ``catalog[1]``: the BKPIMAGE_COMPRESSED mask of the WAL's version), or without blocks
+    (XLOG_HEAP2_NEW_CID, checkpoints, parameter changes), and XLOG records with an xid.  Read from the
+    first block header (XLogRecordBlockHeader, its image header, RelFileLocator) as DecodeXLogRecord
+    reads it; a record whose bytes at hand do not show its first block's relation is kept."""
+    rmid = buf[pos + 17]
+    if rmid == RM_STANDBY_ID or rmid == RM_RELMAP_ID:
+        return True
+    if rmid != RM_HEAP_ID and rmid != RM_HEAP2_ID and rmid != RM_XLOG_ID:
+        return False
+    if rmid == RM_XLOG_ID and _u32.unpack_from(buf, pos + 4)[0]:
+        return True
+    if avail < 25 or buf[pos + 24] > XLR_MAX_BLOCK_ID:
+        return True  # no block (the main data or the origin follow the header): or too short to tell
+    if avail < 28:
+        return True
+    fork_flags = buf[pos + 25]
+    off = 28  # XLogRecord, then the block id, fork_flags and data_length
+    if fork_flags & BKPBLOCK_HAS_IMAGE:
+        if avail < off + _BlockImageHeader.size:
+            return True
+        bimg_info = buf[pos + off + 4]
+        off += _BlockImageHeader.size
+        if bimg_info & BKPIMAGE_HAS_HOLE and bimg_info & catalog[1]:
+            off += 2  # XLogRecordBlockCompressHeader
+    if fork_flags & BKPBLOCK_SAME_REL or avail < off + 12:
+        return True  # the first block cannot name "the same relation": left to the decoder
+    return _u32.unpack_from(buf, pos + off + 8)[0] in catalog[0]
 
 
 def _note_first(firsts: dict, rec, lsn: int) -> None:
@@ -329,7 +384,7 @@ def _corrupt(lsn: int, message: str) -> CorruptRecordError:
 def decode_record(rec, lsn: int, end_lsn: int, major: int) -> DecodedRecord:
     """DecodeXLogRecord: split a complete record into header, block references and main data."""
     tot_len, xid, prev, info, rmid, crc = _XLogRecord.unpack_from(rec, 0)
-    compressed_mask = BKPIMAGE_COMPRESSED_MASK_V15 if major >= 15 else BKPIMAGE_COMPRESSED_MASK_V13
+    compressed_mask = bkpimage_compressed_mask(major)
     pos = 24
     remaining = tot_len - 24
     datatotal = 0

@@ -83,7 +83,7 @@ class FrameState:
         "page_size", "seg_size", "magic", "sysid", "latest_tli",
         "next_lsn", "prev_lsn", "rand_access",
         "partial", "partial_lsn", "partial_total",
-        "end_lsn", "switch_seen", "stop_after_partial", "firsts",
+        "end_lsn", "switch_seen", "stop_after_partial", "firsts", "catalog", "partial_header_only",
     )
 
     def __init__(self, page_size: int, seg_size: int, magic: int, sysid: int, next_lsn: int,
@@ -110,3 +110,10 @@ class FrameState:
         # (``partial_total`` shrinks instead, so that ``partial_total - len(partial)`` is still what is
         # left).  Phase 1 of the Spark range path wants no more of most records than that.
         self.firsts = None
+        # With ``firsts``: None, or (relfilenodes, the BKPIMAGE_COMPRESSED mask): the records the catalog
+        # history may need are returned whole too (``_pyframe.catalog_wanted``), so that phase 1 of the
+        # range path collects them in the same read
+        self.catalog = None
+        # ``partial`` holds only a header: decided when it began, None while its header is not whole
+        # (``_pyframe._partial_header_only``)
+        self.partial_header_only = None
