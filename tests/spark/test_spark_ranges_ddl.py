@@ -187,6 +187,51 @@ def test_ranges_through_ddl_by_spark_equal_server(spark, prepared, tmp_path, cap
     assert all(v >= 0 for v in timings["phases"].values()) and timings["phases"]["ranges"] > 0
 
 
+@pytest.mark.spark
+@pytest.mark.parametrize("on_driver", [0, 3, 99])
+def test_phase1_reads_on_the_driver_while_the_context_starts(spark, workloads, on_driver):
+    """``SparkExecutor.spans`` on a context still starting (``PendingContext``): the driver reads runs in
+    order until it is ready, the tasks read the rest; the spans are those of reading every run in one
+    process, with the catalog's records, whatever the split."""
+    from waldecode.catalog import Catalog
+    from waldecode.spark import plan as _plan
+    from waldecode.spark.context import PendingContext, local_slots
+    from waldecode.spark.job import LocalExecutor, SparkExecutor, plan_scan
+    from waldecode.wal.segments import discover
+
+    class Starting(PendingContext):
+        def __init__(self, checks: int):
+            self.master, self.confs, self.checks = "local[2]", {}, checks
+
+        def ready(self):
+            self.checks -= 1
+            return self.checks < 0
+
+        def get(self):
+            return spark.sparkContext
+
+    run, wal = workloads[False][:2]
+    catalog = Catalog.load(run.catalog_path)
+    segments = discover([wal], None)
+    scan = plan_scan(segments, None, None, 1, catalog.database_oid, frozenset())
+    nodes = _plan.tracked_relfilenodes(catalog)
+    executor = SparkExecutor(Starting(on_driver))
+    assert executor.slots == local_slots("local[2]") == 2
+    got = executor.spans(scan, nodes)
+    assert executor.driver_runs == min(on_driver, len(scan.runs))
+    want = LocalExecutor().spans(scan, nodes)
+    assert [vars(s) for s in got] == [vars(s) for s in want]
+    assert any(s.catalog_records for s in got)
+
+
+def test_local_slots():
+    from waldecode.spark.context import local_slots
+
+    assert [local_slots(m) for m in ("local", "local[3]", "local[2,4]", "spark://h:7077", "local[x]")] == \
+        [1, 3, 2, None, None]
+    assert local_slots("local[*]") >= 1
+
+
 @pytest.mark.parametrize("where", ["middle", "last range"])
 def test_a_damaged_record_ends_the_output_where_decode_ends_it(workloads, tmp_path, where, monkeypatch):
     """A record with a wrong CRC (phase 1 and the catalog pass frame without checking CRCs): in a range

@@ -15,12 +15,11 @@ import errno
 import os
 import shutil
 import sys
-import time
 import zlib
 
 from .. import argtypes
 from . import classdata
-from .context import active_session, spark_context, spark_error, stop_context
+from .context import PendingContext, active_session, spark_error
 from ..errors import Error, SparkJobError, UsageError
 from ..output import PLUGINS, plugin_class
 
@@ -294,16 +293,16 @@ def cmd_spark_decode(args) -> int:
     confs = _confs(args.confs)
     # the range path needs the context only; the event path and Hadoop inputs make a session on it
     active = active_session()
-    started = time.perf_counter()
-    spark = active if active is not None else spark_context(args.master, confs)
-    context_seconds = time.perf_counter() - started
-    own_session = active is None and not getattr(spark, "_waldecode_shared", False)  # tests keep theirs
+    # the context starts in a thread while phase 1 reads on the driver (SparkExecutor.spans)
+    spark = active if active is not None else PendingContext(args.master, confs)
+    own_session = active is None
     out = _LazyBinaryOutput(args.output) if not args.parquet else _NoTextOutput()
     parts_dir = args.parts_dir or (os.path.dirname(os.path.abspath(args.output)) if args.output else None)
     try:
         if hadoop:
             # Listing and the driver's reads go through Spark's Hadoop file systems (hdfs://, s3a://, file://)
-            segments = discover_hadoop(spark, args.paths, args.timeline, argtypes.input_options(args))
+            segments = discover_hadoop(spark.get() if own_session else spark, args.paths, args.timeline,
+                                       argtypes.input_options(args))
             catalog, start_lsn, end_lsn = fit(segments)
             _note_size(segments, args.quiet, args.master)
         executor = SparkExecutor(spark, ranges)
@@ -324,7 +323,10 @@ def cmd_spark_decode(args) -> int:
             raise err from None
         out.close()
         if args.timings:
-            _write_timings(args.timings, {"context": context_seconds, **executor.timings}, executor, segments)
+            # a context already running (an in-process caller's) took no time to start here
+            started = {"context": (spark.context_seconds or 0.0) if own_session else 0.0,
+                       "warm_up": (spark.warm_seconds or 0.0) if own_session else 0.0}
+            _write_timings(args.timings, {**started, **executor.timings}, executor, segments)
         if args.parquet:
             from ..output.parquet import unify_dataset
 
@@ -336,7 +338,7 @@ def cmd_spark_decode(args) -> int:
         _check_impl(executor.impl_seen, args.quiet)
     finally:
         if own_session:
-            stop_context(spark)
+            spark.stop()
     return report_decode_result(result, segments, start_lsn, quiet=args.quiet, report=args.report)
 
 
@@ -346,7 +348,10 @@ def _write_timings(path: str, phases: dict, executor, segments) -> None:
 
     doc = {"phases": {k: round(v, 3) for k, v in phases.items()}, "method": executor.method,
            "cores": executor.slots, "ranges": getattr(executor, "ranges", 1),
-           "wal_bytes": (segments.last_segno - segments.first_segno + 1) * segments.seg_size}
+           "wal_bytes": (segments.last_segno - segments.first_segno + 1) * segments.seg_size,
+           # the context's start and warm-up ran while phase 1 read these runs on the driver, with this CPU
+           "overlapped": ["context", "warm_up"], "phase1_driver_runs": getattr(executor, "driver_runs", 0),
+           "phase1_driver_cpu": round(getattr(executor, "driver_cpu", 0.0), 3)}
     with open(path, "w", encoding="utf-8") as f:
         json.dump(doc, f, indent=1)
 

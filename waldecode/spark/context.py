@@ -61,6 +61,89 @@ def spark_context(master: str, confs: dict | None = None, app_name: str = "walde
     return sc
 
 
+def local_slots(master: str) -> int | None:
+    """The cores a ``local``, ``local[N]``, ``local[*]`` or ``local[N,F]`` master gives its executors (what
+    its context's ``defaultParallelism`` will be), known before the context starts; None for other masters."""
+    if master == "local":
+        return 1
+    if not (master.startswith("local[") and master.endswith("]")):
+        return None
+    n = master[6:-1].split(",")[0].strip()
+    if n == "*":
+        return os.cpu_count() or 1
+    return int(n) if n.isdigit() and int(n) > 0 else None
+
+
+def _warm_worker(_part):
+    """A warm-up task: the Python worker started, with the modules the range path's tasks import."""
+    import importlib
+
+    importlib.import_module("waldecode.spark.job")  # the import is the work
+    return []
+
+
+class PendingContext:
+    """``spark_context(master, confs)`` started in a thread, then a warm-up job run on it that starts the
+    Python workers (the first job's cost: 1.5-2.5 s here): the driver reads meanwhile (``spark decode``'s
+    phase 1 runs on the driver until the context is ``ready()``, ``SparkExecutor.spans``).  ``get()`` waits
+    for the context and raises what starting it raised; ``context_seconds`` and ``warm_seconds`` say how
+    long each took."""
+
+    def __init__(self, master: str, confs: dict | None = None, warm: bool = True):
+        import threading
+
+        self.master, self.confs = master, dict(confs or {})
+        self.context_seconds = self.warm_seconds = None
+        self._sc = None
+        self._error: BaseException | None = None
+        self._started = threading.Event()  # the context is up (or failed)
+        self._done = threading.Event()  # ... and warmed up
+        self._thread = threading.Thread(target=self._run, args=(warm,), name="waldecode-spark-start", daemon=True)
+        self._thread.start()
+
+    def _run(self, warm: bool) -> None:
+        import time
+
+        t = time.perf_counter()
+        try:
+            self._sc = spark_context(self.master, self.confs)
+        except BaseException as e:  # re-raised by get() in the driver's thread
+            self._error = e
+            self._started.set()
+            self._done.set()
+            return
+        self.context_seconds = time.perf_counter() - t
+        self._started.set()
+        try:
+            if warm:
+                t = time.perf_counter()
+                slots = max(1, self._sc.defaultParallelism)
+                self._sc.parallelize(range(slots), slots).mapPartitions(_warm_worker).collect()
+                self.warm_seconds = time.perf_counter() - t
+        except BaseException:  # a context stopped meanwhile, or workers that fail: the real job says why
+            pass
+        finally:
+            self._done.set()
+
+    def ready(self) -> bool:
+        """Whether the context is up and its workers warmed (or starting it failed: ``get`` says how)."""
+        return self._done.is_set()
+
+    def get(self):
+        """The SparkContext, once started."""
+        self._started.wait()
+        if self._error is not None:
+            raise self._error
+        return self._sc
+
+    def stop(self) -> None:
+        """Stop the context once it is up (``stop_context``), whatever the driver did meanwhile."""
+        self._started.wait()
+        if self._sc is not None and not getattr(self._sc, "_waldecode_shared", False):
+            self._done.wait()
+            stop_context(self._sc)
+
+
 def spark_session(master: str, confs: dict | None = None, app_name: str = "waldecode"):
     """A SparkSession on ``spark_context``'s context (an active session is returned as it is, marked shared)."""
     from pyspark.sql import SparkSession

@@ -50,6 +50,7 @@ from ..wal.xlogreader import XLogReader
 from . import plan as _plan
 from . import ranges as _ranges
 from . import tasks
+from .context import PendingContext, local_slots
 from .hadoopfs import HadoopSegmentSet
 
 BLOB_SCHEMA = "xid long, lo long, hi long, run long, seq long, n long, blob binary"
@@ -270,15 +271,39 @@ class SparkExecutor:
 
     def __init__(self, spark, ranges: int | None = None):
         """``spark``: a SparkSession, or a SparkContext (the range path needs no more; a session is made
-        on it when the event path or a Hadoop input needs one)."""
-        self.sc = sc = getattr(spark, "sparkContext", spark)
-        self._spark = spark if sc is not spark else None
-        self.slots = max(1, sc.defaultParallelism)
-        conf = sc.getConf()
-        if ranges is None and conf.contains("spark.sql.shuffle.partitions"):
-            ranges = int(conf.get("spark.sql.shuffle.partitions"))
+        on it when the event path or a Hadoop input needs one), or a ``context.PendingContext`` still
+        starting: phase 1 then runs on the driver until it is ready (``spans``), when its master's cores
+        are known beforehand (a local master's)."""
+        self._pending = None
+        slots = None
+        if isinstance(spark, PendingContext):
+            self._pending = spark
+            slots = local_slots(spark.master)
+            shuffle = spark.confs.get("spark.sql.shuffle.partitions")
+            if slots is None:  # a cluster's cores are known once its context is up
+                self._pending = None
+                spark = spark.get()
+        if self._pending is None:
+            self._sc = sc = getattr(spark, "sparkContext", spark)
+            self._spark = spark if sc is not spark else None
+            slots = max(1, sc.defaultParallelism)
+            conf = sc.getConf()
+            shuffle = conf.get("spark.sql.shuffle.partitions") if conf.contains("spark.sql.shuffle.partitions") else None
+        else:
+            self._sc = self._spark = None
+        self.slots = slots
+        if ranges is None and shuffle is not None:
+            ranges = int(shuffle)
         self.ranges = ranges or 2 * self.slots
         self.impl_seen: set = set()
+        self.driver_runs = 0  # phase 1's runs read on the driver while the context started
+        self.driver_cpu = 0.0  # ... and the CPU seconds they took
+
+    @property
+    def sc(self):
+        if self._sc is None:
+            self._sc = self._pending.get()
+        return self._sc
 
     @property
     def spark(self):
@@ -514,7 +539,18 @@ class SparkExecutor:
 
     def spans(self, scan: Scan, nodes: frozenset | None = None) -> list:
         """Phase 1 of the range path: a task per run, its ``RunSpans`` collected (a few xids per run, and
-        with ``nodes`` the few records the catalog history needs)."""
+        with ``nodes`` the few records the catalog history needs).  While the context is still starting
+        (``PendingContext``), the driver reads runs itself, from the first, and the tasks take the runs left
+        once it is up: on a small archive phase 1 ends before the context does (a local run is read as
+        fast as by a task, and the JVM's start leaves a core idle for seconds)."""
+        done: dict = {}
+        if self._pending is not None and self._sc is None and not isinstance(scan.segments, HadoopSegmentSet):
+            cpu = time.thread_time()
+            while len(done) < len(scan.runs) and not self._pending.ready():
+                done[len(done)] = run_spans(scan, len(done), nodes)
+            self.driver_runs, self.driver_cpu = len(done), time.thread_time() - cpu
+            if len(done) == len(scan.runs):
+                return [done[i] for i in range(len(done))]
         bc = self.sc.broadcast(scan)
 
         def phase1(runs):
@@ -524,10 +560,12 @@ class SparkExecutor:
                 yield run, tasks.pack(run_spans(rs, run, nodes))
 
         try:
-            rows = self._map_runs(scan, bc, phase1, last_first=True)
+            rows = self._map_runs(scan, bc, phase1, last_first=True, skip=len(done))
         finally:
             bc.unpersist()
-        return [tasks.unpack(blob) for _run, blob in sorted(rows)]
+        for run, blob in rows:
+            done[run] = tasks.unpack(blob)
+        return [done[i] for i in range(len(scan.runs))]
 
     def catalog_records(self, scan: Scan, nodes: frozenset) -> list:
         """The catalog pass of the range path: a task per run, the records the catalog history needs
@@ -546,21 +584,22 @@ class SparkExecutor:
             bc.unpersist()
         return [tasks.unpack(blob) for _run, blob in sorted(rows)]
 
-    def _map_runs(self, scan: Scan, bc, fn, last_first: bool = False) -> list:
+    def _map_runs(self, scan: Scan, bc, fn, last_first: bool = False, skip: int = 0) -> list:
         """``fn`` over (run, scan to read it with) in a task per run of ``scan`` (``bc``: ``scan`` broadcast),
         its (key, bytes) results collected.  Local segments: an RDD of run numbers (no SQL session, no
         Arrow: the first such job starts in 2 s here, a first ``mapInArrow`` in 4.7 s); Hadoop paths: the
         segment files through ``binaryFile`` (``_run_input``).  ``last_first``: the tasks start from the
         last run (phase 1 of the range path: when the page cache cannot hold the whole WAL, what it read
-        last is what the first ranges read first)."""
+        last is what the first ranges read first).  ``skip``: the first runs are done already (read on the
+        driver); local segments only."""
         n = len(scan.runs)
         if not isinstance(scan.segments, HadoopSegmentSet):
             def local(runs):
                 s = bc.value
                 return fn((run, s) for run in runs)
 
-            order = range(n - 1, -1, -1) if last_first else range(n)
-            return self.sc.parallelize(order, n).mapPartitions(local).collect()
+            order = range(n - 1, skip - 1, -1) if last_first else range(skip, n)
+            return self.sc.parallelize(order, len(order)).mapPartitions(local).collect()
 
         def hadoop(batches):
             import pyarrow as pa
