@@ -534,7 +534,7 @@ cdef class _Decoding:
         at a commit, and the catalog history, whose ``txn_committed`` ``catalog_quiet`` answers for."""
         from waldecode.catalog.history import CatalogHistory
         from waldecode.logical.apply import ToastLookup
-        from waldecode.logical.txn import TransactionListener
+        from waldecode.xact import TransactionListener
 
         d = self.decoder
         self.commits = False

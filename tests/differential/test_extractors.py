@@ -1,6 +1,6 @@
 """The pure extractors on one segment's records give what the sequential decoder takes from them.
 
-``decode.changes_of`` and ``decode.xact_event`` hold no state: a Spark task runs them on the
+``decode.changes_of`` and ``xact.xact_event`` hold no state: a Spark task runs them on the
 records of one segment framed on its own (``xlogreader.read_segment``).  On every PostgreSQL 15
 fixture (real-server WAL), the changes they extract from each segment after the consistent
 point are exactly the changes the sequential decoder queued in its reorder buffer, and the
@@ -13,7 +13,8 @@ import pytest
 
 from fixture_data import all_fixtures
 from waldecode.catalog import Catalog
-from waldecode.logical.decode import changes_of, xact_event
+from waldecode.logical.decode import changes_of
+from waldecode.xact import xact_event
 from waldecode.output.test_decoding import TestDecoding
 from waldecode.logical.reorderbuffer import ReorderBuffer
 from waldecode.logical.session import decode_wal

@@ -1,4 +1,4 @@
-"""The transaction tracker (``logical.txn``): subtransactions' top-level transactions, ends, crashes.
+"""The transaction tracker (``xact``): subtransactions' top-level transactions, ends, crashes.
 
 Records are built by hand with the layouts of xact.h, heapam_xlog.h and standbydefs.h:
 assignments from XLR_BLOCK_ID_TOPLEVEL_XID, XLOG_XACT_ASSIGNMENT and XLOG_HEAP2_NEW_CID's top_xid;
@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import struct
 
-from waldecode.logical.txn import TransactionListener, TransactionTracker
+from waldecode.xact import TransactionListener, TransactionTracker
 from waldecode.rmgr import RM_HEAP2_ID, RM_HEAP_ID, RM_STANDBY_ID, RM_XACT_ID
 from waldecode.rmgr import xact as rm_xact
 from waldecode.rmgr.heap import XLOG_HEAP2_NEW_CID, XLOG_HEAP_INSERT

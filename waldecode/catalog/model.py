@@ -17,7 +17,9 @@ from dataclasses import asdict, dataclass, field, fields
 
 from ..errors import CatalogError
 from ..pg.lsn import format_lsn, parse_lsn
-from .pg_catalog import FirstCatalogUserObjectId, RELKIND_TOASTVALUE
+from ..pg.settings import DEFAULT_SETTINGS, SETTING_NAMES  # noqa: F401 (the catalog's names for them)
+from ..heap.varlena import ToastPointer
+from .pg_catalog import FirstCatalogUserObjectId, PublicationRelationId, PublicationRelRelationId, RELKIND_TOASTVALUE
 
 # JSON layout (``format`` = "waldecode-catalog", ``version`` = 1): top-level keys
 # ``server_version``, ``server_version_num``, ``major``, ``lsn`` ("X/X", taken at),
@@ -60,11 +62,6 @@ from .pg_catalog import FirstCatalogUserObjectId, RELKIND_TOASTVALUE
 FORMAT_NAME = "waldecode-catalog"
 FORMAT_VERSION = 1
 
-SETTING_NAMES = ("TimeZone", "DateStyle", "IntervalStyle", "extra_float_digits", "bytea_output",
-                 "lc_monetary", "search_path")
-DEFAULT_SETTINGS = {"TimeZone": "UTC", "DateStyle": "ISO, MDY", "IntervalStyle": "postgres",
-                    "extra_float_digits": "1", "bytea_output": "hex", "lc_monetary": "C",
-                    "search_path": '"$user", public'}
 
 
 @dataclass(frozen=True)
@@ -178,6 +175,28 @@ class PublicationNamespace:
     oid: int
     pnpubid: int
     pnnspid: int
+
+
+#: what a row filter too long to be stored inline (TOASTed pg_node_tree) reads as: never "no filter"
+TOASTED_ROW_FILTER = "(TOASTed row filter)"
+
+
+def publication_object(cat: int, row: dict):
+    """The object of a decoded pg_publication, pg_publication_rel or pg_publication_namespace
+    row (a dict of ``pg_catalog.DECODED_COLUMNS``, as ``CatalogLayout.decode`` gives it)."""
+    if cat == PublicationRelationId:
+        return Publication(row["oid"], row["pubname"], bool(row["puballtables"]), bool(row["pubinsert"]),
+                           bool(row["pubupdate"]), bool(row["pubdelete"]), bool(row["pubtruncate"]),
+                           bool(row.get("pubviaroot")), row.get("pubgencols") or "")
+    if cat == PublicationRelRelationId:
+        qual = row.get("prqual")
+        if qual is not None:
+            qual = (TOASTED_ROW_FILTER if qual.__class__ is ToastPointer
+                    else bytes(qual).decode("utf-8", "surrogateescape"))
+        attrs = row.get("prattrs")
+        return PublicationRel(row["oid"], row["prpubid"], row["prrelid"], qual,
+                              None if attrs is None or attrs.__class__ is ToastPointer else tuple(attrs))
+    return PublicationNamespace(row["oid"], row["pnpubid"], row["pnnspid"])
 
 
 class CatalogPages:

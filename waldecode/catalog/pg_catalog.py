@@ -229,27 +229,3 @@ def publication_columns(cat: int, major: int) -> tuple:
     if major < 15:
         cols = tuple(c for c in cols if c not in ("prqual", "prattrs"))
     return cols
-
-
-#: what a row filter too long to be stored inline (TOASTed pg_node_tree) reads as: never "no filter"
-TOASTED_ROW_FILTER = "(TOASTed row filter)"
-
-
-def publication_object(cat: int, row: dict):
-    """The ``model`` object of a decoded pg_publication, pg_publication_rel or pg_publication_namespace
-    row (a dict of ``DECODED_COLUMNS``, as ``CatalogLayout.decode`` gives it)."""
-    from .model import Publication, PublicationNamespace, PublicationRel
-
-    if cat == PublicationRelationId:
-        return Publication(row["oid"], row["pubname"], bool(row["puballtables"]), bool(row["pubinsert"]),
-                           bool(row["pubupdate"]), bool(row["pubdelete"]), bool(row["pubtruncate"]),
-                           bool(row.get("pubviaroot")), row.get("pubgencols") or "")
-    if cat == PublicationRelRelationId:
-        qual = row.get("prqual")
-        if qual is not None:
-            qual = (TOASTED_ROW_FILTER if qual.__class__ is ToastPointer
-                    else bytes(qual).decode("utf-8", "surrogateescape"))
-        attrs = row.get("prattrs")
-        return PublicationRel(row["oid"], row["prpubid"], row["prrelid"], qual,
-                              None if attrs is None or attrs.__class__ is ToastPointer else tuple(attrs))
-    return PublicationNamespace(row["oid"], row["pnpubid"], row["pnnspid"])

@@ -33,7 +33,7 @@ from ..catalog.pg_catalog import AttributeRelationId, IndexRelationId, RelationR
 from ..errors import UsageError, format_lsn
 from ..logical.session import decode_wal, missing_start_message
 from ..logical.startpoint import reading_start
-from ..logical.txn import TransactionListener, XactEvent
+from ..xact import TransactionListener, XactEvent
 from ..pg.transam import FirstNormalTransactionId, xid_precedes
 from ..rmgr import xact as rm_xact
 from ..output.quote import quote_literal_cstr

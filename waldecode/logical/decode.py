@@ -7,7 +7,7 @@ events, each filtered by database and origin as PostgreSQL does.  Dispatch is by
 table: every resource manager names the record types it decodes and the ones it
 knowingly ignores; anything else is an error naming the rmgr and info.
 
-Every record first goes to the transaction tracker (``logical.txn``) and the catalog
+Every record first goes to the transaction tracker (``xact``) and the catalog
 history (``catalog.history``), which keeps the catalog as of each LSN from the catalog
 rows the WAL carries; the replayer
 decodes each change with that catalog.  Takes ``DecodedRecord``s (from any reader),
@@ -24,7 +24,7 @@ from typing import NamedTuple
 from ..catalog import Catalog
 from ..catalog.history import CatalogHistory
 from ..errors import DecodeError, format_lsn
-from .txn import RunningXacts, TransactionListener, TransactionTracker, XactEvent, xact_event  # noqa: F401
+from ..xact import RunningXacts, TransactionListener, TransactionTracker, XactEvent  # noqa: F401
 from ..output.base import CatalogView, OutputPlugin, OutputPluginOptions, Transaction
 from .apply import Replayer
 from .diagnostics import Diagnostics
@@ -493,7 +493,7 @@ class LogicalDecoder(TransactionListener):
                 nmsgs = struct.unpack_from("<i", rec.main_data, 0)[0]
                 self.plugin.invalidate(bytes(rec.main_data[4:4 + nmsgs * rm_xact.SizeOfSharedInvalidationMessage]))
             return
-        ev = xact_event(rec, self.major)
+        ev = self.txns.event_of(rec)
         if ev is None:
             raise DecodeError(f"unexpected RM_XACT_ID record type: {info}", lsn=rec.lsn)
         if not ended:

@@ -249,7 +249,7 @@ def catalog_history(catalog, runs_records, major: int, spans: list, warn=None):
     catalog committed (as phase 1 saw) without its commit among these records, so without invalidations,
     which ``catalog_records`` counts on (its history would have taken its rows for a crashed one's)."""
     from ..catalog.history import CatalogHistory
-    from ..logical.txn import xact_event
+    from ..xact import xact_event
     from ..wal.xlogreader import decode_in
 
     history = CatalogHistory(catalog, major, warn=warn)

@@ -20,7 +20,7 @@ pg_lsn, bit strings, json, xml, tid), ``jsonb``, ``arrays``, ``records``,
 
 from __future__ import annotations
 
-from ..catalog import DEFAULT_SETTINGS
+from ..pg.settings import DEFAULT_SETTINGS
 from ..errors import TypeOutputError
 from ..heap.heaptuple import MissingValue
 from ..heap.varlena import ToastPointer

@@ -19,7 +19,7 @@ from typing import Callable
 from ...pg.encoding import encoding_name
 from ...pg.lsn import format_lsn
 from .. import relcache
-from ..model import Attribute, Catalog, CatalogError, CatalogPages, Relation, TypeInfo
+from ..model import Attribute, Catalog, CatalogError, CatalogPages, Relation, TypeInfo, publication_object
 from ..pg_catalog import (
     TRACKED_CATALOGS,
     EnumRelationId,
@@ -30,7 +30,6 @@ from ..pg_catalog import (
     PublicationRelationId,
     PublicationRelRelationId,
     publication_columns,
-    publication_object,
     ProcedureRelationId,
     RangeRelationId,
     RELKIND_VIEW,

@@ -2,7 +2,7 @@
 
 Owns what snapbuild.c's historic snapshots give PostgreSQL's decoder: takes every record
 (``redo`` keeps the tracked catalogs' pages and decodes the rows catalog records write), files
-each row under its top-level transaction as the transaction tracker (``logical.txn``) tells it,
+each row under its top-level transaction as the transaction tracker (``xact``) tells it,
 and at each commit makes the transaction's rows everybody's in a new epoch of the
 ``CatalogTimeline``; aborted and crashed (sub)transactions' rows are dropped.  Records whose
 rows cannot be decoded become ``CatalogProblem``s, reported at their transaction's end.  Hands
@@ -15,7 +15,7 @@ from __future__ import annotations
 from typing import NamedTuple
 
 from ...logical.diagnostics import Diagnostic, cause_of
-from ...logical.txn import TransactionListener, TransactionTracker
+from ...xact import TransactionListener, TransactionTracker
 from ...pg.lsn import format_lsn
 from ...rmgr import RM_RELMAP_ID
 from ...rmgr.relmap import xl_relmap_update

@@ -15,7 +15,7 @@ from dataclasses import replace
 from ...errors import CorruptRecordError
 from ...pg.lsn import format_lsn
 from .. import relcache
-from ..model import Attribute, CatalogError, Relation, TypeInfo
+from ..model import Attribute, CatalogError, Relation, TypeInfo, publication_object
 from ..pg_catalog import (
     RELKINDS_WITH_STORAGE,
     AttributeRelationId,
@@ -26,7 +26,6 @@ from ..pg_catalog import (
     PublicationNamespaceRelationId,
     PublicationRelationId,
     PublicationRelRelationId,
-    publication_object,
     ProcedureRelationId,
     RangeRelationId,
     RelationRelationId,

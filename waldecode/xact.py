@@ -14,11 +14,11 @@ from __future__ import annotations
 import struct
 from typing import NamedTuple
 
-from ..pg.transam import xid_precedes
-from ..rmgr import RM_HEAP2_ID, RM_STANDBY_ID, RM_XACT_ID
-from ..rmgr import xact as rm_xact
-from ..rmgr.heap import XLOG_HEAP2_NEW_CID, XLOG_HEAP_OPMASK
-from ..rmgr.standby import XLOG_RUNNING_XACTS, xl_running_xacts
+from .pg.transam import xid_precedes
+from .rmgr import RM_HEAP2_ID, RM_STANDBY_ID, RM_XACT_ID
+from .rmgr import xact as rm_xact
+from .rmgr.heap import XLOG_HEAP2_NEW_CID, XLOG_HEAP_OPMASK
+from .rmgr.standby import XLOG_RUNNING_XACTS, xl_running_xacts
 
 _u32 = struct.Struct("<I")
 
@@ -36,22 +36,10 @@ class XactEvent(NamedTuple):
     parsed: object  # rmgr.xact.ParsedXact
 
 
-_last_event: list = [None, 0, None]  # (record, major, event) last asked for: the tracker, then the decoder ask
-
-
 def xact_event(rec, major: int) -> XactEvent | None:
     """The end of a transaction that a record tells (None for other records, assignments, invalidations)."""
     if rec.xl_rmid != RM_XACT_ID:
         return None
-    last = _last_event
-    if rec is last[0] and major == last[1]:
-        return last[2]
-    ev = _xact_event(rec, major)
-    last[0], last[1], last[2] = rec, major, ev
-    return ev
-
-
-def _xact_event(rec, major: int) -> XactEvent | None:
     info = rec.xl_info & rm_xact.XLOG_XACT_OPMASK
     if info in (rm_xact.XLOG_XACT_COMMIT, rm_xact.XLOG_XACT_COMMIT_PREPARED, rm_xact.XLOG_XACT_ABORT,
                 rm_xact.XLOG_XACT_ABORT_PREPARED):
@@ -112,9 +100,15 @@ class TransactionTracker:
         self.top_of: dict[int, int] = {}  # subtransaction -> top-level transaction, while open
         self.open: set[int] = set()  # (sub)transactions seen and not ended
         self.listeners: list[TransactionListener] = []
+        self._last = (None, None)  # the last xact record taken and its event (``event_of``)
 
     def subscribe(self, listener: TransactionListener) -> None:
         self.listeners.append(listener)
+
+    def event_of(self, rec) -> XactEvent | None:
+        """``xact_event(rec)``, read once: the decoder asks of the record the tracker has just taken."""
+        last_rec, ev = self._last
+        return ev if rec is last_rec else xact_event(rec, self.major)
 
     def top(self, xid: int) -> int:
         """The top-level transaction of ``xid`` (itself when it is one, or when that is not known)."""
@@ -163,6 +157,7 @@ class TransactionTracker:
                 self.assign(xtop, sub, rec.lsn)
             return None
         ev = xact_event(rec, self.major)
+        self._last = (rec, ev)
         if ev is None:
             return None
         if ev.info in _COMMITS:
