@@ -632,21 +632,17 @@ cdef class _Decoding:
             return 1
         if self.nodes is not None and h.nblocks and PyDict_GetItem(self.nodes, h.rel) != NULL:
             return 0  # a catalog page the catalog history follows
+        # rmgr.heap's table of what each record type is to decoding
+        if (HEAP_IGNORED_TYPES if rmid == RM_HEAP_ID else HEAP2_IGNORED_TYPES) >> (op >> 4) & 1:
+            if first:  # no change: ReorderBufferProcessXid only
+                self.register(xid, lsn)
+            return 1
         if rmid == RM_HEAP_ID:
-            if op == XLOG_HEAP_LOCK:
-                if first:
-                    self.register(xid, lsn)
-                return 1
             if op != XLOG_HEAP_INSERT and op != XLOG_HEAP_UPDATE and op != XLOG_HEAP_HOT_UPDATE \
                     and op != XLOG_HEAP_DELETE:
-                return 0
-        else:
-            if op == XLOG_HEAP2_NEW_CID:
-                return 0
-            if op != XLOG_HEAP2_MULTI_INSERT:
-                if first:  # decode.HEAP2_IGNORED: the other heap2 types (rewrite, prune, vacuum, ...)
-                    self.register(xid, lsn)
-                return 1
+                return 0  # truncate, confirm, in-place: the decoder's
+        elif op != XLOG_HEAP2_MULTI_INSERT:
+            return 0  # XLOG_HEAP2_NEW_CID: the decoder's
         if self.state < SNAPBUILD_FULL_SNAPSHOT:
             return 1
         if self.state != SNAPBUILD_CONSISTENT or not xid or h.first_block_id != 0:

@@ -79,14 +79,9 @@ from ..rmgr.xlog import XLOG_PARAMETER_CHANGE
 _u32 = struct.Struct("<I")
 _u16 = struct.Struct("<H")
 
-# Record types each rmgr knowingly ignores (decode.c lists them per switch); the pruning and freezing
-# records share their info values across versions (13: CLEAN, FREEZE_PAGE, CLEANUP_INFO; 14-16: PRUNE,
-# VACUUM, FREEZE_PAGE; 17+: PRUNE_ON_ACCESS, PRUNE_VACUUM_SCAN, PRUNE_VACUUM_CLEANUP).  Spark's phase 1
-# (spark.tasks) reads these sets too.
-HEAP_IGNORED = frozenset({rm_heap.XLOG_HEAP_LOCK})
-HEAP2_IGNORED = frozenset({rm_heap.XLOG_HEAP2_REWRITE, rm_heap.XLOG_HEAP2_PRUNE, rm_heap.XLOG_HEAP2_VACUUM,
-                           rm_heap.XLOG_HEAP2_FREEZE_PAGE, rm_heap.XLOG_HEAP2_VISIBLE,
-                           rm_heap.XLOG_HEAP2_LOCK_UPDATED})
+# Record types each rmgr knowingly ignores (rmgr.heap's table; Spark's phase 1 reads these sets too)
+HEAP_IGNORED = rm_heap.record_types(rm_heap.HEAP_IGNORED_TYPES)
+HEAP2_IGNORED = rm_heap.record_types(rm_heap.HEAP2_IGNORED_TYPES)
 
 
 # src/include/access/xlog.h (XLOG_PARAMETER_CHANGE: pg_control.h, declared in the rmgr module)

@@ -42,6 +42,32 @@ XLOG_HEAP2_MULTI_INSERT = 0x50
 XLOG_HEAP2_LOCK_UPDATED = 0x60
 XLOG_HEAP2_NEW_CID = 0x70
 
+# What each record type is to logical decoding (decode.c heap_decode, heap2_decode): the one table
+# logical.decode, spark.tasks and the native fast path (_logical, through pgconsts) read.  A set of
+# record types per kind, one bit each (``1 << (info >> 4)``, ``record_types``); every type of each
+# resource manager is in exactly one.  The same in 13-18: the pruning and freezing records share
+# their info values across versions under other names (13: CLEAN, FREEZE_PAGE, CLEANUP_INFO; 14-16:
+# PRUNE, VACUUM, FREEZE_PAGE; 17+: PRUNE_ON_ACCESS, PRUNE_VACUUM_SCAN, PRUNE_VACUUM_CLEANUP).
+# Row changes (DecodeInsert, DecodeUpdate, DecodeDelete, DecodeTruncate, DecodeSpecConfirm, DecodeMultiInsert)
+HEAP_CHANGE_TYPES = ((1 << (XLOG_HEAP_INSERT >> 4)) | (1 << (XLOG_HEAP_UPDATE >> 4)) | (1 << (XLOG_HEAP_HOT_UPDATE >> 4))
+                     | (1 << (XLOG_HEAP_DELETE >> 4)) | (1 << (XLOG_HEAP_TRUNCATE >> 4))
+                     | (1 << (XLOG_HEAP_CONFIRM >> 4)))
+HEAP2_CHANGE_TYPES = 1 << (XLOG_HEAP2_MULTI_INSERT >> 4)
+# No change, but the transaction changes the catalog (XLOG_HEAP_INPLACE: only catalog tuples are updated in
+# place; XLOG_HEAP2_NEW_CID: SnapBuildProcessNewCid)
+HEAP_CATALOG_TYPES = 1 << (XLOG_HEAP_INPLACE >> 4)
+HEAP2_CATALOG_TYPES = 1 << (XLOG_HEAP2_NEW_CID >> 4)
+# Nothing to decode ("nothing to do here", "only used for ... locking")
+HEAP_IGNORED_TYPES = 1 << (XLOG_HEAP_LOCK >> 4)
+HEAP2_IGNORED_TYPES = ((1 << (XLOG_HEAP2_REWRITE >> 4)) | (1 << (XLOG_HEAP2_PRUNE >> 4)) | (1 << (XLOG_HEAP2_VACUUM >> 4))
+                       | (1 << (XLOG_HEAP2_FREEZE_PAGE >> 4)) | (1 << (XLOG_HEAP2_VISIBLE >> 4))
+                       | (1 << (XLOG_HEAP2_LOCK_UPDATED >> 4)))
+
+
+def record_types(kind: int) -> frozenset:
+    """The record types (info & XLOG_HEAP_OPMASK) of one kind of the table above."""
+    return frozenset(info for info in range(0, XLOG_HEAP_OPMASK + 1, 0x10) if kind >> (info >> 4) & 1)
+
 XLHL_XMAX_IS_MULTI = 0x01
 XLHL_XMAX_LOCK_ONLY = 0x02
 XLHL_XMAX_EXCL_LOCK = 0x04
