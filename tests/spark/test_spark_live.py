@@ -193,7 +193,7 @@ def test_ranges_written_then_refused_are_taken_back(spark, decoded, tmp_path, ta
     from waldecode.output.base import OutputWriter
     from waldecode.output.test_decoding import TestDecoding
     from waldecode.pg.lsn import parse_lsn
-    from waldecode.spark.cli import _LazyBinaryOutput
+    from waldecode.cli.spark import _LazyBinaryOutput
     from waldecode.spark.job import SparkExecutor, decode_spark
 
     from waldecode.spark import ranges as _ranges

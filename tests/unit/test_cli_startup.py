@@ -13,7 +13,7 @@ _PROBE = """
 import sys
 from waldecode import cli
 cli._build_parser({command!r})
-heavy = sorted(m for m in ("waldecode.bench", "waldecode.spark.cli", "waldecode.forensics.cli",
+heavy = sorted(m for m in ("waldecode.bench", "waldecode.cli.spark", "waldecode.cli.forensics",
                            "waldecode.output.pgoutput_dump") if m in sys.modules)
 print(",".join(heavy))
 """
@@ -29,7 +29,7 @@ def test_the_own_commands_import_no_other_commands_arguments(command):
 def test_a_group_command_imports_only_its_group():
     out = subprocess.run([sys.executable, "-c", _PROBE.format(command="diverge")], capture_output=True, text=True,
                          check=True).stdout.strip()
-    assert out == "waldecode.forensics.cli"
+    assert out == "waldecode.cli.forensics"
 
 
 @pytest.mark.parametrize("argv", [["--help"], ["nope"], []])

@@ -51,6 +51,6 @@ def test_the_cli_reports_each_error_on_one_line_with_its_exit_status(exc, status
     def fail(args):
         raise exc
 
-    monkeypatch.setattr(cli, "cmd_inspect", fail)
+    monkeypatch.setattr(cli.inspect, "cmd_inspect", fail)
     assert cli.main(["inspect", "nowhere"]) == status
     assert capsys.readouterr().err == f"waldecode: error: {exc}\n"

@@ -8,7 +8,7 @@ import types
 
 import pytest
 
-from waldecode.spark.cli import SparkJobError, _LazyBinaryOutput
+from waldecode.cli.spark import SparkJobError, _LazyBinaryOutput
 
 
 def _stdout(monkeypatch) -> io.BytesIO:

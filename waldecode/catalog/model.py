@@ -13,7 +13,7 @@ from __future__ import annotations
 import base64
 import json
 import zlib
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import asdict, dataclass, field, fields, replace
 
 from ..errors import CatalogError
 from ..pg.lsn import format_lsn, parse_lsn
@@ -336,6 +336,14 @@ class Catalog:
             if rel.relfilenode:
                 spc = rel.reltablespace or self.database_tablespace
                 self._by_filenode[(spc, rel.relfilenode)] = rel
+
+    def with_settings(self, overrides: dict) -> Catalog:
+        """This snapshot with some settings overridden (``--set``): a new view, the snapshot itself as it was."""
+        if not overrides:
+            return self
+        view = replace(self, settings={**self.settings, **overrides})
+        view.source, view.valid_from = self.source, self.valid_from
+        return view
 
     def relation_by_filenode(self, spc: int, relfilenode: int) -> Relation | None:
         """RelidByRelfilenumber: the relation stored in (tablespace, relfilenode)."""

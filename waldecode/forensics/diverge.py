@@ -196,7 +196,7 @@ def diverge(old_paths, catalog, *, new_paths=(), newprimary=None, switch_lsn: in
     """Decode the old timeline past the switch point (and the new one, when its WAL is given) and
     compare.  ``catalog`` is a ``Catalog``, or a ``catalog.choose.CatalogSource`` (a directory of
     snapshots, a backup repository) from which the one for the old timeline's reading start is
-    chosen (``note(line)`` hears which; ``fit(catalog)`` is run on it before use).  ``newprimary`` is
+    chosen (``note(line)`` hears which; ``fit(catalog)`` gives what is used of it).  ``newprimary`` is
     a ``newprimary.NewPrimary`` (read-only queries), or None; ``inputs`` what the command line says
     of the WAL input (a pgBackRest stanza, an object store's endpoint)."""
     warnings: list[str] = []
@@ -228,7 +228,7 @@ def diverge(old_paths, catalog, *, new_paths=(), newprimary=None, switch_lsn: in
         start = start_plan[1] if start_plan[1] is not None else segments.first_segno * segments.seg_size
         catalog = catalog.for_start(start, say=note)
         if fit is not None:
-            fit(catalog)
+            catalog = fit(catalog)
 
     # The old timeline, as a slot confirmed up to the switch point decodes it, and what was open at its end
     watch = _XactWatch(switch)

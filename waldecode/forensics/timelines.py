@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 
 from ..pg.lsn import format_lsn
 from ..wal.segments import Scan, SegmentSet, scan, segment_name
+from ..wal.storage import DEFAULT_OPTIONS, InputOptions
 from ..wal.xlogreader import read_segment
 
 
@@ -110,6 +111,14 @@ def timelines(paths, found: Scan | None = None, verify_crc: bool = True) -> list
         if tl.segments:
             tl.end_lsn, tl.end_reason, tl.end_segment = wal_end(found, tl.tli, verify_crc)
     return [out[t] for t in sorted(out)]
+
+
+def decode_start_warnings(paths, segments: SegmentSet, start_lsn: int | None,
+                          inputs: InputOptions = DEFAULT_OPTIONS) -> list[str]:
+    """``decode --start-lsn`` in an input holding several timelines: what the start misses or means."""
+    if start_lsn is None or len(segments.timelines) < 2:
+        return []
+    return start_warnings(timelines(paths, scan(paths, inputs)), start_lsn, segments.tli)
 
 
 def start_warnings(tls: list[Timeline], start_lsn: int, reading_tli: int) -> list[str]:

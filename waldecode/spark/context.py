@@ -4,7 +4,7 @@ Owns what ``spark decode``, the ``pgwal`` source's tests and the class-data prep
 quiet context with the executors on this Python and this implementation (``spark_context``), a SQL
 session on it (``spark_session``), stopping one without pyspark's idle wait (``stop_context``), and
 a Spark or Py4J failure told as ``SparkJobError`` (``spark_error``).  The command line is on top
-(``spark.cli``); nothing here parses arguments.
+(``cli.spark``); nothing here parses arguments.
 """
 
 from __future__ import annotations

@@ -5,7 +5,7 @@ Owns the command line of the Spark path and the Spark session it runs in: the ma
 the executors run (this one, unless ``--conf spark.pyspark.python=…`` says otherwise) and
 the implementation they must load (``WALDECODE_IMPL``: the driver's, so that executors
 without the Cython extension fail loudly instead of running pure Python).  Messages and
-exit statuses are ``decode``'s (``cli.report_decode_result``); a failure of Spark itself is
+exit statuses are ``decode``'s (``cli.report.report_decode_result``); a failure of Spark itself is
 one line too, without a Java stack trace.
 """
 
@@ -18,10 +18,11 @@ import sys
 import zlib
 
 from .. import argtypes
-from . import classdata
-from .context import PendingContext, active_session, spark_error
+from . import options as opt
+from ..spark import classdata
+from ..spark.context import PendingContext, active_session, spark_error
 from ..errors import Error, SparkJobError, UsageError
-from ..output import PLUGINS, plugin_class
+from ..output import plugin_class
 
 #: below this much WAL one process beats Spark's fixed costs, whatever the cluster (docs/spark-decode.md)
 SMALL_INPUT = 128 << 20
@@ -36,31 +37,13 @@ def add_arguments(sub) -> None:
     spsub = sp.add_subparsers(dest="spark_command", required=True)
     dec = spsub.add_parser("decode", help="decode on Spark: the same output as 'waldecode decode'",
                            description="Decode WAL on Spark into exactly what 'waldecode decode' prints.")
-    dec.add_argument("paths", nargs="+", metavar="PATH", help="WAL segment files or directories")
+    opt.add_decode_options(dec, catalog_required=True)
     dec.add_argument("--master", default="local[*]",
                      help="Spark master: local[N], spark://HOST:PORT, yarn, k8s://... (default local[*])")
     dec.add_argument("--conf", dest="confs", action="append", default=[], metavar="KEY=VALUE",
                      help="a Spark setting (repeatable)")
-    dec.add_argument("--catalog", required=True, metavar="FILE|DIR",
-                     help="catalog snapshot written by 'waldecode catalog', or a directory of them (as for decode)")
-    dec.add_argument("--format", default="test_decoding", choices=tuple(PLUGINS), help="output plugin")
-    dec.add_argument("-o", "--option", dest="options", action="append", default=[], metavar="NAME[=VALUE]",
-                     help="output plugin option, as pg_recvlogical -o passes it (repeatable)")
-    start = dec.add_mutually_exclusive_group()
-    start.add_argument("-s", "--start-lsn", type=argtypes.lsn, help="as for decode: the slot's confirmed position")
-    start.add_argument("--start-time", metavar="TIME", help="as for decode: from the first commit at or after TIME")
-    dec.add_argument("--restart-lsn", type=argtypes.lsn, help="as for decode: the slot's restart_lsn")
-    end = dec.add_mutually_exclusive_group()
-    end.add_argument("-e", "--end-lsn", type=argtypes.lsn, help="stop before the first record that ends after this LSN")
-    end.add_argument("--end-time", metavar="TIME",
-                     help="as for decode: stop before the first commit or abort whose time is after TIME")
-    dec.add_argument("--two-phase", action="store_true", help="decode prepared transactions at PREPARE")
-    dec.add_argument("--set", dest="settings", action="append", default=[], metavar="NAME=VALUE",
-                     help="override a setting output depends on (as for decode)")
-    dec.add_argument("--include-uncommitted", action="store_true",
-                     help="also print the changes of transactions still open at the end of the WAL read")
     out = dec.add_mutually_exclusive_group()
-    out.add_argument("--output", metavar="FILE", help="write to this file instead of standard output")
+    opt.add_output(out)
     out.add_argument("--parquet", metavar="DIR", help="write the decoded changes as Parquet, partitioned by table")
     dec.add_argument("--segments-per-task", type=argtypes.positive_int, metavar="N",
                      help="segments per phase-1 task (default: 2-4 tasks per core, at least 64 MB each)")
@@ -70,16 +53,11 @@ def add_arguments(sub) -> None:
     dec.add_argument("--parts-dir", metavar="DIR",
                      help="where executors write the ordered part files (must be visible to them and to this "
                           "process; default: the output's directory, else the temporary directory)")
-    dec.add_argument("-t", "--timeline", type=int, help="read this timeline when the input holds several")
     dec.add_argument("--timings", metavar="FILE",
                      help="write the run's wall seconds per phase as JSON (context start, phase 1, catalog pass, "
                           "the driver's catalog history, the ranges, the driver's appends; 'waldecode bench "
                           "--spark' reads them)")
-    dec.add_argument("-q", "--quiet", action="store_true", help="no notes on stderr")
-    from ..cli import add_diagnostics_options
-
-    add_diagnostics_options(dec)
-    argtypes.add_input_options(dec)
+    opt.add_quiet(dec, help="no notes on stderr")
     dec.set_defaults(func=cmd_spark_decode)
     prep = spsub.add_parser("prepare", help="write the class-data archive that starts Spark's JVM faster",
                             description="Write a class-data archive of Spark's classes for this Java and this "
@@ -222,23 +200,14 @@ def cmd_spark_prepare(args) -> int:
 
 def cmd_spark_decode(args) -> int:
     from ..catalog.choose import check_snapshot, open_catalog_source
-    from ..cli import (
-        _say,
-        _settle_gc,
-        fit_catalog,
-        parquet_conflicts,
-        plugin_options,
-        reading_from,
-        report_decode_result,
-        require_pgoutput_options,
-        time_bounds,
-        warning_printer,
-    )
+    from .decode import _settle_gc, fit_catalog, parquet_conflicts, reading_from, require_pgoutput_options, time_bounds
+    from .options import plugin_options
+    from .report import _say, report_decode_result, warning_printer
     from ..logical.startpoint import reading_start
     from ..wal.segments import discover
     from ..wal.storage import has_store
-    from .hadoopfs import discover_hadoop, is_uri
-    from .job import SparkExecutor, decode_spark
+    from ..spark.hadoopfs import discover_hadoop, is_uri
+    from ..spark.job import SparkExecutor, decode_spark
 
     def fit(segments):
         """The catalog for the start (a directory's choice said on stderr), checked against the WAL before
@@ -250,7 +219,7 @@ def cmd_spark_decode(args) -> int:
             start_lsn, end_lsn = time_bounds(args, segments, source.time_zone)
         start_plan = reading_start(segments, start_lsn, args.restart_lsn)
         catalog = source.for_start(reading_from(start_plan, segments), say=_say)
-        fit_catalog(catalog, segments, args.settings, catalog.source or args.catalog)
+        catalog = fit_catalog(catalog, segments, args.settings, catalog.source or args.catalog)
         check_snapshot(catalog, segments, start_plan[1], start_lsn,
                        say=lambda line: print(f"waldecode: {line}", file=sys.stderr))
         return catalog, start_lsn, end_lsn

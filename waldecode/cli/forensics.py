@@ -11,8 +11,8 @@ from __future__ import annotations
 import sys
 
 from .. import argtypes
+from . import options as opt
 from ..errors import UsageError
-from ..output import PLUGINS
 
 EXIT_OK = 0
 EXIT_INCOMPLETE = 1
@@ -41,11 +41,8 @@ def add_arguments(sub) -> None:
                     help="the old primary's WAL (its pg_wal, or the archive): segments or directories")
     dv.add_argument("--new", nargs="+", default=[], metavar="PATH",
                     help="the new timeline's WAL and history file (the new primary's pg_wal or the archive)")
-    dv.add_argument("--catalog", required=True, metavar="PATH",
-                    help="catalog snapshot ('waldecode catalog') taken at or before the reading start and after "
-                         "any table rewrite before it, e.g. from the base backup the standby was made from; or a "
-                         "directory of snapshots (or a backup repository): the latest at or before the reading "
-                         "start is chosen, as decode chooses it")
+    opt.add_catalog(dv, required=True, also=" (for diverge, one taken after any table rewrite before the reading "
+                                            "start: the base backup the standby was made from, say)")
     dv.add_argument("--dsn", help="libpq connection string of the new primary (read-only queries): its prepared "
                                   "transactions, and the current rows, when --new is not given")
     dv.add_argument("--switch-lsn", type=argtypes.lsn, help="the switch point, when no history file is at hand")
@@ -56,21 +53,18 @@ def add_arguments(sub) -> None:
                          "statements for the new primary (guarded: a row changed on both sides draws a WARNING)")
     dv.add_argument("--changes", action="store_true",
                     help="print each transaction's changes as the output plugin prints them")
-    dv.add_argument("--plugin", default="test_decoding", choices=tuple(PLUGINS),
-                    help="output plugin the changes are printed with (as decode --format)")
-    dv.add_argument("-o", "--option", dest="options", action="append", default=[], metavar="NAME[=VALUE]",
-                    help="output plugin option, as decode -o (repeatable)")
-    dv.add_argument("--set", dest="settings", action="append", default=[], metavar="NAME=VALUE",
-                    help="override a setting output depends on, as decode --set")
-    dv.add_argument("--spill-dir", help="directory for .spill files (default: a temporary directory)")
-    dv.add_argument("--output", metavar="FILE", help="write to this file instead of standard output")
+    opt.add_plugin(dv, "--plugin", help="output plugin the changes are printed with (as decode --format)")
+    opt.add_plugin_options(dv)
+    opt.add_settings(dv)
+    opt.add_spill_dir(dv)
+    opt.add_output(dv)
     argtypes.add_input_options(dv)
     dv.set_defaults(func=cmd_diverge)
 
 
 def cmd_timelines(args) -> int:
     from ..wal.segments import scan
-    from .timelines import format_timelines, timelines
+    from ..forensics.timelines import format_timelines, timelines
 
     found = scan(args.paths, argtypes.input_options(args))
     tls = timelines(args.paths, found)
@@ -79,24 +73,14 @@ def cmd_timelines(args) -> int:
     return EXIT_OK
 
 
-def decode_start_warnings(paths, segments, start_lsn: int | None, inputs=None) -> list[str]:
-    """``decode --start-lsn`` in an input holding several timelines: what the start misses or means."""
-    if start_lsn is None or len(segments.timelines) < 2:
-        return []
-    from ..wal.segments import scan
-    from .timelines import start_warnings, timelines
-
-    return start_warnings(timelines(paths, scan(paths, inputs or argtypes.input_options(None))), start_lsn,
-                          segments.tli)
-
-
 def cmd_diverge(args) -> int:
     from ..catalog.choose import check_cluster, open_catalog_source
-    from ..cli import fit_catalog, plugin_options
+    from .decode import fit_catalog
+    from .options import plugin_options
     from ..wal.segments import discover, scan
-    from .diverge import diverge
-    from .newprimary import NewPrimary
-    from .report import report, sql_problems, to_json, to_sql
+    from ..forensics.diverge import diverge
+    from ..forensics.newprimary import NewPrimary
+    from ..forensics.report import report, sql_problems, to_json, to_sql
 
     options = plugin_options(args.options)
     if args.format == "sql":
@@ -114,17 +98,16 @@ def cmd_diverge(args) -> int:
     old_segments = discover(args.old, args.old_timeline or max(scan(args.old, inputs).by_tli), inputs)
     source = open_catalog_source(args.catalog, old_segments, getattr(args, "stanza", None), inputs)
 
-    def fit(catalog) -> None:
-        fit_catalog(catalog, old_segments, args.settings, catalog.source or args.catalog)
+    def fit(catalog):
+        catalog = fit_catalog(catalog, old_segments, args.settings, catalog.source or args.catalog)
         # another cluster's snapshot, before anything is read (one of later than the reading start is
         # refused by decode_wal before it decodes: catalog.choose.check_snapshot)
         check_cluster(catalog, old_segments)
+        return catalog
 
     # a file is checked now; a directory's snapshot once diverge knows the reading start
-    catalog = source.catalog if source.catalog is not None else source
-    if source.catalog is not None:
-        fit(source.catalog)
-    from ..cli import warning_printer
+    catalog = fit(source.catalog) if source.catalog is not None else source
+    from .report import warning_printer
 
     warn = warning_printer(args)  # the first warning of each cause as it happens; the report counts them
     newprimary = NewPrimary(args.dsn) if args.dsn else None
@@ -147,7 +130,7 @@ def cmd_diverge(args) -> int:
         print(f"waldecode: error: {e}", file=sys.stderr)
     status = EXIT_OK if d.complete else EXIT_INCOMPLETE
     if args.format == "sql":
-        from ..cli import report_problems
+        from .report import report_problems
 
         # as decode --format sql: a change the script lists but could not redo means status 1
         status = max(status, report_problems(sql_problems(d), undo=False))
@@ -163,16 +146,15 @@ def add_apply_arguments(sub) -> None:
                                     "one target transaction each, with a logical-replication subscriber's rules; "
                                     "progress is kept in a replication origin on the target, so a rerun resumes "
                                     "after the last transaction applied.")
-    ap.add_argument("paths", nargs="+", metavar="PATH", help="WAL segment files or directories")
+    opt.add_paths(ap)
     ap.add_argument("--dsn", required=True, help="libpq connection string of the target database (superuser: "
                                                  "replication origins)")
     ap.add_argument("--catalog", required=True, metavar="FILE", help="catalog snapshot of the source database")
     ap.add_argument("--origin", default="waldecode", help="replication origin on the target (default: waldecode)")
-    ap.add_argument("-s", "--start-lsn", type=argtypes.lsn, help="as decode --start-lsn")
-    ap.add_argument("-e", "--end-lsn", type=argtypes.lsn, help="as decode --end-lsn")
-    ap.add_argument("--timeline", type=int, help="follow this timeline (as decode --timeline)")
-    ap.add_argument("--set", dest="settings", action="append", default=[], metavar="NAME=VALUE",
-                    help="as decode --set")
+    opt.add_start(ap, restart=False, times=False)
+    opt.add_end(ap, times=False)
+    opt.add_timeline(ap, flags=("--timeline",))
+    opt.add_settings(ap)
     ap.add_argument("--dry-run", action="store_true", help="print what would be applied; change nothing")
     argtypes.add_input_options(ap)
     ap.set_defaults(func=cmd_apply)
@@ -182,14 +164,15 @@ def cmd_apply(args) -> int:
     import psycopg
 
     from ..catalog import Catalog
-    from ..cli import fit_catalog, report_decode_result
+    from .decode import fit_catalog
+    from .report import report_decode_result
     from ..logical.session import decode_wal
     from ..wal.segments import discover
-    from .apply import ApplyError, ApplyOutput
+    from ..forensics.apply import ApplyError, ApplyOutput
 
     segments = discover(args.paths, args.timeline, argtypes.input_options(args))
     catalog = Catalog.load(args.catalog)
-    fit_catalog(catalog, segments, args.settings, args.catalog)
+    catalog = fit_catalog(catalog, segments, args.settings, args.catalog)
 
     def log(message: str) -> None:
         print(f"waldecode: {message}", file=sys.stderr)
