@@ -336,7 +336,7 @@ def test_unsupported_filters_are_refused_by_name(run):
 def test_function_oids_are_the_servers(major):
     """Every pg_proc OID the evaluator knows is, on the server, an immutable internal function with
     the C implementation (prosrc) it is evaluated as."""
-    from waldecode.output.pgoutput_rowfilter import _PROCS
+    from waldecode.output.pgoutput_rowfilter.functions import _PROCS
     from waldecode.testing.cluster import Cluster, ClusterError
 
     try:
