@@ -27,7 +27,8 @@ from fixture_data import all_fixtures
 pytestmark = [pytest.mark.spark, pytest.mark.slow]
 
 ROOT = Path(__file__).resolve().parents[2]
-FIXTURE = "pg15-off/small_dml"
+# two segments: the source's partitions are output ranges, which start at segment runs
+FIXTURE = "pg15-off/checkpoint_fpi"
 
 USER_SCRIPT = r"""
 import json, sys

@@ -6,22 +6,30 @@ Owns ``spark.read.format("pgwal").option("catalog", FILE).option("startLsn", "X/
 its columns in docs/spark.md).  Filters on ``commit_lsn`` prune what is read where Spark pushes
 filters to Python sources (``spark.sql.python.filterPushdown.enabled``), and are only applied
 by Spark otherwise.
-Planning runs phase 1 for the driver and the driver's sequential pass (``plan``) in the
-planning process, with the same task functions as ``spark decode``; each partition is one
-range of output order and decodes its transactions with ``Replayer`` and a test_decoding
-plugin that also reports each change's fields.  The ``line`` column is exactly what
-``decode`` prints for that row.
 
-Rows in output order are ``orderBy("position", "seq")``: ``position`` is the place of the
-transaction (or of a call outside one: a non-transactional message, COMMIT PREPARED) in
-the output, ``seq`` the line within it.
+Planning takes ``spark decode``'s range path (``ranges``) in the planning process: phase 1
+(``ranges.run_spans``) over every run, the catalog history of the whole read when the catalog
+changes in it (``job._catalog_for_ranges``), and ``ranges.plan_ranges``; each partition is one
+output range, decoded by the single-process decoder as a slot restarted at its start
+(``ranges.decode_range``) through a test_decoding plugin that also reports each change's fields,
+and checked by ``ranges.range_refusal`` as ``spark decode`` checks it: a range that cannot give
+decode's rows fails the query with the reason, never leaves rows out.  Where the range path
+cannot serve (phase 1 meets a reading error, the catalog pass cannot follow a change), planning
+takes the event path instead (``plan``: the driver's pass in the planning process, each partition
+replaying its events).  The ``line`` column is exactly what ``decode`` prints for that row.
+
+Rows in output order are ``orderBy("position", "seq")``: ``position`` is the LSN of the record
+at which decode prints the row's transaction (its commit_lsn) or call outside one (a
+non-transactional message, COMMIT PREPARED), whichever partition prints it, so that neither the
+partitioning nor a filter changes it; ``seq`` is the line within it.
 
 Options: ``catalog`` (required), ``startLsn``, ``restartLsn``, ``endLsn``, ``timeline``,
 ``twoPhase``, ``includeUncommitted``, ``ranges`` (partitions), ``segmentsPerPartition``,
 test_decoding's options by their names (``include-xids`` …), ``set.<setting>``.
 
-Limits of this first version: the planning pass reads the WAL in one process, and a
-partition sorts its changes in memory (``spark decode`` does both on the executors).
+Limits of this version: phase 1 (and the catalog pass) read the WAL in the planning process, and
+a partition holds its range's rows in memory until the range is decoded and checked (``spark
+decode`` does both on the executors, and streams).
 """
 
 from __future__ import annotations
@@ -30,6 +38,7 @@ import base64
 import os
 import re
 import sys
+from dataclasses import dataclass
 
 from ..errors import Error
 from ..output.rows import leading_fields_ddl
@@ -46,14 +55,23 @@ _TD_OPTIONS = TestDecoding.BOOL_OPTIONS
 # PostgreSQL's epoch (2000-01-01) in Unix microseconds
 _PG_EPOCH_US = 946684800 * 1_000_000
 
+#: the ``position`` of the transactions open at the end (``includeUncommitted``), in the order printed: past
+#: every LSN (2^62 bytes of WAL: more than any server writes), within Spark's signed 64-bit long
+OPEN_AT_END_POSITIONS = 1 << 62
+
 
 class RowPlugin(TestDecoding):
     """test_decoding, whose every output line is handed over with the fields of the call that printed
-    it: ``write((line, fields))``."""
+    it: ``write((line, fields))``.  ``fields["position"]``: the LSN of the record whose decoding printed
+    the line's transaction or call (the commit, PREPARE, COMMIT or ROLLBACK PREPARED record that ends
+    it, as its ``Transaction.final_lsn``; a non-transactional message's), so that the output is in
+    position order whichever range printed it; the transactions open at the end come after every LSN."""
 
     def __init__(self, write):
         self._out = write
         self._fields: dict = {}
+        self._position = 0
+        self._open_at_end = 0
         super().__init__(self._emit)
 
     def startup(self, options, catalog):
@@ -67,17 +85,28 @@ class RowPlugin(TestDecoding):
     def _emit(self, line: str) -> None:
         self._out((line, self._fields))
 
+    def _printed_at(self, lsn: int) -> None:
+        """A transaction or call outside one begins: printed as the record at ``lsn`` is decoded (0: at the
+        end, a transaction without a commit record: ``uncommitted``)."""
+        if not lsn:
+            self._open_at_end += 1
+            lsn = OPEN_AT_END_POSITIONS + self._open_at_end
+        self._position = lsn
+
     def _set(self, txn, lsn, op, **kw):
-        self._fields = {"commit_lsn": txn.final_lsn if txn is not None else None, "lsn": lsn,
+        self._fields = {"position": self._position,
+                        "commit_lsn": (txn.final_lsn or None) if txn is not None else None, "lsn": lsn,
                         "xid": txn.xid if txn is not None else None,
                         "commit_time": txn.xact_time if txn is not None and txn.xact_time else None,
                         "op": op, **kw}
 
     def begin(self, txn):
+        self._printed_at(txn.final_lsn)
         self._set(txn, txn.first_lsn, "BEGIN")
         super().begin(txn)
 
     def begin_prepare(self, txn):
+        self._printed_at(txn.final_lsn)
         self._set(txn, txn.first_lsn, "BEGIN")
         super().begin_prepare(txn)
 
@@ -90,10 +119,12 @@ class RowPlugin(TestDecoding):
         super().prepare(txn, prepare_lsn)
 
     def commit_prepared(self, txn, commit_lsn):
+        self._printed_at(commit_lsn)
         self._set(txn, commit_lsn, "COMMIT PREPARED")
         super().commit_prepared(txn, commit_lsn)
 
     def rollback_prepared(self, txn, prepare_end_lsn, prepare_time):
+        self._printed_at(txn.final_lsn)
         self._set(txn, txn.final_lsn, "ROLLBACK PREPARED")
         super().rollback_prepared(txn, prepare_end_lsn, prepare_time)
 
@@ -134,6 +165,8 @@ class RowPlugin(TestDecoding):
         super().truncate(txn, lsn, catalog, relations, restart_seqs, cascade)
 
     def message(self, txn, message_lsn, transactional, prefix, content):
+        if not transactional:
+            self._printed_at(message_lsn)
         if transactional and self.major >= 17 and self.skip_empty_xacts and not self._wrote_changes:
             self._set(txn, txn.first_lsn, "BEGIN")
             self._mark_change(txn)
@@ -143,21 +176,20 @@ class RowPlugin(TestDecoding):
 
 
 class RowSink:
-    """A range's rows, in output order (``decode_rows``' writer)."""
+    """A partition's rows, in output order: ``seq`` numbers the lines of each position (``RowPlugin``'s)."""
 
     def __init__(self):
         self.rows: list = []
         self.lines = 0
-        self.event = 0  # set by decode_rows: the output position of the event being decoded
         self._seq = (None, 0)
 
     def write(self, item) -> None:
         line, fields = item
         row = dict(fields)
-        event, seq = self._seq
-        seq = seq + 1 if event == self.event else 0
-        self._seq = (self.event, seq)
-        row["position"] = self.event
+        position = fields["position"]
+        last, seq = self._seq
+        seq = seq + 1 if last == position else 0
+        self._seq = (position, seq)
         row["seq"] = seq
         row["line"] = line.encode("utf-8", "surrogateescape")
         self.rows.append(row)
@@ -219,29 +251,28 @@ def commit_lsn_bounds(filters) -> tuple:
     return lo, hi
 
 
-def _event_commit_lsn(ev):
-    """The commit_lsn column of every row an event of the plan makes (RowPlugin._set)."""
-    txn = ev[1] if ev[0] == "replay" else (ev[2][0] if ev[2] else None)
-    return getattr(txn, "final_lsn", None)
+@dataclass
+class _Read:
+    """What the options ask for (``_read_options``)."""
+
+    catalog: object
+    segments: object
+    plugin_options: dict
+    start_lsn: int | None
+    restart_lsn: int | None
+    end_lsn: int | None
+    two_phase: bool
+    include_uncommitted: bool
+    nranges: int
+    per_run: int | None  # segmentsPerPartition (None: as the ranges ask)
 
 
-def plan_partitions(options: dict, bounds: tuple = (None, None)) -> list:
-    """Planning (in the planner process): phase 1 for the driver and the driver's pass; one packed
-    partition per output range.  ``bounds``: the commit LSNs filters let through (``commit_lsn_bounds``).
-
-    Pruning by them is sound because decoding is causal: a transaction's rows depend only on the
-    WAL up to its commit record, so segments after the highest commit LSN are not read (unless
-    ``includeUncommitted``: what is still open depends on where reading stops), and the events
-    outside the bounds are not decoded; Spark still applies the filters to what is left."""
+def _read_options(options: dict) -> _Read:
     from ..catalog import Catalog
     from ..errors import UsageError
-    from ..wal.xlogreader import parse_lsn
-    from . import plan as _plan
-    from . import tasks
-    from .job import LocalExecutor, _segments_per_run, plan_scan
-    from ..output.base import CatalogView
-    from ..logical.startpoint import reading_start
     from ..wal.segments import discover
+    from ..wal.xlogreader import parse_lsn
+    from .hadoopfs import is_uri
 
     opts = {k.lower(): v for k, v in options.items()}
     if "catalog" not in opts:
@@ -251,53 +282,231 @@ def plan_partitions(options: dict, bounds: tuple = (None, None)) -> list:
         if k.startswith("set."):
             catalog.settings[options_key(options, k)[4:]] = v
     paths = [p for p in opts.get("paths", opts.get("path", "")).split(",") if p]
-    from .hadoopfs import is_uri
-
     foreign = [p for p in paths if is_uri(p) and not p.startswith("file://")]
     if foreign:
         raise UsageError(f"the pgwal source reads local paths and file:// URIs (it plans outside the JVM), "
                          f"not {foreign[0]}: use 'waldecode spark decode' for Hadoop file systems")
     segments = discover([p[7:] if p.startswith("file://") else p for p in paths],
                         int(opts["timeline"]) if opts.get("timeline") else None)
-    plugin_options = {name: opts[name] for name in _TD_OPTIONS if name in opts}
-    start_lsn = parse_lsn(opts["startlsn"]) if opts.get("startlsn") else None
-    restart_lsn = parse_lsn(opts["restartlsn"]) if opts.get("restartlsn") else None
-    end_lsn = parse_lsn(opts["endlsn"]) if opts.get("endlsn") else None
+    lsn = {k: parse_lsn(opts[k]) if opts.get(k) else None for k in ("startlsn", "restartlsn", "endlsn")}
+    return _Read(catalog, segments, {name: opts[name] for name in _TD_OPTIONS if name in opts},
+                 lsn["startlsn"], lsn["restartlsn"], lsn["endlsn"], _bool(opts.get("twophase")),
+                 _bool(opts.get("includeuncommitted")), int(opts.get("ranges", 4)),
+                 int(opts["segmentsperpartition"]) if opts.get("segmentsperpartition") else None)
+
+
+def plan_partitions(options: dict, bounds: tuple = (None, None)) -> list:
+    """Planning (in the planner process): [the packed part every partition shares, one packed part per
+    partition].  By ``spark decode``'s range path (``_plan_by_ranges``) where it can serve, else by its
+    event path (``_plan_by_events``).  ``bounds``: the commit LSNs filters let through
+    (``commit_lsn_bounds``).
+
+    Pruning by them is sound because decoding is causal: a transaction's rows depend only on the
+    WAL up to its commit record, so segments after the highest commit LSN are not read (unless
+    ``includeUncommitted``: what is still open depends on where reading stops), and what only
+    prints outside the bounds is not decoded; Spark still applies the filters to what is left."""
+    from ..catalog.choose import check_snapshot
+    from ..logical.session import VersionMismatchError, version_mismatch
+    from ..logical.startpoint import reading_start
+    from ..output.base import CatalogView
+    from .job import _segments_per_run, plan_scan
+
+    req = _read_options(options)
+    segments, catalog = req.segments, req.catalog
+    mismatch = version_mismatch(segments, catalog)
+    if mismatch:
+        raise VersionMismatchError(mismatch)
     probe = RowPlugin(lambda item: None)
-    probe.startup(dict(plugin_options), CatalogView(catalog))
+    probe.startup(dict(req.plugin_options), CatalogView(catalog))  # bad options fail here, before reading
     filtered = frozenset(o for o in range(1 << 16) if probe.filter_by_origin(o))
-    start_plan, read_from = reading_start(segments, start_lsn, restart_lsn)
+    start_plan, read_from = reading_start(segments, req.start_lsn, req.restart_lsn)
+    check_snapshot(catalog, segments, read_from, req.start_lsn)  # decode's refusal of a later snapshot, first
     seg_size = segments.seg_size
     first = (read_from if read_from is not None else segments.first_segno * seg_size) // seg_size
-    last = segments.last_segno if end_lsn is None else min(segments.last_segno, (end_lsn - 1) // seg_size)
-    nranges = int(opts.get("ranges", 4))
-    per_run = _segments_per_run(segments, first, last, nranges, int(opts["segmentsperpartition"])
-                                if opts.get("segmentsperpartition") else None)
-    lo, hi = bounds
-    include_uncommitted = _bool(opts.get("includeuncommitted"))
-    last_segno = hi // seg_size if hi is not None and not include_uncommitted else None
+    last = segments.last_segno if req.end_lsn is None else min(segments.last_segno, (req.end_lsn - 1) // seg_size)
+    per_run = _segments_per_run(segments, first, last, req.nranges, req.per_run)
+    _lo, hi = bounds
+    last_segno = hi // seg_size if hi is not None and not req.include_uncommitted else None
     try:
-        scan = plan_scan(segments, read_from, end_lsn, per_run, catalog.database_oid, filtered, last_segno)
+        scan = plan_scan(segments, read_from, req.end_lsn, per_run, catalog.database_oid, filtered, last_segno)
     except Error as e:
-        # The reader refuses the range before its first record: the decoder still finishes (and warns)
-        scan, refused = None, e
+        # The reader refuses the range before its first record: the decoder still finishes (and warns), which
+        # the event path's driver pass reproduces
+        return _plan_by_events(req, None, e, start_plan, read_from, bounds)
+    if probe.events_apart:
+        planned = _plan_by_ranges(req, scan, start_plan, bounds)
+        if planned is not None:
+            return planned
+    # The event path: the plugin's output for a call depends on the call before it, or phase 1 met a reading
+    # error, or the catalog pass could not follow a catalog change (ranges.plan_ranges' and
+    # job._catalog_for_ranges' reasons; spark decode notes them, the source has nowhere to)
+    return _plan_by_events(req, scan, None, start_plan, read_from, bounds)
+
+
+class RangeJob:
+    """What every partition of the range path shares: the catalog, the plugin options, the catalog history
+    of the whole WAL read (``plan.FrozenCatalogHistory``; None when the catalog does not change in it), the
+    ranges decoded (a ``ranges.RangePlan``: ``range_refusal`` judges each range by it), and the run's
+    two-phase and uncommitted settings."""
+
+    def __init__(self, catalog, plugin_options: dict, history, plan, two_phase: bool, include_uncommitted: bool):
+        self.catalog = catalog
+        self.plugin_options = plugin_options
+        self.history = history
+        self.plan = plan
+        self.two_phase = two_phase
+        self.include_uncommitted = include_uncommitted
+
+
+def _plan_by_ranges(req: _Read, scan, start_plan, bounds: tuple) -> list | None:
+    """The range path (``ranges``, as ``job._decode_by_ranges`` takes it) planned here: one partition per
+    output range that may hold rows within ``bounds``; None when it cannot serve (``plan_ranges``' reason,
+    a catalog change the catalog pass cannot follow).
+
+    Each range is decoded alone, so ``ranges.range_refusal``'s check that the first range's snapshot
+    builder is consistent before the second range begins (the single process prints nothing before
+    then; every later range is restarted consistent) is made twice: here, from the reading start's
+    plan (``startpoint``: the same builder over the same running-xacts records), the first range
+    taking in the next ones until the builder is consistent before the range after it begins; and in
+    the first range's own partition, by ``range_refusal`` on what its decoding reached.  Where the plan
+    alone cannot tell (no slot to start as: reading from the input's first record, or an input that
+    does not reach back far enough), the first range is always decoded, so that its check is made."""
+    from dataclasses import replace
+
+    from . import ranges as _ranges
+    from . import tasks
+    from .job import LocalExecutor, PhaseTimes, _catalog_for_ranges, range_runs
+
+    segments = req.segments
+    executor = LocalExecutor()
+    executor.ranges = req.nranges
+    executor.timings = PhaseTimes()  # _catalog_for_ranges times its phases on it
+    if not req.per_run:
+        scan = range_runs(scan, executor)
+    spans = executor.spans(scan)
+    rplan = _ranges.plan_ranges(spans, req.nranges, req.start_lsn, req.restart_lsn, req.end_lsn)
+    if rplan.reason is not None:
+        return None
+    history = None
+    if any(s.catalog_changes for s in spans):
+        history = _catalog_for_ranges(executor, scan, req.catalog, spans, [])
+        if isinstance(history, str):
+            return None
+    read_start = scan.start if scan.start is not None else segments.first_segno * segments.seg_size
+    ranges = rplan.ranges
+    if len(ranges) > 1:
+        consistent = _consistent_lsn(segments, start_plan, read_start, ranges[-1].start)
+        while len(ranges) > 1 and (consistent is None or consistent > ranges[1].start):
+            ranges = [replace(ranges[0], end=ranges[1].end, last=ranges[1].last)] + \
+                     [replace(r, rng=r.rng - 1) for r in ranges[2:]]
+    certain = start_plan is not None and (start_plan.assume_consistent or start_plan.reaches)
+    lo, hi = bounds
+    kept = [r for r in ranges if _may_hold(r, lo, hi, read_start)]
+    if kept and kept[0].rng != 0 and not certain:
+        kept.insert(0, ranges[0])
+    end = _end_after(segments, hi) if hi is not None and kept and not req.include_uncommitted else None
+    if end is not None:
+        # no commit after ``hi`` is wanted: nothing after the records starting up to it is read
+        kept = [replace(r, end=end) if r.end is None or r.end > end else r for r in kept]
+    shared = tasks.pack((scan, RangeJob(req.catalog, req.plugin_options, history, _ranges.RangePlan(kept),
+                                        req.two_phase, req.include_uncommitted)))
+    parts = []
+    before = None  # the range decoded before, in ``ranges``
+    for r in kept:
+        verify = None
+        if r.rng != (before.rng + 1 if before is not None else 0):
+            # ranges left out before this one: decode stops where their WAL stops, so it is read as decode
+            # reads it, up to where this range's reading begins
+            since = ranges[before.rng].end if before is not None else scan.start  # None: the input's start
+            if since is None or since < r.restart:
+                verify = (since, r.restart)
+        parts.append(tasks.pack((r, verify)))
+        before = r
+    return [shared, parts]
+
+
+def _may_hold(r, lo, hi, read_start: int) -> bool:
+    """Whether range ``r`` may print a row whose commit_lsn lies in [lo, hi]: it prints the transactions
+    whose commit (or, decoded at PREPARE, prepare; or COMMIT/ROLLBACK PREPARED) record starts in
+    [start, end); its other rows (messages outside a transaction, the transactions open at the end) have
+    a null commit_lsn, which no bound lets through."""
+    if hi is not None and (r.start if r.start is not None else read_start) > hi:
+        return False
+    return lo is None or r.end is None or r.end > lo
+
+
+def _end_after(segments, lsn: int) -> int | None:
+    """The first record start after ``lsn`` (None: the input ends before one): as a reading end, it takes in
+    every record that starts at or before ``lsn`` (reading stops before a record that ends past its end,
+    ``FrameState.end_lsn``), and no other."""
+    from ..wal.xlogreader import XLogReader
+
+    seg_size = segments.seg_size
+    segno = lsn // seg_size
+    if segno > segments.last_segno:
+        return None
+    frames = XLogReader(segments=segments, start_lsn=max(segno, segments.first_segno) * seg_size).frames()
+    try:
+        for _path, records, _start in frames:
+            for rec_lsn, _raw_end, _rec in records:
+                if rec_lsn > lsn:
+                    return rec_lsn
+    finally:
+        frames.close()
+    return None
+
+
+def _consistent_lsn(segments, start_plan, read_start: int, until: int) -> int | None:
+    """Where the first range's snapshot builder becomes consistent, as the reading start's plan tells (0:
+    from its first record, a slot's restart LSN given), or for a slot created where reading starts, the
+    builder's own transitions over the running-xacts records read up to ``until``; None: not before."""
+    from ..logical.startpoint import consistent_point, running_xacts_of
+    from ..rmgr import RM_STANDBY_ID
+    from ..wal.xlogreader import read_segment
+
+    if start_plan is not None:
+        return 0 if start_plan.assume_consistent else start_plan.consistent_lsn
+    seg_size = segments.seg_size
+    seen: list = []
+    segno = read_start // seg_size
+    while segno <= segments.last_segno and segno * seg_size < until:
+        records, stop = read_segment(segments, segno, rmid=RM_STANDBY_ID)
+        seen += [x for x in running_xacts_of(records) if x.lsn >= read_start]
+        c = consistent_point(seen, 0) if seen else None
+        if c is not None:
+            return c.lsn
+        if stop is not None and stop.kind != "end":
+            break
+        segno += 1
+    return None
+
+
+def _plan_by_events(req: _Read, scan, refused, start_plan, read_from, bounds: tuple) -> list:
+    """The event path (``plan``): phase 1 for the driver and the driver's pass in this process; one partition
+    per output range of events, with the events whose rows fall within ``bounds``."""
+    from . import plan as _plan
+    from . import tasks
+    from .job import LocalExecutor
+
+    catalog = req.catalog
     executor = LocalExecutor(keep_blobs=False)
     nodes = _plan.tracked_relfilenodes(catalog)
     while True:
         items = executor.control(scan, nodes) if scan is not None else iter([(0, ("error", refused))])
         p = _plan.run_driver_pass(items, catalog, RowPlugin(lambda item: None),
-                                  plugin_options=plugin_options, start_plan=start_plan, read_from=read_from,
-                                  start_lsn=start_lsn, end_lsn=end_lsn, two_phase=_bool(opts.get("twophase")),
-                                  include_uncommitted=include_uncommitted, segments=segments,
-                                  nranges=nranges, nodes=nodes)
+                                  plugin_options=req.plugin_options, start_plan=start_plan, read_from=read_from,
+                                  start_lsn=req.start_lsn, end_lsn=req.end_lsn, two_phase=req.two_phase,
+                                  include_uncommitted=req.include_uncommitted, segments=req.segments,
+                                  nranges=req.nranges, nodes=nodes)
         if p.nodes <= nodes:
             break
         nodes = nodes | p.nodes
     if p.error is not None:
         raise surfaced(p.error, p.result.warnings)
-    ctx = tasks.Phase2(catalog, RowPlugin, plugin_options, p.timeline, p.cutoff)
+    ctx = tasks.Phase2(catalog, RowPlugin, req.plugin_options, p.timeline, p.cutoff)
     shared = tasks.pack((scan, ctx))
     parts = []
+    lo, hi = bounds
     keep = [lo is None and hi is None or _within(_event_commit_lsn(ev), lo, hi) for ev in p.events]
     for rng in range(p.nranges):
         members = {x: m for x, m in p.members.items() if m[2] == rng and keep[m[0]]}
@@ -306,6 +515,12 @@ def plan_partitions(options: dict, bounds: tuple = (None, None)) -> list:
             continue
         parts.append(tasks.pack((rng, members, list(tasks.event_chunks(p.events, p.range_of, orders)))))
     return [shared, parts]
+
+
+def _event_commit_lsn(ev):
+    """The commit_lsn column of every row an event of the plan makes (RowPlugin._set)."""
+    txn = ev[1] if ev[0] == "replay" else (ev[2][0] if ev[2] else None)
+    return getattr(txn, "final_lsn", None) or None
 
 
 def _within(lsn, lo, hi) -> bool:
@@ -320,13 +535,64 @@ def options_key(options: dict, lower: str) -> str:
     return lower
 
 
+class RangeRefusedError(Error):
+    """A range of the pgwal source's range path whose decoding shows it cannot give decode's rows
+    (``ranges.range_refusal``), or whose rows decode would not print (reading stops before it)."""
+
+
 def read_partition(shared: bytes, part: bytes):
-    """The rows of one output range (in the executor)."""
+    """The rows of one partition (in the executor)."""
+    from . import tasks
+
+    scan, ctx = tasks.unpack(shared)
+    if isinstance(ctx, RangeJob):
+        r, verify = tasks.unpack(part)
+        return _range_rows(scan, ctx, r, verify)
+    return _event_rows(scan, ctx, tasks.unpack(part))
+
+
+def _range_rows(scan, job: RangeJob, r, verify):
+    """One range decoded by the single-process decoder, restarted at its start; its rows once
+    ``ranges.range_refusal`` accepts it (a refusal or error fails the query: no row is left out)."""
+    from . import ranges as _ranges
+
+    if verify is not None:
+        _read_through(scan.segments, *verify)
+    sink = RowSink()
+    info = _ranges.decode_range(scan.segments, job.catalog, RowPlugin, job.plugin_options, r,
+                                two_phase=job.two_phase, include_uncommitted=job.include_uncommitted,
+                                writer=sink, history=job.history)
+    if info["error"] is not None:
+        raise surfaced(info["error"], info["warnings"])
+    reason = _ranges.range_refusal(job.plan, r, info)
+    if reason is not None:
+        raise surfaced(RangeRefusedError(f"the pgwal source cannot give decode's rows here: {reason}"),
+                       info["warnings"])
+    for row in sink.rows:
+        yield _row_tuple(row)
+
+
+def _read_through(segments, start: int | None, end: int | None) -> None:
+    """Read [start, end) as decode reads it (CRC checks, every record's layout), where the commit_lsn filters
+    left ranges out: were reading to stop there, decode would print nothing after it."""
+    from ..errors import format_lsn
+    from ..wal.xlogreader import XLogReader
+
+    reader = XLogReader(segments=segments, start_lsn=start, end_lsn=end)
+    for _rec in reader:
+        pass
+    stop = reader.stop
+    if stop.kind != "limit":
+        raise RangeRefusedError(f"reading stops at {format_lsn(stop.lsn)} ({stop.reason}), before the rows asked "
+                                "for: decode prints nothing after it")
+
+
+def _event_rows(scan, ctx, part):
+    """The rows of one output range of the event path."""
     from . import tasks
     from .job import phase2_rows, scan_blobs
 
-    scan, ctx = tasks.unpack(shared)
-    rng, members, chunks = tasks.unpack(part)
+    rng, members, chunks = part
     rows = phase2_rows(scan_blobs(scan, members), members, ctx.cutoff, chunks)
     sink = RowSink()
     summary = tasks.decode_rows(iter(rows), ctx, lambda _rng: sink)
