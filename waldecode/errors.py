@@ -72,5 +72,10 @@ class SparkJobError(Error):
     """Spark failed to run a job (not an error in the WAL): the cause's last line."""
 
 
+class RangeRefusedError(Error):
+    """A range of the ``pgwal`` source whose decoding shows it cannot give decode's rows
+    (``spark.ranges.range_refusal``), or whose rows decode would not print (reading stops before it)."""
+
+
 class UsageError(Error):
     """Arguments or inputs that do not fit together."""

@@ -40,7 +40,7 @@ import re
 import sys
 from dataclasses import dataclass
 
-from ..errors import Error
+from ..errors import Error, RangeRefusedError
 from ..output.rows import leading_fields_ddl
 from ..output.test_decoding import TestDecoding
 
@@ -277,10 +277,8 @@ def _read_options(options: dict) -> _Read:
     opts = {k.lower(): v for k, v in options.items()}
     if "catalog" not in opts:
         raise UsageError('the pgwal source needs .option("catalog", FILE): a snapshot written by "waldecode catalog"')
-    catalog = Catalog.load(opts["catalog"])
-    for k, v in opts.items():
-        if k.startswith("set."):
-            catalog.settings[options_key(options, k)[4:]] = v
+    catalog = Catalog.load(opts["catalog"]).with_settings(
+        {options_key(options, k)[4:]: v for k, v in opts.items() if k.startswith("set.")})
     paths = [p for p in opts.get("paths", opts.get("path", "")).split(",") if p]
     foreign = [p for p in paths if is_uri(p) and not p.startswith("file://")]
     if foreign:
@@ -375,6 +373,7 @@ def _plan_by_ranges(req: _Read, scan, start_plan, bounds: tuple) -> list | None:
 
     from . import ranges as _ranges
     from . import tasks
+    from . import plan as _plan
     from .job import LocalExecutor, PhaseTimes, _catalog_for_ranges, range_runs
 
     segments = req.segments
@@ -383,7 +382,8 @@ def _plan_by_ranges(req: _Read, scan, start_plan, bounds: tuple) -> list | None:
     executor.timings = PhaseTimes()  # _catalog_for_ranges times its phases on it
     if not req.per_run:
         scan = range_runs(scan, executor)
-    spans = executor.spans(scan)
+    # the catalog pass's records taken in phase 1's read (RunSpans.catalog_records)
+    spans = executor.spans(scan, _plan.tracked_relfilenodes(req.catalog))
     rplan = _ranges.plan_ranges(spans, req.nranges, req.start_lsn, req.restart_lsn, req.end_lsn)
     if rplan.reason is not None:
         return None
@@ -533,11 +533,6 @@ def options_key(options: dict, lower: str) -> str:
         if k.lower() == lower:
             return k
     return lower
-
-
-class RangeRefusedError(Error):
-    """A range of the pgwal source's range path whose decoding shows it cannot give decode's rows
-    (``ranges.range_refusal``), or whose rows decode would not print (reading stops before it)."""
 
 
 def read_partition(shared: bytes, part: bytes):
