@@ -23,7 +23,8 @@ from waldecode.cli import main
 from waldecode.output.test_decoding import TestDecoding
 from waldecode.logical.session import decode_wal
 from waldecode.spark import tasks
-from waldecode.spark.job import LocalExecutor, decode_spark
+from waldecode.spark.executors import LocalExecutor
+from waldecode.spark.job import decode_spark
 from waldecode.wal.xlogreader import parse_lsn
 
 CASES = []
@@ -88,7 +89,7 @@ def test_tasks_in_process_any_split(fx, out_file, meta, ranges):
 
 
 def _spark_executor(spark, ranges):
-    from waldecode.spark.job import SparkExecutor
+    from waldecode.spark.executors import SparkExecutor
 
     return SparkExecutor(spark, ranges)
 
@@ -399,7 +400,7 @@ def test_cli_pgoutput_equals_server(spark, tmp_path, capfd):
 
 def test_partition_keys_match_spark(spark):
     """The keys phase 2 sends each output range with land in that range's partition (Spark's own hash)."""
-    from waldecode.spark.job import _spark_hash_long, partition_keys
+    from waldecode.spark.executors import _spark_hash_long, partition_keys
 
     values = [0, 1, 2, -1, 42, 2**40 + 7, -(2**50)]
     got = spark.createDataFrame([(v,) for v in values], "id long").selectExpr("hash(id)").collect()

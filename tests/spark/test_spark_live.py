@@ -194,7 +194,8 @@ def test_ranges_written_then_refused_are_taken_back(spark, decoded, tmp_path, ta
     from waldecode.output.test_decoding import TestDecoding
     from waldecode.pg.lsn import parse_lsn
     from waldecode.cli.spark import _LazyBinaryOutput
-    from waldecode.spark.job import SparkExecutor, decode_spark
+    from waldecode.spark.executors import SparkExecutor
+    from waldecode.spark.job import decode_spark
 
     from waldecode.spark import ranges as _ranges
 

@@ -135,7 +135,8 @@ def test_ranges_through_ddl_in_process_equal_server(prepared, ranges, impl, monk
     from waldecode.catalog import Catalog
     from waldecode.output.test_decoding import TestDecoding
     from waldecode.spark import ranges as _ranges
-    from waldecode.spark.job import LocalExecutor, decode_spark
+    from waldecode.spark.executors import LocalExecutor
+    from waldecode.spark.job import decode_spark
     from waldecode.wal.xlogreader import parse_lsn
 
     run, wal, expected = prepared
@@ -196,7 +197,8 @@ def test_phase1_reads_on_the_driver_while_the_context_starts(spark, workloads, o
     from waldecode.catalog import Catalog
     from waldecode.spark import plan as _plan
     from waldecode.spark.context import PendingContext, local_slots
-    from waldecode.spark.job import LocalExecutor, SparkExecutor, plan_scan
+    from waldecode.spark.executors import LocalExecutor, SparkExecutor
+    from waldecode.spark.job import plan_scan
     from waldecode.wal.segments import discover
 
     class Starting(PendingContext):
@@ -243,7 +245,8 @@ def test_a_damaged_record_ends_the_output_where_decode_ends_it(workloads, tmp_pa
     from waldecode.output.base import OutputWriter
     from waldecode.output.test_decoding import TestDecoding
     from waldecode.spark import ranges as _ranges
-    from waldecode.spark.job import LocalExecutor, decode_spark
+    from waldecode.spark.executors import LocalExecutor
+    from waldecode.spark.job import decode_spark
     from waldecode.wal.xlogreader import parse_lsn
 
     run, wal, _expected = workloads[False]

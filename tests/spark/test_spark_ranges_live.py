@@ -118,7 +118,7 @@ def test_workload_crosses_segments(prepared):
 @pytest.mark.parametrize("ranges", [1, 2, 7])
 def test_ranges_in_process_equal_server(prepared, ranges, impl, monkeypatch):
     from waldecode.spark import ranges as _ranges
-    from waldecode.spark.job import LocalExecutor
+    from waldecode.spark.executors import LocalExecutor
 
     run, wal, expected = prepared
     plans = []
@@ -148,7 +148,7 @@ def test_ranges_include_uncommitted_equal_decode(prepared):
     from waldecode.catalog import Catalog
     from waldecode.logical.session import decode_wal
     from waldecode.output.test_decoding import TestDecoding
-    from waldecode.spark.job import LocalExecutor
+    from waldecode.spark.executors import LocalExecutor
     from waldecode.wal.xlogreader import parse_lsn
 
     run, wal, expected = prepared

@@ -19,7 +19,8 @@ from waldecode.cli import main
 from waldecode.logical.session import decode_wal
 from waldecode.output.jsonl import JsonLines
 from waldecode.output.parquet import ParquetOutput
-from waldecode.spark.job import LocalExecutor, decode_spark
+from waldecode.spark.executors import LocalExecutor
+from waldecode.spark.job import decode_spark
 from waldecode.wal.xlogreader import parse_lsn
 
 pq = pytest.importorskip("pyarrow.parquet")

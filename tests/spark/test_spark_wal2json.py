@@ -16,7 +16,8 @@ from fixture_data import all_fixtures
 from waldecode.catalog import Catalog
 from waldecode.logical.session import decode_wal
 from waldecode.output.wal2json import Wal2Json
-from waldecode.spark.job import LocalExecutor, decode_spark
+from waldecode.spark.executors import LocalExecutor
+from waldecode.spark.job import decode_spark
 from waldecode.wal.xlogreader import parse_lsn
 
 # format 1 (a transaction is one message), format 2 (one per change)
@@ -66,7 +67,7 @@ def test_ranges_equal_single_process(fx, options, ranges):
 def test_spark_partitions_equal_single_process(spark, fx, options):
     """Real Spark: one plugin per partition (a non-transactional message after a transaction of two
     changes ends up in the partition of that transaction)."""
-    from waldecode.spark.job import SparkExecutor
+    from waldecode.spark.executors import SparkExecutor
 
     assert _fanned(SparkExecutor(spark, 7), fx, options) == _single(fx, options)
 

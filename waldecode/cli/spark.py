@@ -207,7 +207,8 @@ def cmd_spark_decode(args) -> int:
     from ..wal.segments import discover
     from ..wal.storage import has_store
     from ..spark.hadoopfs import discover_hadoop, is_uri
-    from ..spark.job import SparkExecutor, decode_spark
+    from ..spark.executors import SparkExecutor
+    from ..spark.job import decode_spark
 
     def fit(segments):
         """The catalog for the start (a directory's choice said on stderr), checked against the WAL before

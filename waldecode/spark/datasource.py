@@ -374,7 +374,8 @@ def _plan_by_ranges(req: _Read, scan, start_plan, bounds: tuple) -> list | None:
     from . import ranges as _ranges
     from . import tasks
     from . import plan as _plan
-    from .job import LocalExecutor, PhaseTimes, _catalog_for_ranges, range_runs
+    from .executors import LocalExecutor
+    from .job import PhaseTimes, _catalog_for_ranges, range_runs
 
     segments = req.segments
     executor = LocalExecutor()
@@ -486,7 +487,7 @@ def _plan_by_events(req: _Read, scan, refused, start_plan, read_from, bounds: tu
     per output range of events, with the events whose rows fall within ``bounds``."""
     from . import plan as _plan
     from . import tasks
-    from .job import LocalExecutor
+    from .executors import LocalExecutor
 
     catalog = req.catalog
     executor = LocalExecutor(keep_blobs=False)

@@ -5,7 +5,7 @@ reads the first page of each segment, the timeline history files and, when plann
 needs them, whole segments through Hadoop's ``FileSystem`` in the driver's JVM (so
 ``spark.hadoop.*`` settings, s3a credentials and Kerberos apply as for any Spark job);
 the executors get a run's segment bytes from Spark's ``binaryFile`` source, shuffled to
-the run's task (``job.SparkExecutor``), and frame them as a local run
+the run's task (``executors.SparkExecutor``), and frame them as a local run
 (``HadoopSegmentSet`` with the bytes in hand).  ``HadoopFS`` is the ``storage.Store`` of such
 URIs: segment discovery is ``wal.segments.discover`` through it, the layouts and rules the local ones.
 """
