@@ -13,6 +13,7 @@ main; the CLI only adds the subcommand.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import datetime
 import os
 import sys
@@ -65,13 +66,36 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--spark-memory", metavar="SIZE",
                    help="spark.driver.memory and spark.executor.memory of those runs (e.g. 512m); with it, the "
                         "Python workers' peak RSS must stay under 300 MB")
+    p.add_argument("--spark-standalone", action="store_true",
+                   help="time 'waldecode spark decode' on a Spark standalone cluster the benchmark starts on "
+                        "127.0.0.1 (a master and two workers of one core each, executors of --spark-memory or 1g), "
+                        "with the same output check and breakdown as --spark's runs (alone: the cluster's run "
+                        "only); the CPU of the executors' Python workers is found under the worker daemons")
     p.add_argument("-q", "--quiet", action="store_true", help="no progress lines on stderr")
+
+
+@contextlib.contextmanager
+def _standalone(memory: str | None, work_root: Path, say):
+    """``--spark-standalone``'s cluster, up for the whole benchmark (its start, 10-30 s, timed in no run); its
+    logs in the work directory."""
+    from ..spark.standalone import StandaloneCluster
+    from .sparkrun import STANDALONE_CORES, STANDALONE_MEMORY, STANDALONE_WORKERS
+
+    t = time.perf_counter()
+    with StandaloneCluster(workers=STANDALONE_WORKERS, cores_per_worker=STANDALONE_CORES,
+                           memory=memory or STANDALONE_MEMORY, log_dir=work_root / "standalone") as cluster:
+        say(f"Spark standalone cluster {cluster.url}: {cluster.workers} workers of {cluster.cores_per_worker} "
+            f"core{'s' if cluster.cores_per_worker > 1 else ''}, {cluster.memory} for executors each, up in "
+            f"{time.perf_counter() - t:.1f} s")
+        yield cluster
+    say("Spark standalone cluster stopped")
 
 
 def main_bench(args) -> int:
     import psycopg
 
     from .. import _impl
+    from ..spark.standalone import StandaloneError
     from ..testing.cluster import ClusterError, find_bindir
     from . import report
     from .measure import BenchError, rss_floor
@@ -82,7 +106,7 @@ def main_bench(args) -> int:
         if not args.quiet:
             print(f"bench: {msg}", file=sys.stderr, flush=True)
 
-    if args.spark_memory:
+    if args.spark_memory and not args.spark_standalone:
         args.spark = True
     available = _impl.available()
     impls = args.impl or available
@@ -109,14 +133,15 @@ def main_bench(args) -> int:
     bytecode = compile_bytecode()
     say(f"bytecode: {bytecode}")
     spark_classes = None
-    if args.spark:
+    if args.spark:  # local masters' drivers map it (spark.classdata); a cluster's do not
         spark_classes = spark_class_archive()
         say(f"Spark's class-data archive: {spark_classes}")
     document = {
         "command": ["waldecode", *sys.argv[1:]] if sys.argv and sys.argv[0].endswith("waldecode") else sys.argv,
         "started": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
         "options": {"workloads": args.workloads, "scale": args.scale, "runs": args.runs, "impls": impls,
-                    "wal_compression": args.wal_compression, "spark": args.spark, "spark_memory": args.spark_memory},
+                    "wal_compression": args.wal_compression, "spark": args.spark, "spark_memory": args.spark_memory,
+                    "spark_standalone": args.spark_standalone},
         "load_average_at_start": list(os.getloadavg()),
         "bytecode": bytecode,
         "spark_class_archive": spark_classes,
@@ -129,16 +154,23 @@ def main_bench(args) -> int:
     t0 = time.perf_counter()
     failed = False
     try:
-        for name in args.workloads:
-            wl = BY_NAME[name]
-            say(f"[{name}] {wl.describe(args.scale)}")
-            results.append(run_workload(wl, scale=args.scale, runs=args.runs, impls=impls,
-                                        work_dir=work_root / name, keep=args.keep,
-                                        wal_compression=args.wal_compression,
-                                        log=lambda m, name=name: say(f"[{name}] {m}"), spark=args.spark,
-                                        spark_memory=args.spark_memory))
-            failed |= not results[-1]["ok"]
-    except (BenchError, ClusterError, psycopg.Error) as e:
+        with contextlib.ExitStack() as stack:
+            standalone = None
+            if args.spark_standalone:
+                standalone = stack.enter_context(_standalone(args.spark_memory, work_root, say))
+                document["spark_standalone"] = {"url": standalone.url, "workers": standalone.workers,
+                                                "cores_per_worker": standalone.cores_per_worker,
+                                                "memory": standalone.memory, "logs": str(standalone.log_dir)}
+            for name in args.workloads:
+                wl = BY_NAME[name]
+                say(f"[{name}] {wl.describe(args.scale)}")
+                results.append(run_workload(wl, scale=args.scale, runs=args.runs, impls=impls,
+                                            work_dir=work_root / name, keep=args.keep,
+                                            wal_compression=args.wal_compression,
+                                            log=lambda m, name=name: say(f"[{name}] {m}"), spark=args.spark,
+                                            spark_memory=args.spark_memory, standalone=standalone))
+                failed |= not results[-1]["ok"]
+    except (BenchError, ClusterError, psycopg.Error, StandaloneError) as e:
         print(f"waldecode: error: {e}", file=sys.stderr)
         print(f"waldecode: kept the work directory {work_root}", file=sys.stderr)
         return EXIT_FAILED

@@ -86,9 +86,11 @@ def format_verdicts(results: list[dict]) -> str:
 
 
 def format_spark_breakdown(results: list[dict]) -> str:
-    """After the verdicts: for each ``spark decode`` timed, its fixed, serial and parallel parts (the run
-    nearest the median) and the wall time they predict for 1 TiB of WAL (``sparkrun.breakdown`` states the
-    model)."""
+    """After the verdicts: for each ``spark decode`` timed (local or on a standalone cluster), its fixed, serial
+    and parallel parts (the run nearest the median) and the wall time they predict for 1 TiB of WAL; then the
+    model they are predicted by, in one line (``sparkrun.MODEL``; ``sparkrun.breakdown`` says more)."""
+    from .sparkrun import MODEL
+
     out = []
     for r in results:
         for t in r["tools"]:
@@ -100,8 +102,11 @@ def format_spark_breakdown(results: list[dict]) -> str:
             where = f"{r['name']}: " if len(results) > 1 else ""
             out.append(f"{where}{t['label']}: {m['seconds']:.2f} s wall; fixed {b['fixed_s']:.2f} s (context start), "
                        f"serial {b['serial_s']:.2f} s (driver), {b['parallel_cpu_s']:.2f} CPU s in the Python workers "
-                       f"({b['method']} path); 1 TiB predicted: "
+                       f"({b['method']} path); the model gives {b['modelled_s']:.2f} s on this WAL and "
+                       f"{b['cores']} core{'s' if b['cores'] != 1 else ''}; 1 TiB predicted: "
                        + ", ".join(f"{v:,.0f} s on {n} cores" for n, v in b["predicted_1tib_s"].items()))
+    if out:
+        out.append(f"model: {MODEL}")
     return "".join(line + "\n" for line in out)
 
 

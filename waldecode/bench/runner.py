@@ -32,7 +32,9 @@ PEEK_SLOT = "bench_peek"
 
 
 def run_workload(wl: Workload, *, scale: float, runs: int, impls: list[str], work_dir: Path, keep: bool,
-                 wal_compression: str, log, spark: bool = False, spark_memory: str | None = None) -> dict:
+                 wal_compression: str, log, spark: bool = False, spark_memory: str | None = None,
+                 standalone=None) -> dict:
+    """``standalone``: a running ``spark.standalone.StandaloneCluster`` to time ``spark decode`` on too."""
     n = wl.size(scale)
     work_dir.mkdir(parents=True)
     result: dict = {"name": wl.name, "description": wl.describe(scale), "size": n, "checks": []}
@@ -70,14 +72,38 @@ def run_workload(wl: Workload, *, scale: float, runs: int, impls: list[str], wor
             log(f"WAL {restart}..{end}: {result['wal']['bytes'] / 2**20:,.0f} MiB; "
                 f"the workload took {result['workload_seconds']:.1f} s on the server")
             _measure_all(w, conn, result, runs=runs, impls=impls, work_dir=work_dir, log=log, spark=spark,
-                         spark_memory=spark_memory)
-    _summarise(result, T.tools_for(impls, spark))
+                         spark_memory=spark_memory, standalone=standalone)
+    _summarise(result, _tools(impls, spark, standalone))
     return result
 
 
-def _measure_all(w: T.WalUnderTest, conn, result: dict, *, runs: int, impls: list[str], work_dir: Path,
-                 log, spark: bool = False, spark_memory: str | None = None) -> None:
+def _tools(impls: list[str], spark: bool, standalone) -> list[T.Tool]:
+    """``tools.tools_for``'s (``spark``: with the local runs of ``spark decode``), and ``spark decode`` on the
+    standalone cluster when there is one."""
     tools = T.tools_for(impls, spark)
+    if standalone is not None:
+        from .sparkrun import spark_decode_standalone
+
+        impl = "cython" if "cython" in impls else impls[0]
+        tools.append(spark_decode_standalone(impl, standalone.workers, standalone.cores_per_worker))
+    return tools
+
+
+def _spark_target(tool: T.Tool, standalone, spark_memory: str | None) -> tuple[str, dict, list, str | None]:
+    """(master, the driver's environment, the cluster's daemons to measure under, memory) of a ``spark decode``
+    tool: ``local[N]``, or the standalone cluster's master with executors of ``--spark-memory`` (else
+    ``sparkrun.STANDALONE_MEMORY``, what its workers offer)."""
+    if "_standalone_" in tool.key:
+        from .sparkrun import STANDALONE_MEMORY
+
+        return (standalone.url, dict(standalone.env, WALDECODE_IMPL=tool.impl), standalone.pids,
+                spark_memory or STANDALONE_MEMORY)
+    return f"local[{int(tool.key.rsplit('local', 1)[1])}]", T.impl_env(tool.impl), [], spark_memory
+
+
+def _measure_all(w: T.WalUnderTest, conn, result: dict, *, runs: int, impls: list[str], work_dir: Path,
+                 log, spark: bool = False, spark_memory: str | None = None, standalone=None) -> None:
+    tools = _tools(impls, spark, standalone)
     samples: dict[str, list[Measurement]] = {t.key: [] for t in tools}
     reference = work_dir / "pg_recvlogical.txt"
     stats_ref = work_dir / "pg_waldump-stats.txt"
@@ -119,15 +145,14 @@ def _measure_all(w: T.WalUnderTest, conn, result: dict, *, runs: int, impls: lis
                       compared=(tool.label, "pg_waldump --stats=record", stats_ref.stat().st_size))
                 out.unlink()
             elif tool.key.startswith("spark_decode_"):
-                from .sparkrun import run_spark_measured, spark_decode_argv
+                from .sparkrun import breakdown, run_spark_measured, spark_decode_argv
 
-                cores = int(tool.key.rsplit("local", 1)[1])
+                master, env, daemons, memory = _spark_target(tool, standalone, spark_memory)
                 parts = work_dir / "spark-parts"
                 parts.mkdir(exist_ok=True)
                 timings = work_dir / "spark-timings.json"
-                m = run_spark_measured(spark_decode_argv(w, out, f"local[{cores}]", spark_memory, parts, timings),
-                                       env=T.impl_env(tool.impl), what=tool.label)
-                from .sparkrun import breakdown
+                m = run_spark_measured(spark_decode_argv(w, out, master, memory, parts, timings), env=env,
+                                       what=tool.label, daemons=daemons)
 
                 m.phases = breakdown(m, json.loads(timings.read_text()), result["wal"]["bytes"])
                 log(f"run {run}/{runs}: {tool.label}: fixed {m.phases['fixed_s']} s, serial {m.phases['serial_s']} s, "

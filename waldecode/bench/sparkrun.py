@@ -8,7 +8,13 @@ RSS, kept by the kernel, so a peak between two polls is not missed); the driver'
 the JVM's peaks are reported beside it.  A worker that starts and ends between two polls
 (10 per second) is not seen: phase tasks last longer.
 
-CPU time is the tree's too: the JVM and its workers are not waited for by the driver, so
+On a standalone cluster (``--spark-standalone``: ``spark.standalone``) the executors are other
+trees: each worker daemon starts its executor's JVM, which starts the Python workers.  The
+daemons' PIDs are passed as ``daemons`` and their trees are polled as the driver's is; the daemons
+themselves ran before the run, so their CPU counts from the run's start, and what was under them
+then (a previous run's executors, still ending) is not the run's.
+
+CPU time is the trees' too: the JVM and its workers are not waited for by the driver, so
 the kernel's children totals (``os.times``) would count the driver alone.  Each process's own
 user+system time is read from ``/proc/PID/stat`` at every poll and the last value seen is
 summed: the CPU a process spends after its last poll (at most 0.1 s of it) is not counted.
@@ -24,9 +30,22 @@ import time
 from pathlib import Path
 
 from .measure import BenchError, Measurement
+from .tools import Tool
 
 POLL_SECONDS = 0.1
 SPARK_MEMORY_DEFAULT = None  # Spark's own defaults (1g driver in local mode)
+#: ``--spark-standalone``'s cluster: two workers of one core each (the issue's "one master and two workers"),
+#: and its executors' memory when ``--spark-memory`` does not say
+STANDALONE_WORKERS = 2
+STANDALONE_CORES = 1
+STANDALONE_MEMORY = "1g"
+
+
+def spark_decode_standalone(impl: str, workers: int = STANDALONE_WORKERS, cores: int = STANDALONE_CORES) -> Tool:
+    """``waldecode spark decode --master spark://...`` on ``workers`` workers of ``cores`` cores each,
+    compared with single-process ``decode`` as the local runs are."""
+    return Tool(f"spark_decode_standalone_{workers}x{cores}",
+                f"waldecode spark decode standalone {workers}x{cores} [{impl}]", "changes", f"decode_{impl}", impl)
 
 
 def spark_decode_argv(w, out: Path, master: str, memory: str | None, parts_dir: Path,
@@ -92,6 +111,11 @@ def _kind(pid: int) -> str | None:
         return None
     if b"pyspark.daemon" in cmd or b"pyspark.worker" in cmd or b"pyspark/daemon" in cmd:
         return "worker"
+    # a standalone cluster's JVMs: an executor, started by a worker daemon for the run; the daemons
+    if b"CoarseGrainedExecutorBackend" in cmd:
+        return "executor"
+    if b"org.apache.spark.deploy.master.Master" in cmd or b"org.apache.spark.deploy.worker.Worker" in cmd:
+        return "daemon"
     if b"java" in cmd.split(b"\0", 1)[0]:
         return "jvm"
     if b"waldecode.cli" in cmd:
@@ -99,27 +123,36 @@ def _kind(pid: int) -> str | None:
     return None
 
 
-def run_spark_measured(argv: list[str], *, env: dict | None = None, what: str | None = None) -> Measurement:
+def run_spark_measured(argv: list[str], *, env: dict | None = None, what: str | None = None,
+                       daemons: list[int] | tuple = ()) -> Measurement:
     """Run a ``spark decode`` to completion; its wall time, the CPU time of its whole process tree, and
     the peak RSS of its Python workers (``rss_mb``), of the driver and of the JVM (``extra``, with
-    the CPU seconds of each)."""
-    peaks = {"worker": 0, "jvm": 0, "driver": 0}
+    the CPU seconds of each).  ``daemons``: the PIDs of a standalone cluster's master and workers, whose
+    trees hold the run's executors and their Python workers (measured as the driver's tree is; the
+    executors' JVMs and the daemons filed apart from the driver's JVM)."""
+    peaks = {"worker": 0, "jvm": 0, "driver": 0, "executor": 0}
     kinds: dict = {}
     cpu_seen: dict = {}  # pid -> own CPU seconds at the last poll
+    before: dict = {}  # pid -> own CPU seconds at the start, of the daemons
+    earlier: set = set()  # processes under the daemons at the start: a run before this one's, still ending
+    if daemons:
+        kids, cpu = _processes()
+        before = {pid: cpu.get(pid, 0.0) for pid in daemons}
+        earlier = {pid for root in daemons for pid in _tree(root, kids)} - set(daemons)
     with tempfile.TemporaryFile() as err:
         t0 = time.perf_counter()
         proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=err, env=env)
         while proc.poll() is None:
             kids, cpu = _processes()
-            for pid in _tree(proc.pid, kids):
-                kind = kinds.get(pid)
-                if kind is None or kind == "other":
-                    # asked again while unknown: the JVM starts as spark-class's shell, which execs java
-                    kind = kinds[pid] = _kind(pid) or "other"
+            for pid in [pid for root in (proc.pid, *daemons) for pid in _tree(root, kids) if pid not in earlier]:
+                # asked at every poll, a process is filed by what it execs last: the JVM starts as spark-class's
+                # shell, which execs java; a JVM starts its children (executors, Python workers) through
+                # jspawnhelper, a "java" path that execs them; the last kind seen stands (a zombie has no command)
+                kind = kinds[pid] = _kind(pid) or kinds.get(pid) or "other"
                 if kind in peaks:
                     peaks[kind] = max(peaks[kind], _peak_kb(pid))
                 if pid in cpu:
-                    cpu_seen[pid] = cpu[pid]
+                    cpu_seen[pid] = cpu[pid] - before.get(pid, 0.0)
             time.sleep(POLL_SECONDS)
         wall = time.perf_counter() - t0
         if proc.returncode != 0:
@@ -127,10 +160,15 @@ def run_spark_measured(argv: list[str], *, env: dict | None = None, what: str | 
             tail = err.read().decode(errors="replace").strip()[-2000:]
             raise BenchError(f"{what or argv[0]} exited with status {proc.returncode}: {tail or '(no stderr)'}")
     cpu_by_kind = {"worker": 0.0, "jvm": 0.0, "driver": 0.0, "other": 0.0}
+    if daemons:
+        cpu_by_kind.update(executor=0.0, daemon=0.0)
     for pid, seconds in cpu_seen.items():
-        cpu_by_kind[kinds.get(pid, "other")] += seconds
+        kind = kinds.get(pid, "other")
+        cpu_by_kind[kind] = cpu_by_kind.get(kind, 0.0) + seconds
     m = Measurement(wall, peaks["worker"] / 1024, sum(cpu_by_kind.values()), "VmHWM of the Python workers (polled /proc)")
     m.extra = {"driver_rss_mb": peaks["driver"] / 1024, "jvm_rss_mb": peaks["jvm"] / 1024,
+               **({"executor_rss_mb": peaks["executor"] / 1024,
+                   "executors_seen": sum(1 for k in kinds.values() if k == "executor")} if daemons else {}),
                "workers_seen": sum(1 for k in kinds.values() if k == "worker"),
                **{f"{k}_cpu_s": round(v, 2) for k, v in cpu_by_kind.items()}}
     return m
@@ -139,6 +177,11 @@ def run_spark_measured(argv: list[str], *, env: dict | None = None, what: str | 
 #: the executor cores the breakdown predicts a 1 TiB archive's wall time for
 PREDICTED_CORES = (16, 64, 256)
 TIB = 1 << 40
+#: ``breakdown``'s model in one line, printed under the breakdowns (``report.format_spark_breakdown``)
+MODEL = ("1 TiB predicted = fixed + serial x S + parallel CPU x S / cores, S = 1 TiB / the WAL read; fixed: the "
+         "context's start; serial: the driver's catalog history, event-path pass and appends; parallel: the Python "
+         "workers' CPU (phase 1, catalog pass, ranges), assumed to divide over the cores with storage keeping up; "
+         "JVM CPU left out")
 
 
 def breakdown(m: Measurement, timings: dict, wal_bytes: int) -> dict:
@@ -148,14 +191,21 @@ def breakdown(m: Measurement, timings: dict, wal_bytes: int) -> dict:
     The model: a fixed part (the context's start: ``context``), a serial part that grows with the WAL (the
     driver's catalog history and its appends of the part files), and the Python workers' CPU (phase 1, the
     catalog pass, the ranges), which grows with the WAL and divides over the cores (with at least as many
-    ranges and runs as cores, and the storage keeping up: an assumption, not measured here).  The JVM's CPU
-    is left out (a few seconds, mostly its start)."""
+    ranges and runs as cores, and the storage keeping up: an assumption, not measured here).  The JVMs' CPU
+    (the driver's; on a standalone cluster the executors' and the daemons') is left out: a few seconds,
+    mostly their start.  The same model for a local run and a standalone cluster's: on a cluster the Python
+    workers are found under the worker daemons (``run_spark_measured``'s ``daemons``)."""
     phases = timings.get("phases", {})
     fixed = phases.get("context", 0.0)
     serial = phases.get("catalog_history", 0.0) + phases.get("appends", 0.0) + phases.get("driver_pass", 0.0)
     parallel_cpu = (m.extra or {}).get("worker_cpu_s", 0.0)
     scale = TIB / wal_bytes if wal_bytes else 0.0
+    cores = timings.get("cores") or 1
     return {"fixed_s": round(fixed, 2), "serial_s": round(serial, 2), "parallel_cpu_s": round(parallel_cpu, 2),
-            "wal_bytes": wal_bytes, "method": timings.get("method"), "phases": phases,
+            "wal_bytes": wal_bytes, "method": timings.get("method"), "phases": phases, "cores": cores,
+            # the model on the run itself (its WAL, its cores), beside its measured wall time: what the model
+            # leaves out (the executors' and Python workers' start, scheduling, the driver's own start and
+            # planning) is the difference
+            "modelled_s": round(fixed + serial + parallel_cpu / cores, 2),
             "predicted_1tib_s": {str(n): round(fixed + serial * scale + parallel_cpu * scale / n, 1)
                                  for n in PREDICTED_CORES}}
