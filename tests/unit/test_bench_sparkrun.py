@@ -50,3 +50,10 @@ def test_breakdown_predicts_by_its_stated_model():
     b = breakdown(m, timings, TIB // 1024)
     assert (b["fixed_s"], b["serial_s"], b["parallel_cpu_s"]) == (4.0, 1.0, 16.0)
     assert b["predicted_1tib_s"] == {"16": 4.0 + 1024 + 1024, "64": 4.0 + 1024 + 256, "256": 4.0 + 1024 + 64}
+    # the warm-up job is fixed, the range plan serial, and phase 1's runs read on the driver while the context
+    # started are work the executors do on a large archive
+    timings["phases"].update(warm_up=2.0, plan=0.5)
+    timings["phase1_driver_cpu"] = 8.0
+    b = breakdown(m, timings, TIB // 1024)
+    assert (b["fixed_s"], b["serial_s"], b["parallel_cpu_s"]) == (6.0, 1.5, 24.0)
+    assert b["predicted_1tib_s"]["16"] == 6.0 + 1.5 * 1024 + 24.0 * 1024 / 16

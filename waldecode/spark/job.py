@@ -350,7 +350,8 @@ def _decode_by_ranges(executor, scan: Scan, catalog: Catalog, make_plugin, out, 
     with timings.phase("phase1"):
         # the catalog pass's records taken in the same read: whether the catalog changes is known only after it
         spans = executor.spans(scan, _plan.tracked_relfilenodes(catalog))
-    rplan = _ranges.plan_ranges(spans, getattr(executor, "ranges", 1), start_lsn, restart_lsn, end_lsn)
+    with timings.phase("plan"):
+        rplan = _ranges.plan_ranges(spans, getattr(executor, "ranges", 1), start_lsn, restart_lsn, end_lsn)
     if rplan.reason is not None:
         return None, rplan.reason
     history, history_warnings = None, []
