@@ -13,8 +13,8 @@ _PROBE = """
 import sys
 from waldecode import cli
 cli._build_parser({command!r})
-heavy = sorted(m for m in ("waldecode.bench", "waldecode.cli.spark", "waldecode.cli.forensics",
-                           "waldecode.output.pgoutput_dump") if m in sys.modules)
+heavy = sorted(m for m in ("waldecode.cli.bench", "waldecode.cli.spark", "waldecode.cli.forensics",
+                           "waldecode.cli.pgoutput_dump") if m in sys.modules)
 print(",".join(heavy))
 """
 

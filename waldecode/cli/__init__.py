@@ -64,7 +64,7 @@ class _VersionAction(argparse.Action):
 
 
 def _bench_command(sub) -> None:
-    from ..bench import add_arguments as add_bench_arguments
+    from .bench import add_arguments as add_bench_arguments
 
     ben = sub.add_parser("bench", help="time waldecode against pg_waldump and PostgreSQL's own decoding",
                          description="Build workloads on throw-away PostgreSQL 15 clusters and time, on the same "
@@ -80,7 +80,7 @@ def _spark_commands(sub) -> None:
 
 
 def _pgoutput_dump_command(sub) -> None:
-    from ..output.pgoutput_dump import add_arguments
+    from .pgoutput_dump import add_arguments
 
     add_arguments(sub)
 
@@ -125,7 +125,7 @@ def _command_of(argv: list) -> str | None:
 
 
 def cmd_bench(args) -> int:
-    from ..bench import main_bench
+    from .bench import main_bench
 
     return main_bench(args)
 
