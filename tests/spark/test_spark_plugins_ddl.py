@@ -12,8 +12,6 @@ followed by a newline as ``pg_recvlogical -f`` writes them: pgoutput as one outp
 format 2 over 7 ranges and format 1 (whose output depends on the transaction before) over one,
 one segment per task; test_decoding on ``local[1]`` in a process of its own (the lane's ``spark``
 fixture keeps a ``local[2]`` session active in this one, which an in-process run would reuse).
-The pgoutput cases are expected to fail until pgoutput follows invalidations distributed into open
-transactions (DISTRIBUTED_INVALIDATIONS).
 """
 
 from __future__ import annotations
@@ -235,23 +233,10 @@ def test_workload_changes_catalog_and_publications_across_segments(workload):
     assert b"extra[text]:'x'" in td and b"in the DDL transaction" in td
 
 
-# Single-process decode writes the same bytes as spark decode here: the difference is waldecode's pgoutput
-# (output/pgoutput.py).  Since the minor releases of May 2025 (15.13; Debian's is 15.18) PostgreSQL adds
-# the invalidations of a transaction that commits catalog changes to every transaction still open
-# (SnapBuildDistributeNewCatalogSnapshot; test_decoding/specs/invalidation_distribution.spec); replaying
-# one, the server executes them where they came, after its last change too, and all again at its end, so
-# relations get their schema sent again.  PgOutput executes them only between two changes of the
-# transaction, and loses them once a transaction that began after the commit starts (_start trims
-# _committed by its first LSN).
-# Expected to fail at the byte comparison only (_same's pytest.fail): the exit status, the range path and the
-# timings are still asserted; strict, so that a fix shows as XPASS and this mark goes.
-DISTRIBUTED_INVALIDATIONS = pytest.mark.xfail(strict=True, raises=pytest.fail.Exception,
-                                              reason="pgoutput misses invalidations distributed into transactions "
-                                              "open across catalog changes (schema not sent again)")
-
-
-@pytest.mark.parametrize("case", [pytest.param(c, marks=DISTRIBUTED_INVALIDATIONS) if CASES[c][1] == "pgoutput" else c
-                                  for c in CASES if not c.startswith("test_decoding")])
+# pgoutput's Relation messages follow the invalidations PostgreSQL 15.13+ distributes into the transactions
+# open across a catalog change (SnapBuildDistributeSnapshotAndInval), which the decoder hands to the plugin
+# where the server executes them: tests/live/test_pgoutput_distributed_invals.py pins the rule itself.
+@pytest.mark.parametrize("case", [c for c in CASES if not c.startswith("test_decoding")])
 def test_spark_decode_equals_server(spark, workload, case, tmp_path, capfd):
     from waldecode.cli import main
 

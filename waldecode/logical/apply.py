@@ -8,7 +8,8 @@ rewrite heaps); a relation that cannot be resolved is reported through ``warn`` 
 its change skipped, the rest of the transaction still decoded;
 inserts into TOAST relations are collected as chunks and substituted into the next
 row of their table; speculative inserts wait for their confirmation; tuples are
-split into column values.  Calls the plugin as ``output.base.OutputPlugin`` says,
+split into column values; invalidation changes go to the plugin's ``invalidate`` at
+their place.  Calls the plugin as ``output.base.OutputPlugin`` says,
 handing it relations, value lists and the ``CatalogView`` in force for each change,
 never WAL.
 """
@@ -38,6 +39,7 @@ from .reorderbuffer import (
     REORDER_BUFFER_CHANGE_INTERNAL_SPEC_ABORT,
     REORDER_BUFFER_CHANGE_INTERNAL_SPEC_CONFIRM,
     REORDER_BUFFER_CHANGE_INTERNAL_SPEC_INSERT,
+    REORDER_BUFFER_CHANGE_INVALIDATION,
     REORDER_BUFFER_CHANGE_MESSAGE,
     REORDER_BUFFER_CHANGE_TRUNCATE,
     REORDER_BUFFER_CHANGE_UPDATE,
@@ -343,6 +345,9 @@ class Replayer:
         elif action == REORDER_BUFFER_CHANGE_MESSAGE:
             transactional, prefix, content = parse_message(change.extra)
             self.plugin.message(txn, change.lsn, transactional, prefix, content)
+        elif action == REORDER_BUFFER_CHANGE_INVALIDATION:
+            # executed locally (ReorderBufferExecuteInvalidations): the plugin's caches hear them
+            self.plugin.invalidate(change.extra)
 
     def row_target(self, spc: int, relnumber: int):
         """For ``_logical.replay``, while one catalog serves every change: what becomes of a row

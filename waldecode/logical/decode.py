@@ -41,6 +41,7 @@ from .reorderbuffer import (
     DEFAULT_SPILL_THRESHOLD,
     Change,
     ReorderBuffer,
+    invalidation_distribution,
 )
 from ..rmgr import (
     RM_HEAP2_ID,
@@ -234,6 +235,22 @@ def changes_of(rec: DecodedRecord, database: int) -> list[Change]:
     return fn(rec, database) if fn is not None else []
 
 
+def _hears_invalidations(plugin: OutputPlugin) -> bool:
+    """Does ``plugin`` act on catalog cache invalidations (its own ``invalidate``)?  Only it is given the
+    ones executed inside transactions; for the others they change nothing."""
+    return (type(plugin).invalidate is not OutputPlugin.invalidate
+            or type(plugin).invalidate_all is not OutputPlugin.invalidate_all)
+
+
+def _distribution(catalog: Catalog) -> str | None:
+    """How the server of ``catalog`` distributes invalidations (``invalidation_distribution``).  A snapshot
+    read from a data directory or a backup knows the major version only (server_version "15",
+    server_version_num 150000): its server is taken to be of the major's latest minor release."""
+    if "." not in catalog.server_version:
+        return invalidation_distribution(catalog.major * 10000 + 9999)
+    return invalidation_distribution(catalog.server_version_num)
+
+
 class NotDecoded(NamedTuple):
     """A transaction that ended inside the WAL read and was not decoded, and why."""
 
@@ -273,6 +290,12 @@ class LogicalDecoder(TransactionListener):
         self.two_phase = (two_phase or plugin_opts.two_phase) and plugin.supports_two_phase()
         self.major = major or catalog.major
         self.rb = ReorderBuffer(spill_dir, spill_threshold, memory_budget, segment_size=segment_size)
+        # Catalog cache invalidations as logical decoding executes them, for a plugin that hears them
+        # (``invalidate``): a transaction's own at their records among its changes and at its end, and those
+        # distributed into it by catalog changes committed while it was open, as its server's minor
+        # release does (reorderbuffer.invalidation_distribution)
+        self.hears_invalidations = _hears_invalidations(plugin)
+        self.distribution = _distribution(catalog) if self.hears_invalidations else None
         self.snapbuild = SnapBuilder(start_decoding_at, assume_consistent)
         # The confirmed position asked for: every commit from it on must be decoded, or reported
         self.requested_start = start_decoding_at or None
@@ -479,14 +502,20 @@ class LogicalDecoder(TransactionListener):
         ended = self.snapbuild.state >= SNAPBUILD_FULL_SNAPSHOT
         if info == rm_xact.XLOG_XACT_INVALIDATIONS:
             # The catalog history follows the catalog rows themselves, not invalidations; but they
-            # mark the transaction as one that changed the catalog (xact_decode), and those of a
-            # transaction without xid (VACUUM's in-place updates) are executed at once
-            # (ReorderBufferImmediateInvalidation), which plugins with caches hear
-            if rec.xl_xid and ended:
+            # mark the transaction as one that changed the catalog (xact_decode) and, for a plugin
+            # that hears them, are gathered and queued in it (ReorderBufferAddInvalidations); those
+            # of a transaction without xid (VACUUM's in-place updates) are executed at once
+            # (ReorderBufferImmediateInvalidation)
+            if not ended:
+                return
+            nmsgs = struct.unpack_from("<i", rec.main_data, 0)[0]
+            msgs = bytes(rec.main_data[4:4 + nmsgs * rm_xact.SizeOfSharedInvalidationMessage])
+            if rec.xl_xid:
+                if self.hears_invalidations:
+                    rb.add_invalidations(rec.xl_xid, rec.lsn, msgs)  # executed at this point of its replay
                 rb.set_catalog_changes(rec.xl_xid, rec.lsn)
-            elif ended:
-                nmsgs = struct.unpack_from("<i", rec.main_data, 0)[0]
-                self.plugin.invalidate(bytes(rec.main_data[4:4 + nmsgs * rm_xact.SizeOfSharedInvalidationMessage]))
+            else:
+                self.plugin.invalidate(msgs)
             return
         ev = self.txns.event_of(rec)
         if ev is None:
@@ -503,14 +532,15 @@ class LogicalDecoder(TransactionListener):
             two_phase = info == rm_xact.XLOG_XACT_ABORT_PREPARED and self._decode_prepared(xid, ev.gid)
             self._decode_abort(rec, parsed, xid, two_phase)
         elif not self._decode_prepared(xid, ev.gid):  # XLOG_XACT_PREPARE, decoded at COMMIT PREPARED
-            rb.prepare(xid, ev.gid, rec.lsn, rec.end_lsn, self._prepare_time(parsed))
+            # FilterPrepare: not DecodePrepare's, so not marked RBTXN_PREPARE
+            rb.prepare(xid, ev.gid, rec.lsn, rec.end_lsn, self._prepare_time(parsed), remember=False)
         else:
             self._decode_prepare(rec, parsed)
 
     def _ended_before_snapshot(self, rec: DecodedRecord, ev: XactEvent) -> None:
         rb = self.rb
         if ev.info == rm_xact.XLOG_XACT_PREPARE:
-            rb.prepare(ev.xid, ev.gid, rec.lsn, rec.end_lsn, self._prepare_time(ev.parsed))
+            rb.prepare(ev.xid, ev.gid, rec.lsn, rec.end_lsn, self._prepare_time(ev.parsed), remember=False)
             self._ended_early(ev.xid, rec, "prepared", ev.gid, ev.dbId)
             return
         gid = ev.gid
@@ -576,14 +606,17 @@ class LogicalDecoder(TransactionListener):
             # commit if it has none ("we might need to execute invalidations"), so even one without
             # a change of its own is replayed: an empty BEGIN/COMMIT
             rb.set_base_snapshot(xid, rec.lsn)
+            # SnapBuildDistributeSnapshotAndInval, skipped or not: its invalidations go into the
+            # transactions still open, for the caches their replay builds before this commit
+            rb.distribute_invalidations(xid, rec.lsn, self.distribution)
         if self._needs_skip(rec.lsn, parsed.dbId, rec.origin):
             if self.snapbuild.state < SNAPBUILD_CONSISTENT:
                 self._ended_early(xid, rec, "committed", parsed.twophase_gid or "", parsed.dbId, parsed.subxacts)
             for sub in parsed.subxacts:
                 rb.forget(sub)
             txn = rb.txn_by_xid(xid, False)
-            if parsed.msgs and txn is not None and txn.has_base_snapshot:
-                self.plugin.invalidate(parsed.msgs)  # ReorderBufferForget
+            if txn is not None and txn.has_base_snapshot and txn.invalidations:
+                self.plugin.invalidate(txn.invalidations)  # ReorderBufferForget
             rb.forget(xid)
             return
         for sub in parsed.subxacts:
@@ -594,6 +627,7 @@ class LogicalDecoder(TransactionListener):
             if txn is None:
                 return
             self.plugin.commit_prepared(self._plugin_txn(txn, rec, parsed, commit_time), rec.lsn)
+            self._finish_prepared_invalidations(txn)
             rb.cleanup(txn)
             return
         txn = rb.txn_by_xid(xid, False)
@@ -610,6 +644,7 @@ class LogicalDecoder(TransactionListener):
         try:
             self.replayer.replay(ptxn, rb.iter_changes(txn, runs=True), lambda: self.plugin.commit(ptxn, rec.lsn),
                                  first_lsn=txn.first_change_lsn())
+            self._replayed_invalidations(txn)
         finally:
             rb.cleanup(txn)
 
@@ -622,6 +657,7 @@ class LogicalDecoder(TransactionListener):
             if txn is not None:
                 self.plugin.rollback_prepared(self._plugin_txn(txn, rec, parsed, self._commit_time(parsed)),
                                               txn.end_lsn, txn.xact_time)
+                self._finish_prepared_invalidations(txn)
                 rb.cleanup(txn)
             return
         rb.abort(xid)
@@ -632,7 +668,9 @@ class LogicalDecoder(TransactionListener):
         if self._needs_skip(rec.lsn, parsed.dbId, rec.origin):
             if self.snapbuild.state < SNAPBUILD_CONSISTENT:
                 self._ended_early(xid, rec, "prepared", parsed.twophase_gid, parsed.dbId)
-            rb.prepare(xid, parsed.twophase_gid, rec.lsn, rec.end_lsn, self._prepare_time(parsed))
+            txn = rb.prepare(xid, parsed.twophase_gid, rec.lsn, rec.end_lsn, self._prepare_time(parsed))
+            if txn.has_base_snapshot and txn.invalidations:
+                self.plugin.invalidate(txn.invalidations)  # ReorderBufferInvalidate
             return  # ReorderBufferSkipPrepare: decoded at COMMIT PREPARED instead
         for sub in parsed.subxacts:
             rb.commit_child(xid, sub, rec.lsn, rec.end_lsn)
@@ -644,8 +682,26 @@ class LogicalDecoder(TransactionListener):
             ptxn = self._plugin_txn(txn, rec, parsed, prepare_time)
             self.replayer.replay(ptxn, rb.iter_changes(txn, runs=True), lambda: self.plugin.prepare(ptxn, rec.lsn),
                                  prepare=True, first_lsn=txn.first_change_lsn())
+            self._replayed_invalidations(txn)
         # The transaction stays known, without its changes, until COMMIT/ROLLBACK PREPARED
         rb.truncate(txn)
+
+    def _replayed_invalidations(self, txn) -> None:
+        """The end of ReorderBufferProcessTXN ("make sure there's no cache pollution"): the transaction's
+        own invalidations, then those distributed into it — or every cache when it was given more than it
+        keeps (RBTXN_DISTR_INVAL_OVERFLOWED: InvalidateSystemCaches)."""
+        if txn.distr_inval_overflowed:
+            self.plugin.invalidate_all()
+            return
+        if txn.invalidations:
+            self.plugin.invalidate(txn.invalidations)
+        if txn.invalidations_distributed:
+            self.plugin.invalidate(txn.invalidations_distributed)
+
+    def _finish_prepared_invalidations(self, txn) -> None:
+        """ReorderBufferFinishPrepared's cleanup, after COMMIT or ROLLBACK PREPARED: its own invalidations."""
+        if txn.invalidations:
+            self.plugin.invalidate(txn.invalidations)
 
     # -- end -----------------------------------------------------------------------------------
 

@@ -6,6 +6,11 @@ its changes, its subtransactions, whether it has a base snapshot; spilling to
 PostgreSQL's max_changes_in_memory) or the global memory budget is exceeded (the
 largest transaction is evicted first); and at commit a k-way merge of the
 transaction and its subtransactions by LSN, reading spilled changes back in order.
+It also keeps what reorderbuffer.c keeps of catalog cache invalidations, for the decoder to
+hand to the output plugin: a transaction's own (its XLOG_XACT_INVALIDATIONS records,
+ReorderBufferAddInvalidations) and, from PostgreSQL 15.13, 16.9 and 17.5 on, those of transactions
+that committed catalog changes while it was open (SnapBuildDistributeSnapshotAndInval), each also an
+invalidation change at its LSN among the transaction's changes (``iter_changes`` merges them in).
 It knows nothing of WAL records: changes arrive as ``Change`` tuples from the
 decoder (or, under Cython, straight from the record bytes: ``waldecode._logical``), and
 leave as ``Change`` tuples for the output stage.  A transaction's changes in memory are
@@ -37,6 +42,7 @@ REORDER_BUFFER_CHANGE_INSERT = 0
 REORDER_BUFFER_CHANGE_UPDATE = 1
 REORDER_BUFFER_CHANGE_DELETE = 2
 REORDER_BUFFER_CHANGE_MESSAGE = 3
+REORDER_BUFFER_CHANGE_INVALIDATION = 4  # 14+; kept beside the store (TXN.inval_changes), never spilled
 REORDER_BUFFER_CHANGE_INTERNAL_SPEC_INSERT = 7
 REORDER_BUFFER_CHANGE_INTERNAL_SPEC_CONFIRM = 8
 REORDER_BUFFER_CHANGE_INTERNAL_SPEC_ABORT = 9
@@ -44,6 +50,33 @@ REORDER_BUFFER_CHANGE_TRUNCATE = 10
 
 DEFAULT_SPILL_THRESHOLD = 4096  # max_changes_in_memory
 DEFAULT_MEMORY_BUDGET = 64 * 1024 * 1024  # logical_decoding_work_mem's default
+
+# src/include/storage/sinval.h: sizeof(SharedInvalidationMessage)
+SizeOfSharedInvalidationMessage = 16
+# reorderbuffer.c: the distributed invalidation messages one transaction keeps (8 MB of them); past that
+# it is marked RBTXN_DISTR_INVAL_OVERFLOWED and every cache is invalidated instead
+MAX_DISTR_INVAL_MSG_PER_TXN = (8 * 1024 * 1024) // SizeOfSharedInvalidationMessage
+
+# How a server distributes a catalog-changing commit's invalidations into the transactions still open
+# (SnapBuildDistributeSnapshotAndInval), by its minor release: not at all before 4909b38af0 (back-patched
+# into 13.21, 14.18, 15.13, 16.9, 17.5); then into their own invalidations (ReorderBufferAddInvalidations,
+# so distributed again when they commit catalog changes themselves); from d87d07b7ad on (13.22, 14.19,
+# 15.14, 16.10, 17.6, every 18) apart from them (ReorderBufferAddDistributedInvalidations)
+DISTRIBUTE_NONE = None
+DISTRIBUTE_AS_OWN = "as own"
+DISTRIBUTE_APART = "apart"
+_DISTRIBUTION_MINORS = {13: (21, 22), 14: (18, 19), 15: (13, 14), 16: (9, 10), 17: (5, 6)}
+
+
+def invalidation_distribution(server_version_num: int) -> str | None:
+    """DISTRIBUTE_NONE, DISTRIBUTE_AS_OWN or DISTRIBUTE_APART for a server of ``server_version_num``."""
+    major, minor = divmod(server_version_num, 10000)
+    if major >= 18:
+        return DISTRIBUTE_APART
+    first, apart = _DISTRIBUTION_MINORS.get(major, (None, None))
+    if first is None or minor < first:
+        return DISTRIBUTE_NONE
+    return DISTRIBUTE_AS_OWN if minor < apart else DISTRIBUTE_APART
 
 
 class Change(NamedTuple):
@@ -168,7 +201,9 @@ class TXN:
 
     __slots__ = ("xid", "first_lsn", "final_lsn", "end_lsn", "toptxn", "subtxns", "changes", "nentries",
                  "spill_files", "has_base_snapshot", "is_known_as_subxact",
-                 "prepared", "gid", "xact_time", "origin", "has_catalog_changes")
+                 "prepared", "gid", "xact_time", "origin", "has_catalog_changes",
+                 "invalidations", "invalidations_distributed", "distr_inval_overflowed", "inval_changes",
+                 "prepare_remembered")
 
     def __init__(self, xid: int, first_lsn: int, changes=None):
         self.xid = xid
@@ -184,10 +219,23 @@ class TXN:
         self.has_base_snapshot = False
         self.is_known_as_subxact = False
         self.prepared = False
+        # RBTXN_PREPARE (ReorderBufferRememberPrepareInfo): its PREPARE went to DecodePrepare, decoded or
+        # skipped there; one filtered out at its PREPARE, decoded at COMMIT PREPARED, is not marked, and
+        # still takes the invalidations distributed while it waits
+        self.prepare_remembered = False
         self.gid = ""
         self.xact_time = 0
         self.origin = 0
         self.has_catalog_changes = False
+        # txn->invalidations: the messages of its XLOG_XACT_INVALIDATIONS records (and, where the server
+        # distributes them as its own, of others), gathered on the top-level transaction
+        self.invalidations = b""
+        # txn->invalidations_distributed, and RBTXN_DISTR_INVAL_OVERFLOWED past MAX_DISTR_INVAL_MSG_PER_TXN
+        self.invalidations_distributed = b""
+        self.distr_inval_overflowed = False
+        # its REORDER_BUFFER_CHANGE_INVALIDATION changes, in LSN order: apart from ``changes`` (which hold
+        # row changes only, in the spill format the native paths read); None while it has none
+        self.inval_changes: list[Change] | None = None
 
     @property
     def nentries_mem(self) -> int:
@@ -307,6 +355,55 @@ class ReorderBuffer:
                 return True
         return False
 
+    # -- invalidations ------------------------------------------------------------------------
+
+    def _queue_invalidations(self, txn: TXN, lsn: int, msgs: bytes) -> None:
+        """ReorderBufferQueueInvalidations: an invalidation change at ``lsn`` among ``txn``'s changes."""
+        if txn.inval_changes is None:
+            txn.inval_changes = []
+        txn.inval_changes.append(Change(lsn, REORDER_BUFFER_CHANGE_INVALIDATION, 0, 0, 0, False, None, None, msgs))
+
+    def add_invalidations(self, xid: int, lsn: int, msgs: bytes) -> None:
+        """ReorderBufferAddInvalidations: ``msgs`` (SharedInvalidationMessages) of an XLOG_XACT_INVALIDATIONS
+        record of ``xid``: gathered on its top-level transaction (itself while it is not known to be a
+        subtransaction), and an invalidation change of ``xid`` at ``lsn``."""
+        txn = self.txn_by_xid(xid, True, lsn)
+        top = txn.toptxn or txn
+        top.invalidations += msgs
+        self._queue_invalidations(txn, lsn, msgs)
+
+    def add_distributed_invalidations(self, xid: int, lsn: int, msgs: bytes) -> None:
+        """ReorderBufferAddDistributedInvalidations: ``msgs``, another transaction's, distributed into
+        ``xid`` at ``lsn``: kept apart on its top-level transaction, up to MAX_DISTR_INVAL_MSG_PER_TXN
+        messages (past them none are kept and it is marked overflowed), and an invalidation change."""
+        txn = self.txn_by_xid(xid, True, lsn)
+        top = txn.toptxn or txn
+        if not top.distr_inval_overflowed:
+            nmsgs = (len(top.invalidations_distributed) + len(msgs)) // SizeOfSharedInvalidationMessage
+            if nmsgs >= MAX_DISTR_INVAL_MSG_PER_TXN:
+                top.distr_inval_overflowed = True
+                top.invalidations_distributed = b""
+            else:
+                top.invalidations_distributed += msgs
+        self._queue_invalidations(txn, lsn, msgs)
+
+    def distribute_invalidations(self, xid: int, lsn: int, how: str | None) -> list[int]:
+        """SnapBuildDistributeSnapshotAndInval's invalidations, at the commit (at ``lsn``) of ``xid``, which
+        changed the catalog: its own (ReorderBufferGetInvalidations) go to every transaction of the
+        top-level list (some may be subtransactions not yet known as such) that has a base snapshot, is
+        not prepared and is not ``xid`` — as their own (DISTRIBUTE_AS_OWN) or apart (DISTRIBUTE_APART).
+        The xids they went to."""
+        committed = self.by_xid.get(xid)
+        msgs = committed.invalidations if committed is not None else b""
+        if how is DISTRIBUTE_NONE or not msgs:
+            return []
+        to = [t.xid for t in self.toplevel.values()
+              if t.has_base_snapshot and not t.prepare_remembered and t.xid != xid]
+        add = self.add_invalidations if how == DISTRIBUTE_AS_OWN else self.add_distributed_invalidations
+        for x in to:
+            add(x, lsn, msgs)
+        return to
+
     def queue_change(self, xid: int, change: Change) -> None:
         txn = self.by_xid.get(xid) or self.txn_by_xid(xid, True, change.lsn)
         store = txn.changes
@@ -402,12 +499,18 @@ class ReorderBuffer:
             yield from txn.changes
 
     def iter_changes(self, txn: TXN, runs: bool = False) -> Iterable:
-        """All changes of a transaction and its subtransactions, in LSN order (ReorderBufferIterTXN).
+        """All changes of a transaction and its subtransactions, in LSN order (ReorderBufferIterTXN),
+        their invalidation changes among them (after a change of the same LSN, queued before them).
 
         With ``runs``, under Cython, runs of them come as the ``ChangeBuffer``s holding them (the
         transaction's own, one per spill batch read back) where no merge with subtransactions'
-        changes is needed: ``_logical.replay`` reads those without a tuple per change."""
+        changes or invalidation changes is needed: ``_logical.replay`` reads those without a tuple per
+        change."""
         parts = [p for p in (txn, *txn.subtxns) if p.nentries]
+        invals = [p.inval_changes for p in (txn, *txn.subtxns) if p.inval_changes]
+        if invals:
+            # heapq.merge keeps the order of its inputs for equal keys: the queued changes first
+            return heapq.merge(*(self._txn_changes(p) for p in parts), *invals, key=lambda c: c.lsn)
         if len(parts) > 1:
             if runs and not any(p.spill_files or isinstance(p.changes, ChangeList) for p in parts):
                 # all in memory: one run, merged natively (the transaction's bytes copied once)
@@ -430,11 +533,13 @@ class ReorderBuffer:
         self.assign_child(xid, subxid, commit_lsn)
 
     def prepare(self, xid: int, gid: str, lsn: int, end_lsn: int, prepare_time: int = 0,
-                create: bool = True) -> TXN | None:
-        """ReorderBufferRememberPrepareInfo: the transaction is prepared as ``gid`` at ``lsn``."""
+                create: bool = True, remember: bool = True) -> TXN | None:
+        """ReorderBufferRememberPrepareInfo: the transaction is prepared as ``gid`` at ``lsn``; ``remember``
+        False for one whose PREPARE does not reach DecodePrepare (not marked RBTXN_PREPARE)."""
         txn = self.txn_by_xid(xid, create, lsn)
         if txn is not None:
             txn.prepared = True
+            txn.prepare_remembered = txn.prepare_remembered or remember
             txn.gid = gid
             txn.final_lsn = lsn
             txn.end_lsn = end_lsn
@@ -451,6 +556,7 @@ class ReorderBuffer:
         self.size -= txn.changes.nbytes
         txn.changes.clear()
         txn.nentries = 0
+        txn.inval_changes = None  # the invalidations gathered stay, for COMMIT/ROLLBACK PREPARED
 
     def cleanup(self, txn: TXN) -> None:
         """ReorderBufferCleanupTXN: forget a transaction and its subtransactions, spill files included."""

@@ -15,8 +15,13 @@ Order of calls, as logical decoding makes them::
         change(txn, lsn, ...) | truncate(txn, lsn, ...) | message(txn, lsn, ...)   in LSN order
                                                (change_tuples instead of change for a plugin
                                                that asked for receive_wal_tuples)
+          | invalidate(messages)               among them, at their LSN: its own invalidations
+                                               and those distributed into it
         commit(txn, commit_lsn)                prepare(txn, prepare_lsn) at PREPARE
-    commit_prepared(txn, ...), rollback_prepared(txn, ...)   at COMMIT/ROLLBACK PREPARED
+        invalidate(messages) ...               its own invalidations, then those distributed into
+                                               it (or invalidate_all())
+    commit_prepared(txn, ...), rollback_prepared(txn, ...)   at COMMIT/ROLLBACK PREPARED,
+        invalidate(messages)                   then its own invalidations
     message(txn or None, lsn, False, ...)      a non-transactional message, at its record
     invalidate(messages)                       catalog cache invalidations executed outside any
                                                transaction handed to the plugin, at their record
@@ -72,9 +77,9 @@ class Transaction:
     PostgreSQL's ``xact_time`` union; TimestampTz: microseconds since 2000-01-01 UTC).
     ``origin_id`` is the replication origin (0: none), ``gid`` the GID of a prepared
     transaction, else None.  ``invalidations`` are the catalog cache invalidation messages
-    the ending record carries (SharedInvalidationMessage, 16 bytes each; what logical
-    decoding executes when it replays the transaction, and plugins with caches of their own
-    act on, as pgoutput's relation sync cache does).
+    the ending record carries (SharedInvalidationMessage, 16 bytes each), for information:
+    a plugin with caches of its own hears the invalidations logical decoding executes through
+    ``invalidate``.
     """
 
     xid: int
@@ -319,11 +324,21 @@ class OutputPlugin(abc.ABC):
     # -- catalog cache invalidations ---------------------------------------------------------------
 
     def invalidate(self, messages: bytes) -> None:
-        """Catalog cache invalidations logical decoding executes outside the replay of a transaction
-        handed to the plugin (ReorderBufferImmediateInvalidation: those of a transaction without
-        xid, as VACUUM's in-place updates log them; of a transaction skipped or without changes):
-        SharedInvalidationMessage, 16 bytes each.  A plugin with caches of its own acts on them
-        (pgoutput's relation sync cache); the others need not."""
+        """Catalog cache invalidations logical decoding executes (LocalExecuteInvalidationMessage),
+        SharedInvalidationMessage, 16 bytes each: inside a transaction's replay, among its changes at
+        their LSN (REORDER_BUFFER_CHANGE_INVALIDATION: its own XLOG_XACT_INVALIDATIONS records, and
+        from PostgreSQL 15.13, 16.9 and 17.5 on those of transactions that committed catalog changes
+        while it was open), and after its end callback (its own, then those distributed into it);
+        after COMMIT/ROLLBACK PREPARED (its own); outside any transaction handed to the plugin
+        (ReorderBufferImmediateInvalidation: those of a transaction without xid, as VACUUM's in-place
+        updates log them; of a transaction skipped).  A plugin with caches of its own acts on them
+        (pgoutput's relation sync cache); the others need not, and only a plugin that defines it is
+        given the ones of a transaction's replay."""
+
+    def invalidate_all(self) -> None:
+        """InvalidateSystemCaches: every catalog cache entry is invalid, as at the end of the replay of
+        a transaction given more distributed invalidations than PostgreSQL keeps for one
+        (RBTXN_DISTR_INVAL_OVERFLOWED).  A plugin with caches of its own acts on it."""
 
     # -- origins -----------------------------------------------------------------------------------
 

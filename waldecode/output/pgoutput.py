@@ -5,7 +5,8 @@ Owns the options (``proto_version``, ``publication_names``, ``binary``, ``messag
 per major version), the choice of what is sent (the publications of the catalog in force for
 each change: FOR ALL TABLES, table lists, FOR TABLES IN SCHEMA, the ``publish`` operations,
 column lists, ``publish_via_partition_root``; pgoutput.c's RelationSyncEntry and when it is
-rebuilt), and the logical replication protocol's messages
+rebuilt: after the invalidations logical decoding executes, which the decoder hands to ``invalidate``
+where PostgreSQL executes them), and the logical replication protocol's messages
 (src/backend/replication/logical/proto.c): Begin, Commit, Origin, Relation, Type, Insert,
 Update, Delete, Truncate, Message, and Begin Prepare, Prepare, Commit Prepared, Rollback
 Prepared.  Column values are the type's output text, or with ``binary`` its send function
@@ -364,10 +365,6 @@ class PgOutput(OutputPlugin):
         self._index_view = None
         self._publications: list | None = None  # data->publications (publications_valid when not None)
         self._sent_begin = False
-        self._txn: Transaction | None = None  # the transaction being replayed
-        self._pos = None  # (catalog view position, LSN) of its last change
-        self._committed: list = []  # (commit LSN, invalidations) of the transactions replayed before
-        self._prepared_invals: dict = {}  # xid -> invalidations of a transaction decoded at PREPARE
 
     # -- life cycle ------------------------------------------------------------------------------
 
@@ -400,26 +397,12 @@ class PgOutput(OutputPlugin):
             out.write_bytes_line(msg)
 
     # -- transactions ------------------------------------------------------------------------------
-
-    def _start(self, txn: Transaction) -> None:
-        self._txn = txn
-        self._pos = None
-        # only transactions committed while this one was open can still have their invalidations
-        # distributed into it
-        self._committed = [c for c in self._committed if c[0] > txn.first_lsn]
-
-    def _end(self, txn: Transaction, invalidations: bytes) -> None:
-        """ReorderBufferReplay's end (and ReorderBufferFinishPrepared's): the transaction's invalidations
-        are executed, so the relations it changed have their schema sent again."""
-        self.execute_invalidations(invalidations)
-        if invalidations and txn.final_lsn:
-            self._committed.append((txn.final_lsn, invalidations))
-        self._txn = None
+    # The invalidations logical decoding executes in and after each transaction come through
+    # ``invalidate`` (the decoder's, as ReorderBufferProcessTXN and ReorderBufferFinishPrepared execute them)
 
     def begin(self, txn: Transaction) -> None:
         """pgoutput_begin_txn: BEGIN waits for the first change sent."""
         self._sent_begin = False
-        self._start(txn)
 
     def _send_begin(self, txn: Transaction) -> None:
         """pgoutput_send_begin: Begin (and Origin)."""
@@ -448,7 +431,6 @@ class PgOutput(OutputPlugin):
             self._sent_begin = False
             self._send(LOGICAL_REP_MSG_COMMIT + b"\x00" + _u64.pack(commit_lsn) + _u64.pack(txn.end_lsn)
                        + _i64.pack(txn.xact_time))
-        self._end(txn, txn.invalidations)
 
     def uncommitted(self, txn: Transaction) -> None:
         raise OutputPluginError("pgoutput has no message for a transaction without a commit "
@@ -457,7 +439,6 @@ class PgOutput(OutputPlugin):
     def begin_prepare(self, txn: Transaction) -> None:
         # A prepared transaction's BEGIN PREPARE is sent even when it turns out empty
         self._sent_begin = None  # None: no lazy BEGIN in this transaction (txndata is NULL)
-        self._start(txn)
         self._send(LOGICAL_REP_MSG_BEGIN_PREPARE + _u64.pack(txn.final_lsn) + _u64.pack(txn.end_lsn)
                    + _i64.pack(txn.xact_time) + _u32.pack(txn.xid) + _cstring(txn.gid or ""))
         self._send_origin(txn)
@@ -465,20 +446,15 @@ class PgOutput(OutputPlugin):
     def prepare(self, txn: Transaction, prepare_lsn: int) -> None:
         self._send(LOGICAL_REP_MSG_PREPARE + b"\x00" + _u64.pack(prepare_lsn) + _u64.pack(txn.end_lsn)
                    + _i64.pack(txn.xact_time) + _u32.pack(txn.xid) + _cstring(txn.gid or ""))
-        if txn.invalidations:
-            self._prepared_invals[txn.xid] = txn.invalidations
-        self._end(txn, txn.invalidations)
 
     def commit_prepared(self, txn: Transaction, commit_lsn: int) -> None:
         self._send(LOGICAL_REP_MSG_COMMIT_PREPARED + b"\x00" + _u64.pack(commit_lsn) + _u64.pack(txn.end_lsn)
                    + _i64.pack(txn.xact_time) + _u32.pack(txn.xid) + _cstring(txn.gid or ""))
-        self.execute_invalidations(self._prepared_invals.pop(txn.xid, txn.invalidations))
 
     def rollback_prepared(self, txn: Transaction, prepare_end_lsn: int, prepare_time: int) -> None:
         self._send(LOGICAL_REP_MSG_ROLLBACK_PREPARED + b"\x00" + _u64.pack(prepare_end_lsn)
                    + _u64.pack(txn.end_lsn) + _i64.pack(prepare_time) + _i64.pack(txn.xact_time)
                    + _u32.pack(txn.xid) + _cstring(txn.gid or ""))
-        self.execute_invalidations(self._prepared_invals.pop(txn.xid, b""))
 
     def filter_by_origin(self, origin_id: int) -> bool:
         """pgoutput_origin_filter."""
@@ -498,6 +474,14 @@ class PgOutput(OutputPlugin):
 
     def invalidate(self, messages: bytes) -> None:
         self.execute_invalidations(messages)
+
+    def invalidate_all(self) -> None:
+        """InvalidateSystemCaches, as pgoutput's callbacks hear it: every relcache entry
+        (rel_sync_cache_relation_cb with InvalidOid) and every syscache (rel_sync_cache_publication_cb,
+        publication_invalidation_cb)."""
+        self._publications = None
+        for e in self._entries.values():
+            e.replicate_valid = False
 
     def execute_invalidations(self, msgs: bytes) -> None:
         """LocalExecuteInvalidationMessage of each message, as far as pgoutput's callbacks hear it: a
@@ -525,30 +509,6 @@ class PgOutput(OutputPlugin):
                     e = self._entries.get(relid)
                     if e is not None:
                         e.replicate_valid = False
-
-    def _at_change(self, view: CatalogView, lsn: int) -> None:
-        """The invalidations executed inside the transaction before this change: at a command boundary
-        after its own catalog changes all of its own (REORDER_BUFFER_CHANGE_INTERNAL_COMMAND_ID), and
-        those of transactions that committed catalog changes meanwhile, distributed into it."""
-        txn = self._txn
-        if txn is None:
-            return
-        pos = getattr(view.catalog, "position", (0, 0))
-        last = self._pos
-        self._pos = (pos, lsn)
-        if last is None:
-            # catalog changes of its own before its first change: a command boundary came after them
-            if pos[1]:
-                self.execute_invalidations(txn.invalidations)
-            return
-        if last[0] == pos:
-            return
-        if pos[0] != last[0][0]:
-            for commit_lsn, msgs in self._committed:
-                if last[1] < commit_lsn <= lsn:
-                    self.execute_invalidations(msgs)
-        if pos[1] != last[0][1]:
-            self.execute_invalidations(txn.invalidations)
 
     def _load_publications(self, index: _PublicationIndex) -> list:
         """LoadPublications: the publications named, by name, in the catalog in force."""
@@ -799,7 +759,6 @@ class PgOutput(OutputPlugin):
     def change(self, txn: Transaction, lsn: int, catalog: CatalogView, relation: Relation, action: str,
                new, old) -> None:
         """pgoutput_change."""
-        self._at_change(catalog, lsn)
         if not is_publishable_relation(relation):
             return
         entry = self._entry(catalog, relation)
@@ -851,7 +810,6 @@ class PgOutput(OutputPlugin):
     def truncate(self, txn: Transaction, lsn: int, catalog: CatalogView, relations: list, restart_seqs: bool,
                  cascade: bool) -> None:
         """pgoutput_truncate."""
-        self._at_change(catalog, lsn)
         relids = []
         for rel in relations:
             if not is_publishable_relation(rel):
