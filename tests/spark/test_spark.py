@@ -352,10 +352,12 @@ PGOUTPUT_CASES = [pytest.param(fx, out_file, meta, id=f"{fx.name}/{out_file}")
                   for out_file, meta in fx.meta.get("decoding_options", {}).items() if meta["plugin"] == "pgoutput"]
 
 
+@pytest.mark.parametrize("method", ["auto", "events"])
 @pytest.mark.parametrize("fx,out_file,meta", PGOUTPUT_CASES)
-def test_pgoutput_tasks_in_process_equal_server(fx, out_file, meta):
+def test_pgoutput_tasks_in_process_equal_server(fx, out_file, meta, method):
     """pgoutput through the Spark task functions (one output range: what it sends depends on what it
-    sent before) gives the server's messages, each followed by a newline as pg_recvlogical writes them."""
+    sent before) gives the server's messages, each followed by a newline as pg_recvlogical writes them;
+    by the event path too (its fallback), whose replays carry their invalidation changes."""
     import json
 
     from waldecode.output.pgoutput import PgOutput
@@ -369,7 +371,7 @@ def test_pgoutput_tasks_in_process_equal_server(fx, out_file, meta):
     out = io.BytesIO()
     result = decode_spark(executor, [fx.wal_dir], catalog, PgOutput, out, plugin_options=meta["options"],
                           start_lsn=parse_lsn(slot["confirmed_flush_lsn"]), end_lsn=fx.end_lsn,
-                          two_phase=slot["two_phase"], segments_per_run=1)
+                          two_phase=slot["two_phase"], segments_per_run=1, method=method)
     assert result.not_decoded == [] and result.warnings == []
     with open(fx.path / out_file, encoding="ascii") as f:
         expected = b"".join(bytes.fromhex(json.loads(line)[2]) + b"\n" for line in f)

@@ -164,13 +164,19 @@ class RecordingPlugin(OutputPlugin):
     def invalidate(self, messages):
         self._record("invalidate", messages)
 
+    def invalidate_all(self):
+        self._record("invalidate_all")
+
     def shutdown(self):
         pass
 
 
 class RecordingReplayer:
     """Stands for ``replay.Replayer`` on the driver: records the replay (``("replay", txn, prepare,
-    end call, member xids, changes)``) where the single-process decoder would run it."""
+    end call, member xids, changes, invalidation changes)``) where the single-process decoder would run
+    it.  The invalidation changes (the transaction's own at its command boundaries and those distributed
+    into it, ``ReorderBuffer.iter_changes``) are few and go with the event: phase 2's blobs hold the
+    row changes only."""
 
     def __init__(self, decoder: "DriverDecoder"):
         self.decoder = decoder
@@ -182,16 +188,20 @@ class RecordingReplayer:
         # (to an entry since dropped, e.g. an aborted subtransaction assigned again later) are not its
         members = [(txn.xid, 0)]
         nchanges = 0
+        invals: list = []
         if rb_txn is not None:
             members = [(rb_txn.xid, rb_txn.first_lsn)] + [(s.xid, s.first_lsn) for s in rb_txn.subtxns]
             nchanges = rb_txn.total_changes
+            invals = sorted((c for p in (rb_txn, *rb_txn.subtxns) for c in p.inval_changes or ()),
+                            key=lambda c: c.lsn)
         plugin = d.plugin
         plugin.captured = []
         try:
             end()
         finally:
             end_call, plugin.captured = plugin.captured, None
-        d.plugin.events.append(("replay", txn, prepare, end_call[0] if end_call else None, members, nchanges))
+        d.plugin.events.append(("replay", txn, prepare, end_call[0] if end_call else None, members, nchanges,
+                                 invals))
 
 
 class DriverDecoder(LogicalDecoder):
@@ -247,7 +257,9 @@ class DriverDecoder(LogicalDecoder):
 
 @dataclass
 class Plan:
-    events: list  # per order: ("replay", Transaction, prepare, end call, members, nchanges) or ("call", name, args)
+    # per order: ("replay", Transaction, prepare, end call, members, nchanges, invalidation changes) or
+    # ("call", name, args)
+    events: list
     members: dict  # xid -> (order, collect-after LSN, range)
     range_of: list  # order -> range
     nranges: int

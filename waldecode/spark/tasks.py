@@ -462,6 +462,17 @@ def _blob_changes(n: int, blob: bytes, after: int, cutoff: int | None, trim: boo
     return changes
 
 
+def _with_invalidations(changes, invals: list):
+    """A replay's changes with its invalidation changes among them by LSN, each after a change of the same
+    LSN, as ``ReorderBuffer.iter_changes`` merges them (Change tuples: a ``ChangeBuffer`` taken apart)."""
+    import heapq
+
+    from ..logical.reorderbuffer import Change
+
+    flat = (c for item in changes for c in ((item,) if isinstance(item, Change) else item))
+    return heapq.merge(flat, invals, key=lambda c: c.lsn)
+
+
 def merged_changes(rows, cutoff: int | None):
     """The changes of one event's blob rows (``(lo, hi, after, trim, n, blob)``, sorted by (lo, seq)) in
     LSN order, as items ``Replayer.replay`` takes (Change tuples, or ``ChangeBuffer``s under Cython):
@@ -564,7 +575,8 @@ CHUNK = -1
 def event_chunks(events, range_of, orders=None):
     """``(rng, first order, blob)`` for chunks of consecutive events of one range: what phase 2 sorts before
     the change rows of their first event, so that a range's task gets its own events and no other.  A
-    chunk is a pickled list of (order, event), a replay event cut to ("replay", txn, prepare, end call)."""
+    chunk is a pickled list of (order, event), a replay event cut to ("replay", txn, prepare, end call,
+    invalidation changes)."""
     chunk: list = []
     rng = None
     for order in (range(len(events)) if orders is None else orders):
@@ -575,7 +587,7 @@ def event_chunks(events, range_of, orders=None):
         rng = r
         ev = events[order]
         # a replay's member xids and change count are the driver's (phase 2 has the rows): not shipped
-        chunk.append((order, ev[:4] if ev[0] == "replay" else ev))
+        chunk.append((order, ev[:4] + ev[6:7] if ev[0] == "replay" else ev))
     if chunk:
         yield rng, chunk[0][0], pack(chunk, compress=False)
 
@@ -648,9 +660,11 @@ def decode_rows(rows, ctx: Phase2, open_writer) -> dict:
                                 pass
                             getattr(plugin, ev[1])(*ev[2])
                             continue
-                        _kind, txn, prepare, end_call = ev
-                        replayer.replay(txn, merged_changes(group, cutoff), lambda: _call(plugin, end_call),
-                                        prepare=prepare)
+                        _kind, txn, prepare, end_call, invals = ev
+                        changes = merged_changes(group, cutoff)
+                        if invals:
+                            changes = _with_invalidations(changes, invals)
+                        replayer.replay(txn, changes, lambda: _call(plugin, end_call), prepare=prepare)
                         for _ in group:  # a replay that stopped early (it never does without an error)
                             pass
             except Error as e:
