@@ -209,7 +209,7 @@ def test_phase1_reads_on_the_driver_while_the_context_starts(spark, workloads, o
             self.checks -= 1
             return self.checks < 0
 
-        def get(self):
+        def get(self, warmed=False):
             return spark.sparkContext
 
     run, wal = workloads[False][:2]

@@ -129,9 +129,12 @@ class PendingContext:
         """Whether the context is up and its workers warmed (or starting it failed: ``get`` says how)."""
         return self._done.is_set()
 
-    def get(self):
-        """The SparkContext, once started."""
+    def get(self, warmed: bool = False):
+        """The SparkContext, once started (``warmed``: and its warm-up job done, so that a job submitted
+        next does not race it for the cores)."""
         self._started.wait()
+        if warmed:
+            self._done.wait()
         if self._error is not None:
             raise self._error
         return self._sc

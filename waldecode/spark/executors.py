@@ -116,7 +116,7 @@ class SparkExecutor:
     @property
     def sc(self):
         if self._sc is None:
-            self._sc = self._pending.get()
+            self._sc = self._pending.get(warmed=True)
         return self._sc
 
     @property
