@@ -100,7 +100,7 @@ def format_spark_breakdown(results: list[dict]) -> str:
             m = min(runs, key=lambda m: abs(m["seconds"] - t["median_seconds"]))
             b = m["phases"]
             where = f"{r['name']}: " if len(results) > 1 else ""
-            out.append(f"{where}{t['label']}: {m['seconds']:.2f} s wall; fixed {b['fixed_s']:.2f} s (context start), "
+            out.append(f"{where}{t['label']}: {m['seconds']:.2f} s wall; fixed {b['fixed_s']:.2f} s (context start, warm-up), "
                        f"serial {b['serial_s']:.2f} s (driver), {b['parallel_cpu_s']:.2f} CPU s in the Python workers "
                        f"({b['method']} path); the model gives {b['modelled_s']:.2f} s on this WAL and "
                        f"{b['cores']} core{'s' if b['cores'] != 1 else ''}; 1 TiB predicted: "

@@ -179,9 +179,10 @@ PREDICTED_CORES = (16, 64, 256)
 TIB = 1 << 40
 #: ``breakdown``'s model in one line, printed under the breakdowns (``report.format_spark_breakdown``)
 MODEL = ("1 TiB predicted = fixed + serial x S + parallel CPU x S / cores, S = 1 TiB / the WAL read; fixed: the "
-         "context's start; serial: the driver's catalog history, event-path pass and appends; parallel: the Python "
-         "workers' CPU (phase 1, catalog pass, ranges), assumed to divide over the cores with storage keeping up; "
-         "JVM CPU left out")
+         "context's start and the warm-up job that starts the Python workers; serial: the driver's range plan, "
+         "catalog history, event-path pass and appends; parallel: the Python workers' CPU (phase 1, catalog pass, "
+         "ranges) and phase 1's runs read on the driver while the context started, assumed to divide over the "
+         "cores with storage keeping up; JVM CPU left out")
 
 
 def breakdown(m: Measurement, timings: dict, wal_bytes: int) -> dict:
