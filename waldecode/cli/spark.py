@@ -27,7 +27,7 @@ from ..output import plugin_class
 #: below this much WAL one process beats Spark's fixed costs, whatever the cluster (docs/spark-decode.md)
 SMALL_INPUT = 128 << 20
 #: below this, decode beat local[2] on 2 cores (``_note_size``)
-LOCAL_BREAK_EVEN = 6 << 30
+LOCAL_BREAK_EVEN = 3 << 30
 
 
 def add_arguments(sub) -> None:
@@ -334,9 +334,10 @@ def _note_size(segments, quiet: bool, master: str) -> None:
         print(f"waldecode: note: {size >> 20} MB of WAL: below about {SMALL_INPUT >> 20} MB a single process "
               "('waldecode decode') is faster than Spark", file=sys.stderr)
     elif master.startswith("local") and size < LOCAL_BREAK_EVEN:
-        # Measured (pgbench WAL, 2 cores, the range path, the class-data archive prepared): 1.1 GiB decode
-        # 3.0-4.2 s, local[2] 6.0-6.2 s; 14.5 GiB decode 30.6 s, local[2] 27.2 s (waldecode bench --spark),
-        # 31.1 s and 22.3 s run again on a warm page cache: even between 5 and 8 GiB. Spark's fixed costs
-        # (about 4 s: JVM, context, first job) and phase 1's second read are what one process does not pay
+        # Measured (pgbench WAL, 2 cores, the range path, the class-data archive prepared, the context started
+        # while phase 1 reads on the driver, 2026-11-28): 2.0 GiB decode 11.8 s, local[2] 12.5 s; 3.9 GiB
+        # decode 32.3 s, local[2] 24.0 s: even between 2 and 4 GiB (it was 5-8 GiB with a context started
+        # before phase 1 and a catalog pass of its own). Spark's fixed costs (JVM, context, the workers'
+        # start) are what one process does not pay
         print(f"waldecode: note: {size >> 30} GiB of WAL: on one machine a single process ('waldecode decode') "
               f"is faster than Spark below about {LOCAL_BREAK_EVEN >> 30} GiB", file=sys.stderr)
