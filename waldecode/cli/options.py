@@ -82,15 +82,20 @@ def add_settings(parser) -> None:
                              "extra_float_digits, bytea_output, lc_monetary)")
 
 
-def settings_overrides(items) -> dict:
-    """``--set NAME=VALUE`` as a dict."""
+def key_values(items, flag: str, form: str = "NAME=VALUE") -> dict:
+    """A repeated ``flag NAME=VALUE`` option as a dict (``--set``, ``spark decode --conf``)."""
     out = {}
     for item in items:
         name, sep, value = item.partition("=")
         if not sep or not name:
-            raise UsageError(f"--set expects NAME=VALUE, not {item!r}")
+            raise UsageError(f"{flag} expects {form}, not {item!r}")
         out[name] = value
     return out
+
+
+def settings_overrides(items) -> dict:
+    """``--set NAME=VALUE`` as a dict."""
+    return key_values(items, "--set")
 
 
 def add_include_uncommitted(parser) -> None:

@@ -69,13 +69,7 @@ def add_arguments(sub) -> None:
 
 
 def _confs(items) -> dict:
-    out = {}
-    for item in items:
-        key, sep, value = item.partition("=")
-        if not sep or not key:
-            raise UsageError(f"--conf expects KEY=VALUE, not {item!r}")
-        out[key] = value
-    return out
+    return opt.key_values(items, "--conf", "KEY=VALUE")
 
 
 def _take_back(out) -> None:
