@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import os
 import sys
+import threading
+import time
 
 from ..errors import SparkJobError, UsageError
 from . import classdata
@@ -90,8 +92,6 @@ class PendingContext:
     long each took."""
 
     def __init__(self, master: str, confs: dict | None = None, warm: bool = True):
-        import threading
-
         self.master, self.confs = master, dict(confs or {})
         self.context_seconds = self.warm_seconds = None
         self._sc = None
@@ -102,8 +102,6 @@ class PendingContext:
         self._thread.start()
 
     def _run(self, warm: bool) -> None:
-        import time
-
         t = time.perf_counter()
         try:
             self._sc = spark_context(self.master, self.confs)

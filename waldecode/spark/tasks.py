@@ -212,8 +212,8 @@ def _whole(rec, nodes, state) -> object | None:
         if blocks[0].relNumber in nodes:
             return rec
         info = rec.xl_info & XLOG_HEAP_OPMASK
-        # a type the decoder neither extracts nor knowingly ignores goes to the driver whole, so that the
-        # sequential pass raises the decoder's own "unexpected record type" error
+        # a type the decoder neither extracts nor ignores goes to the driver whole: by rmgr.heap's table, the
+        # catalog-changing ones (XLOG_HEAP_INPLACE, XLOG_HEAP2_NEW_CID)
         if rmid == RM_HEAP_ID:
             if info == rm_heap.XLOG_HEAP_INPLACE or (info not in HEAP_EXTRACTORS and info not in HEAP_IGNORED):
                 return rec

@@ -349,10 +349,8 @@ def catalog_wanted(buf, pos: int, avail: int, catalog: tuple) -> bool:
         return False
     if rmid == RM_XLOG_ID and _u32.unpack_from(buf, pos + 4)[0]:
         return True
-    if avail < 25 or buf[pos + 24] > XLR_MAX_BLOCK_ID:
-        return True  # no block (the main data or the origin follow the header): or too short to tell
-    if avail < 28:
-        return True
+    if avail < 28 or buf[pos + 24] > XLR_MAX_BLOCK_ID:
+        return True  # too short to tell, or no block (the main data or the origin follow the header)
     fork_flags = buf[pos + 25]
     off = 28  # XLogRecord, then the block id, fork_flags and data_length
     if fork_flags & BKPBLOCK_HAS_IMAGE:
