@@ -20,6 +20,8 @@ pg_lsn, bit strings, json, xml, tid), ``jsonb``, ``arrays``, ``records``,
 
 from __future__ import annotations
 
+import importlib
+
 from ..pg.settings import DEFAULT_SETTINGS
 from ..errors import TypeOutputError
 from ..heap.heaptuple import MissingValue
@@ -58,6 +60,7 @@ class OutputContext:
     """
 
     def __init__(self, catalog, settings: dict | None = None):
+        # cycle: types.datetime and types.misc import UnsupportedSettingError from here
         from . import datetime as _dt
         from . import misc as _misc
 
@@ -88,7 +91,7 @@ class OutputContext:
     @property
     def timezone(self):
         if self._timezone is None:
-            from . import datetime as _dt
+            from . import datetime as _dt  # cycle: types.datetime imports this module
 
             self._timezone = _dt.load_timezone(self.timezone_name)
         return self._timezone
@@ -152,8 +155,6 @@ def output_text(typeoid: int, value, catalog, settings: dict | None = None) -> s
 
 
 def _register():
-    import importlib
-
     for name in ("numeric", "float", "datetime", "network", "misc", "jsonb", "arrays", "records", "ranges",
                  "enums", "geometric", "textsearch", "hstore"):
         OUTPUT_FUNCTIONS.update(importlib.import_module(f"{__name__}.{name}").OUTPUT_FUNCTIONS)

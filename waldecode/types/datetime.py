@@ -18,8 +18,10 @@ from __future__ import annotations
 import datetime as _pydt
 import re
 import struct
+import zoneinfo
 
 from ..errors import CorruptRecordError
+from . import UnsupportedSettingError
 
 _i32 = struct.Struct("<i")
 _i64 = struct.Struct("<q")
@@ -95,8 +97,6 @@ def parse_datestyle(value: str) -> tuple[int, int]:
             if not have_order:
                 order = DATEORDER_MDY
         else:
-            from . import UnsupportedSettingError
-
             raise UnsupportedSettingError(f"DateStyle = {value!r}: unrecognized keyword {tok.strip()!r}")
     return style, order
 
@@ -109,8 +109,6 @@ def parse_intervalstyle(value: str) -> int:
     try:
         return _INTERVALSTYLES[str(value).strip().lower()]
     except KeyError:
-        from . import UnsupportedSettingError
-
         raise UnsupportedSettingError(f"IntervalStyle = {value!r} is not one of {', '.join(_INTERVALSTYLES)}") \
             from None
 
@@ -177,8 +175,6 @@ def load_timezone(name: str) -> TimeZone:
     tz = _timezones.get(name)
     if tz is not None:
         return tz
-    import zoneinfo
-
     key = name.strip()
     if key.upper() == "GMT":
         tz = TimeZone(name, fixed_offset=0, abbrev="GMT")
@@ -198,8 +194,6 @@ def load_timezone(name: str) -> TimeZone:
         else:
             m = _POSIX_STD.match(key)
             if m is None:
-                from . import UnsupportedSettingError
-
                 raise UnsupportedSettingError(f"TimeZone = {name!r} is neither a time zone in the system tzdata "
                                               f"nor a POSIX offset without daylight-saving rules")
             abbrev = (m.group(1) if m.group(1) is not None else m.group(2)).upper()

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import struct
 
-from ..errors import CorruptRecordError
+from ..errors import CorruptRecordError, TypeOutputError
 
 _u32 = struct.Struct("<I")
 
@@ -29,7 +29,6 @@ def enum_out(value, typ, ctx) -> str:
         for other in ctx.catalog.types.values():
             if other.enum_labels and label_oid in other.enum_labels:
                 return other.enum_labels[label_oid]
-        from . import TypeOutputError
 
         raise TypeOutputError(f"enum value OID {label_oid} of type {typ.typname} is not in the catalog "
                               f"(pg_enum row missing from the snapshot)")

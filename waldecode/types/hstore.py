@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import struct
 
-from ..errors import CorruptRecordError
+from ..errors import CorruptRecordError, TypeOutputError
 
 HS_FLAG_NEWVERSION = 0x80000000
 HENTRY_ISFIRST = 0x80000000
@@ -32,8 +32,6 @@ def hstore_text(value) -> str:
     if count == 0:
         return ""
     if not size & HS_FLAG_NEWVERSION:
-        from . import TypeOutputError
-
         raise TypeOutputError("hstore value in the pre-9.0 on-disk format is not supported")
     base = 4 + 8 * count
     if base > n:

@@ -14,10 +14,12 @@ are not UTF-8 are kept as surrogate escapes.
 
 from __future__ import annotations
 
+import locale
 import struct
 from typing import NamedTuple
 
 from ..errors import CorruptRecordError
+from . import UnsupportedSettingError
 
 _u32 = struct.Struct("<I")
 _i32 = struct.Struct("<i")
@@ -261,15 +263,12 @@ def monetary_conventions(lc_monetary: str) -> dict:
     conv = _lconv_cache.get(name)
     if conv is not None:
         return conv
-    import locale
 
     saved = locale.setlocale(locale.LC_MONETARY)
     try:
         locale.setlocale(locale.LC_MONETARY, name)
         lc = locale.localeconv()
     except locale.Error:
-        from . import UnsupportedSettingError
-
         raise UnsupportedSettingError(f"lc_monetary = {lc_monetary!r}: locale not available on this machine") \
             from None
     finally:

@@ -20,6 +20,7 @@ import struct
 from ..errors import CorruptRecordError
 from ..heap.heaptuple import ALIGNMENT
 from ..heap.varlena import ToastPointer, read_varlena
+from . import UnsupportedTypeError
 
 _u32 = struct.Struct("<I")
 
@@ -97,8 +98,6 @@ def _bounds(value, off: int, end: int, flags: int, sub):
 
 
 def _subtype(typ, typeoid: int, ctx):
-    from . import UnsupportedTypeError
-
     rtyp = ctx.catalog.type(typeoid) or typ
     if not rtyp.rngsubtype and rtyp.typtype == "m":
         rng = _range_of_multirange(rtyp, ctx)

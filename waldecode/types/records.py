@@ -11,13 +11,12 @@ from __future__ import annotations
 
 from ..heap.heaptuple import datum_type_oid, deform_datum_tuple
 from ..heap.varlena import ToastPointer
+from . import TypeOutputError, UnsupportedTypeError
 
 _SPECIAL = frozenset('"\\(),') | frozenset(" \t\n\r\v\f")
 
 
 def record_text(value, typ, ctx) -> str:
-    from . import TypeOutputError, UnsupportedTypeError
-
     typeoid = datum_type_oid(value)
     rtyp = ctx.catalog.type(typeoid) or typ
     relation = ctx.catalog.relation(rtyp.typrelid) if rtyp.typrelid else None

@@ -14,10 +14,14 @@ from __future__ import annotations
 import struct
 
 from ..errors import CorruptRecordError
-from ..heap.heaptuple import MissingValue
-from . import TypeOutputError
+from ..heap.heaptuple import MissingValue, datum_type_oid, deform_datum_tuple
+from . import TypeOutputError, UnsupportedTypeError
+from .arrays import deconstruct
+from .enums import enum_out
+from .jsonb import jsonb_text
 from .misc import xml_out_internal
 from .numeric import numeric_parts
+from .ranges import multirange_ranges, range_parts
 
 
 
@@ -67,8 +71,6 @@ def interval_send(value, typ, ctx) -> bytes:
 
 def jsonb_send(value, typ, ctx) -> bytes:
     """jsonb_send: version 1, then the jsonb's text (JsonbToCString, as jsonb_out)."""
-    from .jsonb import jsonb_text
-
     return b"\x01" + jsonb_text(value).encode("utf-8", "surrogateescape")
 
 
@@ -80,8 +82,6 @@ def xml_send(value, typ, ctx) -> bytes:
 
 def enum_send(value, typ, ctx) -> bytes:
     """enum_send: the label's text."""
-    from .enums import enum_out
-
     return enum_out(value, typ, ctx).encode("utf-8", "surrogateescape")
 
 
@@ -121,8 +121,6 @@ def _counted(fn, value) -> bytes:
 def array_send(value, typ, ctx) -> bytes:
     """array_send: ndim, has-nulls flag, element type, (dim, lower bound) per dimension, then each
     element as int32 length (-1: NULL) and its send function's bytes."""
-    from .arrays import deconstruct
-
     elemtype, dims, lbounds, items = deconstruct(value, ctx)
     has_nulls = len(value) >= 8 and struct.unpack_from("<i", value, 4)[0] != 0  # dataoffset: a null bitmap
     parts = [struct.pack(">iiI", len(dims), 1 if has_nulls else 0, elemtype)]
@@ -138,9 +136,6 @@ def array_send(value, typ, ctx) -> bytes:
 def record_send(value, typ, ctx) -> bytes:
     """record_send: the number of columns, then per column its type OID and its value (int32 length,
     -1 for NULL, and the send function's bytes)."""
-    from ..heap.heaptuple import datum_type_oid, deform_datum_tuple
-    from . import UnsupportedTypeError
-
     typeoid = datum_type_oid(value)
     rtyp = ctx.catalog.type(typeoid) or typ
     relation = ctx.catalog.relation(rtyp.typrelid) if rtyp.typrelid else None
@@ -169,16 +164,12 @@ def _range_bytes(ctx, subtype: int, flags: int, lower, upper) -> bytes:
 
 
 def range_send(value, typ, ctx) -> bytes:
-    from .ranges import range_parts
-
     subtype, flags, lower, upper = range_parts(value, typ, ctx)
     return _range_bytes(ctx, subtype, flags, lower, upper)
 
 
 def multirange_send(value, typ, ctx) -> bytes:
     """multirange_send: the number of ranges, then each range_send's bytes, counted."""
-    from .ranges import multirange_ranges
-
     subtype, ranges = multirange_ranges(value, typ, ctx)
     parts = [struct.pack(">i", len(ranges))]
     for flags, lower, upper in ranges:
