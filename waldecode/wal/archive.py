@@ -26,7 +26,7 @@ import re
 from dataclasses import dataclass, field
 
 from ..errors import SegmentFileError, UsageError
-from .compression import EXTENSIONS
+from .compression import EXTENSIONS, decompress
 from .storage import DEFAULT_OPTIONS, InputOptions, LocalStore, Store, local_path, store_for
 
 _EXT = "|".join(sorted(EXTENSIONS, key=len, reverse=True))
@@ -135,8 +135,6 @@ def _add_file(store: Store, location: str, size, hints, out: Archive, explicit: 
         seg, sha1, hint = info
         out.files.append(ArchiveFile(location, seg, sha1, hint, size))
     elif what == "history":
-        from .compression import decompress
-
         ext = HISTORY_FILE_RE.match(name).group("ext")
         text = decompress(store.read(location), location, 1 << 20, EXTENSIONS.get(ext or ""))
         out.histories[info] = (location, bytes(text).decode(errors="replace"))
@@ -232,7 +230,7 @@ def parse_pgbackrest_info(text: str) -> dict[str, dict]:
     """pgBackRest's info and manifest files (archive.info, backup.info, backup.manifest; src/common/ini.c):
     ``[section]`` lines, then ``key=value`` lines whose values are JSON; a section may appear twice
     (``[backrest]``: the checksum last).  A line that is neither raises ValueError saying which."""
-    import json
+    import json  # lazy: 2 ms of every command's start-up; only pgBackRest's info files need it
 
     out: dict[str, dict] = {}
     section = None

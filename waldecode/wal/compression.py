@@ -121,7 +121,7 @@ def _lzma_alone(data, cap: int) -> bytes:
 
 
 def _lz4(data, cap: int) -> bytes:
-    import lz4.frame
+    import lz4.frame  # lazy: 1 ms of inspect's start-up; only .lz4 segments need it
 
     d = lz4.frame.LZ4FrameDecompressor()
     out = d.decompress(bytes(data), max_length=cap)
@@ -131,7 +131,7 @@ def _lz4(data, cap: int) -> bytes:
 
 
 def _zstd(data, cap: int) -> bytes:
-    import zstandard
+    import zstandard  # lazy: 2 ms of inspect's start-up; only .zst segments need it
 
     with zstandard.ZstdDecompressor().stream_reader(bytes(data), read_across_frames=True) as r:
         out = r.read(cap)
@@ -145,7 +145,7 @@ def _zstd(data, cap: int) -> bytes:
 
 def _brotli(data, cap: int) -> bytes:
     try:
-        import brotli
+        import brotli  # lazy: only .br segments need it, and an install may lack it (said below)
     except ImportError:
         raise SegmentFileError("the file is brotli-compressed (.br, as WAL-G writes it): install the brotli "
                                "package (pip install brotli) to read it") from None

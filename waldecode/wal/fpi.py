@@ -49,11 +49,11 @@ def restore_block_image(block: BlockRef, major: int, lsn: int | None = None) -> 
         if method == "pglz":
             img = _impl.pglz_decompress(img, size)
         elif method == "lz4":
-            import lz4.block
+            import lz4.block  # lazy: only lz4-compressed page images need it (1 ms)
 
             img = lz4.block.decompress(img, uncompressed_size=size)
         elif method == "zstd":
-            import zstandard
+            import zstandard  # lazy: only zstd-compressed page images need it (2 ms)
 
             img = zstandard.ZstdDecompressor().decompress(img, max_output_size=size)
     except DecompressionError as e:

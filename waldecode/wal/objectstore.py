@@ -40,6 +40,12 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from datetime import timedelta
 from typing import BinaryIO
 
+try:  # the optional [s3] extra; this module is imported only for s3:// locations, S3Store says what to install
+    import obstore
+    import obstore.store
+except ImportError:
+    obstore = None
+
 from ..errors import Error, SegmentFileError, UsageError
 from .storage import InputOptions, RangeReader, Store
 
@@ -68,9 +74,7 @@ class S3Store(Store):
 
     def __init__(self, options: InputOptions):
         self.options = options
-        try:
-            import obstore  # noqa: F401
-        except ImportError:
+        if obstore is None:
             raise UsageError("reading s3:// URLs needs the obstore package: pip install 'waldecode[s3]'") from None
         self._reset()
 
@@ -100,8 +104,6 @@ class S3Store(Store):
             return client
 
     def _make_client(self, bucket: str, location: str):
-        from obstore.store import S3Store as Client
-
         config, provider = _aws_settings(location)
         endpoint = (self.options.endpoint_url or os.environ.get("AWS_ENDPOINT_URL_S3")
                     or os.environ.get("AWS_ENDPOINT_URL") or config.pop("endpoint", None))
@@ -115,8 +117,8 @@ class S3Store(Store):
         if not self.options.verify_tls:
             client_options["allow_invalid_certificates"] = True
         try:
-            return Client(bucket, config=config, client_options=client_options, retry_config=_RETRY,
-                          credential_provider=provider)
+            return obstore.store.S3Store(bucket, config=config, client_options=client_options,
+                                         retry_config=_RETRY, credential_provider=provider)
         except Exception as e:  # obstore's configuration errors
             raise UsageError(f"{location}: {_reason(e, bucket, endpoint or 'AWS')}") from None
 
@@ -140,7 +142,6 @@ class S3Store(Store):
         cached = self._listings.get((bucket, key))
         if cached is not None:
             return cached
-        import obstore
 
         got = self._call(location, obstore.list_with_delimiter, self._client(bucket, location), key or None)
         files = {_name(o["path"]): o["size"] for o in got["objects"]}
@@ -170,8 +171,6 @@ class S3Store(Store):
         return sorted({*files, *dirs})
 
     def walk(self, location: str) -> list[tuple[str, int]]:
-        import obstore
-
         bucket, key = _split(location)
         client = self._client(bucket, location)
         out = []
@@ -197,7 +196,6 @@ class S3Store(Store):
                 while len(self._recent) > _KEEP:
                     self._recent.popitem(last=False)
             return data
-        import obstore
 
         bucket, key = _split(location)
         try:
@@ -210,8 +208,6 @@ class S3Store(Store):
             raise _error(location, e, self._endpoint()) from None
 
     def _get(self, location: str) -> bytes:
-        import obstore
-
         bucket, key = _split(location)
         client = self._client(bucket, location)
         return self._call(location, lambda: bytes(obstore.get(client, key).bytes()))
@@ -231,8 +227,6 @@ class S3Store(Store):
         return io.BufferedReader(raw, buffer_size=max(1, min(_RANGE, raw.length)))
 
     def _get_range(self, location: str, start: int, length: int) -> bytes:
-        import obstore
-
         bucket, key = _split(location)
         client = self._client(bucket, location)
         return self._call(location, lambda: bytes(obstore.get_range(client, key, start=start, length=length)))
@@ -324,7 +318,7 @@ def _aws_settings(location: str) -> tuple[dict, object]:
         return config, None
     if section and any(k in section for k in ("role_arn", "sso_session", "sso_start_url", "credential_process",
                                               "web_identity_token_file")):
-        try:
+        try:  # lazy: boto3 costs 0.2 s, optional; only profiles with a role, SSO or a process need it
             import boto3
             from obstore.auth.boto3 import Boto3CredentialProvider
         except ImportError:

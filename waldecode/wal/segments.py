@@ -218,6 +218,7 @@ class _Ahead:
     AHEAD_BYTES = 64 * 1024 * 1024
 
     def __init__(self, segments: SegmentSet, order: list[int]):
+        # lazy: concurrent.futures costs 6 ms of start-up; only reading ahead needs it
         from concurrent.futures import ThreadPoolExecutor
 
         self.segments = segments

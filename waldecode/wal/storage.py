@@ -14,7 +14,9 @@ Locations are strings: a local path, or a URL (``s3://bucket/key``) whose store 
 
 from __future__ import annotations
 
+import importlib
 import io
+import mmap
 import os
 import re
 from dataclasses import dataclass
@@ -138,8 +140,6 @@ class LocalStore(Store):
             raise SegmentFileError(f"could not read file: {e.strerror}", path=location, what="file") from None
 
     def map(self, location: str):
-        import mmap
-
         try:
             with open(location, "rb") as f:
                 return mmap.mmap(f.fileno(), 0, flags=mmap.MAP_SHARED | getattr(mmap, "MAP_POPULATE", 0),
@@ -243,7 +243,6 @@ def store_for(location: str, options: InputOptions = DEFAULT_OPTIONS) -> Store:
         raise UsageError(f"{location}: waldecode reads local paths and " +
                          ", ".join(f"{s}://" for s in _STORES) + f" URLs, not {scheme}:// "
                          "(spark decode reads Hadoop's file systems: hdfs://, s3a://, ...)")
-    import importlib
 
     module, cls = _STORES[scheme]
     return getattr(importlib.import_module(module), cls)(options)
