@@ -1,0 +1,343 @@
+"""PostgreSQL's own point-in-time recovery as the oracle of "a table as it was at any moment" (issue 23).
+
+Owns the truth the redo of a table is compared with: a PostgreSQL 15 primary archiving every WAL
+segment (``archive_command`` copying into a directory), a plain base backup of it taken before the
+workload (``pg_basebackup -Fp -X none``: the WAL comes from the archive, as a DBA restores), a
+workload recorder (``PitrPrimary.transaction``) that notes after each transaction what recovery can
+be told to stop at: the xid (``txid_current()``), the commit record's LSN (read back from the WAL with
+``pg_walinspect``, the server's own reader), the insert LSN after it, the commit timestamp
+(``pg_xact_commit_timestamp``: the ``xact_time`` of the commit record, which is what
+``recovery_target_time`` compares) and a clock reading between it and the next commit, and the
+table's ``COPY ... TO STDOUT`` bytes as the primary holds them after that transaction.
+
+``PitrPrimary.recover(target)`` is one point-in-time recovery: the backup copied (``cp -a
+--reflink=auto``) into a throw-away directory, ``recovery.signal`` and ``restore_command``,
+``recovery_target_{lsn,time,xid}``, ``recovery_target_inclusive`` and ``recovery_target_action =
+'promote'`` written into its ``postgresql.auto.conf`` (read last, so it wins over the primary's
+settings the backup carries), started with ``hot_standby = off`` (``pg_ctl start -w`` then returns
+once the recovery ended and the server promoted), the table copied out, the server stopped and the
+directory removed.  A target recovery cannot reach raises ``RecoveryFailed`` with PostgreSQL's own
+FATAL line (xlogrecovery.c: "recovery ended before configured recovery target was reached",
+"requested recovery stop point is before consistent recovery point").
+
+``PitrPrimary.targets()`` turns what the workload recorded into targets of each kind with the index
+of the last transaction PostgreSQL's recovery must include (xlogrecovery.c recoveryStopsBefore and
+recoveryStopsAfter):
+
+* ``lsn`` at a commit record's start: inclusive on applies it (the stop is after the first record
+  at or past the target), off stops before it; at the insert LSN right after a commit, both keep it;
+* ``time`` at a commit timestamp: inclusive on stops before the first commit later than the target,
+  off before the first at or after it; a clock reading between two commits keeps the first either way;
+  recovery stops only at a transaction's end record, so a time at or after the last one is not reached;
+* ``xid`` of a committed transaction: inclusive on stops after its commit, off before it.
+
+Throw-away clusters run with ``fsync = off``, small ``shared_buffers``, no archiving (a promoted
+copy must not write timeline 2 into the archive the next recoveries read) and
+``recovery_target_timeline = 'current'``.  Everything runs as the server's unprivileged user when
+this process is root (tests/support/backup_tools.py).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import backup_tools as bt
+from waldecode.pg.lsn import format_lsn, parse_lsn
+
+__all__ = ["PitrPrimary", "Recovered", "RecoveryFailed", "Target", "TxnRecord", "copy_lines"]
+
+DB = "pitr"
+
+#: settings of every throw-away recovery cluster (postgresql.auto.conf, after the primary's own)
+RECOVERY_SETTINGS = {
+    "listen_addresses": "",
+    "archive_mode": "off",  # a promoted copy must leave the shared archive alone
+    "hot_standby": "off",  # pg_ctl start -w returns when recovery has ended and the server promoted
+    "fsync": "off",
+    "full_page_writes": "on",
+    "shared_buffers": "16MB",
+    "max_wal_size": "1GB",
+    "checkpoint_timeout": "1h",
+    "log_min_messages": "log",  # the "recovery stopping ..." line says where it stopped
+    "log_checkpoints": "off",
+    "recovery_target_action": "promote",
+    "recovery_target_timeline": "current",
+}
+
+# xlogrecovery.c recoveryStopsBefore/After: "recovery stopping before commit of transaction 745, time ..."
+_STOPPING_RE = re.compile(r"LOG:\s+(recovery stopping .*)$", re.M)
+_FATAL_RE = re.compile(r"(FATAL:\s+.*)$", re.M)
+
+
+def copy_lines(data: bytes) -> list[bytes]:
+    """The rows of ``COPY ... TO STDOUT`` text output, sorted: the table as a multiset of rows."""
+    return sorted(data.splitlines())
+
+
+@dataclass(frozen=True)
+class TxnRecord:
+    """One transaction of the workload, as the primary told it."""
+
+    index: int  # position among the workload's transactions (0 is the first after the backup)
+    xid: int
+    committed: bool
+    lsn: int  # start of its commit (or abort) record, read back with pg_walinspect
+    end_lsn: int  # pg_current_wal_insert_lsn() right after it
+    time: str  # commit timestamp (pg_xact_commit_timestamp; '' for an abort)
+    after: str  # clock_timestamp() after it ended, before the next transaction began
+    rows: bytes  # the table's COPY TO STDOUT on the primary after it
+
+
+@dataclass(frozen=True)
+class Target:
+    """A recovery target and the last committed transaction the recovery must include (-1: none)."""
+
+    kind: str  # lsn | time | xid
+    value: str  # as written into recovery_target_<kind>
+    inclusive: bool
+    last_included: int  # TxnRecord.index of the last transaction whose rows it shows, -1: as backed up
+
+    def __str__(self) -> str:
+        return f"{self.kind}={self.value} inclusive={'on' if self.inclusive else 'off'}"
+
+
+@dataclass
+class Recovered:
+    """A recovered and promoted cluster's copy of the table."""
+
+    target: Target
+    copy: bytes  # COPY table TO STDOUT
+    lines: list[bytes]  # its rows, sorted
+    stopping: str  # the server's "recovery stopping ..." log line ('' when it printed none)
+    seconds: float  # copy of the backup to removal of the throw-away directory
+
+
+class RecoveryFailed(RuntimeError):
+    """Recovery to a target failed; ``fatal`` is PostgreSQL's own FATAL line."""
+
+    def __init__(self, target, fatal: str, log: str):
+        self.target, self.fatal, self.log = target, fatal, log
+        super().__init__(f"recovery to {target} failed: {fatal}")
+
+
+@dataclass
+class PitrPrimary:
+    """A PostgreSQL 15 primary archiving its WAL, a base backup of it, and the workload's record.
+
+    ``with PitrPrimary(schema, table) as p:`` starts the primary, creates ``schema`` in database
+    ``pitr``, and takes the base backup; then ``p.transaction(...)`` per transaction, ``p.finish()``
+    once (switches and archives the last segment, reads back the commit LSNs), and ``p.recover``.
+    """
+
+    schema: str
+    table: str
+    settings: dict = field(default_factory=dict)
+    txns: list = field(default_factory=list)
+
+    def __enter__(self) -> "PitrPrimary":
+        from waldecode.testing.cluster import Cluster, ClusterError
+
+        self.base = bt.server_tempdir("waldecode-pitr")
+        try:
+            self.archive = self.base / "archive"
+            self.archive.mkdir()
+            bt.chown_to_server(self.archive)
+            command = bt.archive_script(self.base / "archive.sh", [bt.copy_to(self.archive)])
+            settings = {"archive_mode": "on", "archive_command": command, "track_commit_timestamp": "on",
+                        **self.settings}
+            try:
+                self.cluster = Cluster(15, settings=settings, base_dir=self.base)
+                self.cluster.__enter__()
+            except ClusterError as e:
+                import pytest
+                pytest.skip(f"PostgreSQL 15 is not available: {e}")
+            c = self.cluster
+            c.sql(f"CREATE DATABASE {DB}")
+            self.conn = c.connect(DB)
+            self.conn.execute("CREATE EXTENSION pg_walinspect")
+            self.conn.execute(self.schema)
+            self.backup = self.base / "backup"
+            c.run_bin("pg_basebackup", "-D", self.backup, "-h", c.socket_dir, "-p", str(c.port), "-U", "postgres",
+                      "-Fp", "-X", "none", "-c", "fast", "--no-sync")
+            # The backup ends where pg_backup_stop wrote XLOG_BACKUP_END: recovery is consistent from there
+            self.backup_rows = self._copy()
+            self.backup_end_lsn = self._insert_lsn()
+        except BaseException:
+            self.__exit__(None, None, None)
+            raise
+        return self
+
+    def __exit__(self, *exc) -> None:
+        try:
+            if getattr(self, "conn", None) is not None:
+                self.conn.close()
+            if getattr(self, "cluster", None) is not None:
+                self.cluster.__exit__(None, None, None)
+        finally:
+            if os.environ.get("WALDECODE_KEEP_CLUSTER", "") in ("", "0"):
+                shutil.rmtree(self.base, ignore_errors=True)
+
+    # -- the workload ---------------------------------------------------------------------------
+
+    def _copy(self) -> bytes:
+        with self.conn.cursor() as cur:
+            with cur.copy(f"COPY {self.table} TO STDOUT") as cp:
+                return b"".join(bytes(b) for b in cp)
+
+    def _insert_lsn(self) -> int:
+        return parse_lsn(self.conn.execute("SELECT pg_current_wal_insert_lsn()::text").fetchone()[0])
+
+    def transaction(self, *statements: str, commit: bool = True) -> TxnRecord:
+        """Run ``statements`` in one transaction that is given an xid, commit it (or roll it back) and
+        record what recovery targets need; returns the record (its ``lsn`` is filled by ``finish``)."""
+        conn = self.conn
+        conn.execute("BEGIN")
+        for s in statements:
+            conn.execute(s)
+        xid = conn.execute("SELECT txid_current()").fetchone()[0] & 0xFFFFFFFF
+        conn.execute("COMMIT" if commit else "ROLLBACK")
+        end_lsn = self._insert_lsn()
+        ts = ""
+        if commit:
+            ts = conn.execute("SELECT pg_xact_commit_timestamp(%s::text::xid)::text", (xid,)).fetchone()[0]
+        after = conn.execute("SELECT clock_timestamp()::text").fetchone()[0]
+        rec = TxnRecord(len(self.txns), xid, commit, 0, end_lsn, ts, after, self._copy())
+        self.txns.append(rec)
+        return rec
+
+    def finish(self) -> None:
+        """The end of the workload: the last segment switched out and archived, and the start LSN of
+        every transaction's commit or abort record read back from the WAL (pg_walinspect)."""
+        end = self._insert_lsn()
+        self.conn.execute("SELECT pg_switch_wal()")
+        bt.wait_archived(self.cluster)
+        rows = self.conn.execute(
+            "SELECT start_lsn::text, xid::text::bigint, record_type FROM pg_get_wal_records_info(%s::pg_lsn, %s::pg_lsn) "
+            "WHERE resource_manager = 'Transaction' AND record_type IN ('COMMIT', 'ABORT')",
+            (format_lsn(self.backup_end_lsn), format_lsn(end))).fetchall()
+        ends = {(xid, kind): parse_lsn(lsn) for lsn, xid, kind in rows}
+        done = []
+        for t in self.txns:
+            key = (t.xid, "COMMIT" if t.committed else "ABORT")
+            if key not in ends:
+                raise RuntimeError(f"no {key[1]} record of transaction {t.xid} between "
+                                   f"{format_lsn(self.backup_end_lsn)} and {format_lsn(end)}")
+            done.append(TxnRecord(t.index, t.xid, t.committed, ends[key], t.end_lsn, t.time, t.after, t.rows))
+        self.txns = done
+        self.end_lsn = end
+
+    # -- targets --------------------------------------------------------------------------------
+
+    def rows_after(self, last_included: int) -> bytes:
+        """The table as the primary held it once transaction ``last_included`` ended (-1: as backed up)."""
+        return self.backup_rows if last_included < 0 else self.txns[last_included].rows
+
+    def targets(self, every: int = 1) -> list[Target]:
+        """Targets of the three kinds at the committed transactions (every ``every``-th one), with the
+        transaction recovery must stop after (see the module's docstring for the rules)."""
+        out = []
+        committed = [t for t in self.txns if t.committed]
+        for t in committed[::every]:
+            before = t.index - 1  # a rolled-back transaction there leaves the rows of the one before it
+            out += [
+                Target("lsn", format_lsn(t.lsn), True, t.index),
+                Target("lsn", format_lsn(t.lsn), False, before),
+                Target("lsn", format_lsn(t.end_lsn), True, t.index),
+                Target("time", t.time, False, before),
+                Target("xid", str(t.xid), True, t.index),
+                Target("xid", str(t.xid), False, before),
+            ]
+            # A time target is reached only at a later transaction's end record (recoveryStopsBefore):
+            # at or after the last one recovery runs out of WAL first (RecoveryFailed)
+            if t.index < len(self.txns) - 1:
+                out += [Target("time", t.time, True, t.index), Target("time", t.after, False, t.index)]
+        return out
+
+    # -- one recovery ---------------------------------------------------------------------------
+
+    def recover(self, target: Target) -> Recovered:
+        """Restore the backup into a throw-away cluster, recover it to ``target``, promote it and copy
+        the table out; ``RecoveryFailed`` with PostgreSQL's FATAL line when the recovery cannot end there."""
+        import psycopg
+
+        started = time.monotonic()
+        work = Path(bt.server_tempdir("waldecode-pitr-target"))
+        try:
+            data = work / "data"
+            proc = subprocess.run(["cp", "-a", "--reflink=auto", str(self.backup), str(data)],
+                                  capture_output=True, text=True)
+            if proc.returncode != 0:
+                raise RuntimeError(f"cannot copy the base backup: {proc.stderr.strip()}")
+            conf = dict(RECOVERY_SETTINGS)
+            conf.update({
+                "port": "5432",  # names the socket file in a directory of its own
+                "unix_socket_directories": str(work),
+                "restore_command": f'cp "{self.archive}/%f" "%p"',
+                f"recovery_target_{target.kind}": target.value,
+                "recovery_target_inclusive": "on" if target.inclusive else "off",
+            })
+            with open(data / "postgresql.auto.conf", "a", encoding="utf-8") as f:
+                f.write("\n# tests/support/pitr.py: one point-in-time recovery\n")
+                f.writelines(f"{k} = '{v}'\n" for k, v in conf.items())
+            (data / "recovery.signal").write_bytes(b"")
+            bt.chown_to_server(work)
+            log = work / "server.log"
+            pg_ctl = [str(self.cluster.bindir / "pg_ctl"), "-D", str(data), "-l", str(log)]
+            proc = bt.run_as_server([*pg_ctl, "-w", "-t", "300", "start"], check=False, timeout=330)
+            try:
+                text = _wait_promoted(data, log, target, proc.returncode)
+                with psycopg.connect(host=str(work), port=5432, user="postgres", dbname=DB,
+                                     autocommit=True) as conn:
+                    if conn.execute("SELECT pg_is_in_recovery()").fetchone()[0]:
+                        raise RuntimeError(f"recovery to {target}: the server did not promote")
+                    with conn.cursor() as cur:
+                        with cur.copy(f"COPY {self.table} TO STDOUT") as cp:
+                            copy = b"".join(bytes(b) for b in cp)
+            finally:
+                bt.run_as_server([*pg_ctl, "-m", "immediate", "-w", "stop"], check=False)
+            stopping = _STOPPING_RE.findall(text)
+            return Recovered(target, copy, copy_lines(copy), stopping[-1] if stopping else "",
+                             time.monotonic() - started)
+        finally:
+            shutil.rmtree(work, ignore_errors=True)
+
+
+# src/include/utils/pidfile.h: LOCK_FILE_LINE_PM_STATUS (1-based), PM_STATUS_READY
+LOCK_FILE_LINE_PM_STATUS = 8
+PM_STATUS_READY = "ready"
+
+
+def _wait_promoted(data: Path, log: Path, target, pg_ctl_status: int, timeout: float = 300) -> str:
+    """Wait until the recovering server promoted and accepts connections; its log so far.
+
+    With hot_standby off, ``pg_ctl start -w`` already returns once the postmaster reports "standby"
+    (recovery running, no connections); the postmaster.pid status line turns "ready" after the
+    promotion.  When the server exits instead (postmaster.pid gone), its log's FATAL line is the
+    answer: ``RecoveryFailed``."""
+    deadline = time.monotonic() + timeout
+    pidfile = data / "postmaster.pid"
+    while True:
+        try:
+            lines = pidfile.read_text(encoding="utf-8", errors="replace").splitlines()
+        except FileNotFoundError:
+            lines = None
+        if lines is not None and len(lines) >= LOCK_FILE_LINE_PM_STATUS \
+                and lines[LOCK_FILE_LINE_PM_STATUS - 1].strip() == PM_STATUS_READY:
+            return log.read_text(encoding="utf-8", errors="replace")
+        if lines is None or pg_ctl_status != 0:
+            time.sleep(0.2)  # let the postmaster finish writing its log
+            text = log.read_text(encoding="utf-8", errors="replace") if log.exists() else ""
+            fatal = _FATAL_RE.findall(text)
+            if not fatal:
+                raise RuntimeError(f"recovery to {target}: the server stopped (pg_ctl start exit {pg_ctl_status}) "
+                                   f"without a FATAL line in its log:\n{text[-3000:]}")
+            raise RecoveryFailed(target, fatal[0].strip(), text)
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"recovery to {target} did not end within {timeout:.0f} s")
+        time.sleep(0.02)
