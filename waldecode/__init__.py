@@ -7,6 +7,8 @@ every error is an ``Error``.  The names are imported when first used, so that ``
 (and the command line's start) stays light.
 """
 
+import importlib
+
 from .errors import Error
 
 __version__ = "0.1.0"
@@ -34,7 +36,6 @@ def __getattr__(name: str):
         module, attr = _EXPORTS[name]
     except KeyError:
         raise AttributeError(f"module 'waldecode' has no attribute {name!r}") from None
-    import importlib
 
     value = getattr(importlib.import_module(module), attr)
     globals()[name] = value

@@ -13,6 +13,7 @@ when asked for; so is ``waldump()``, the native ``inspect`` loop (``waldecode._w
 
 from __future__ import annotations
 
+import importlib
 import os
 
 _forced = os.environ.get("WALDECODE_IMPL", "").strip().lower()
@@ -42,9 +43,9 @@ def use(name: str) -> None:
     """Switch the active implementation ('python' or 'cython') for this process: tests and benchmarks."""
     global impl, IMPL, frame_segment, decode_record, pglz_decompress
     if name == "python":
-        from .wal import _pyframe as chosen
+        from .wal import _pyframe as chosen  # lazy: loaded only when asked for, as at import above
     elif name == "cython":
-        from . import _native as chosen  # type: ignore[attr-defined]
+        from . import _native as chosen  # type: ignore[attr-defined]  # lazy: may not be built
     else:
         raise ValueError(f"unknown implementation {name!r}")
     impl = chosen
@@ -59,7 +60,6 @@ def _companion(name: str):
     (or when it is not built, unless Cython was forced: then that fails loudly)."""
     if IMPL != "cython":
         return None
-    import importlib
 
     try:
         return importlib.import_module(f"waldecode.{name}")
@@ -91,7 +91,7 @@ def logical():
         return None
     if _logical is None:
         try:
-            from . import _logical as mod
+            from . import _logical as mod  # lazy: 40 ms that only decode needs; may not be built
         except ImportError:
             if _forced == "cython":
                 raise ImportError("WALDECODE_IMPL=cython but the extension waldecode._logical is not built; "
@@ -105,7 +105,7 @@ def available() -> list[str]:
     """The implementations that can be loaded here."""
     names = ["python"]
     try:
-        from . import _native  # noqa: F401
+        from . import _native  # noqa: F401  # lazy: a probe, the extension may not be built
     except ImportError:
         return names
     return names + ["cython"]

@@ -20,6 +20,7 @@ from pathlib import Path
 
 from . import _impl, waldump
 from .catalog import Catalog
+from .output.pgoutput import PgOutput
 from .output.test_decoding import TestDecoding
 from .logical.session import decode_wal
 from .wal.xlogreader import XLogReader, parse_lsn
@@ -47,8 +48,6 @@ def decode_matches(path: Path, meta: dict, out_file: str, spec: dict) -> tuple[i
 
 def pgoutput_matches(path: Path, meta: dict, out_file: str, spec: dict) -> tuple[int, int]:
     """Decode with pgoutput as the fixture's pgoutput slot did; its messages as bytes."""
-    from .output.pgoutput import PgOutput
-
     catalog = Catalog.load(path / "snapshot.json.gz")
     slot = next(s for s in meta["slots"] if s["name"] == spec["slot"])
     got: list[bytes] = []

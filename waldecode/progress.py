@@ -168,7 +168,7 @@ class Tracker:
         return start, max(end, start + 1), seg
 
     def _start(self) -> None:
-        from tqdm import tqdm
+        from tqdm import tqdm  # lazy: 30 ms of start-up; only a shown progress bar needs it
 
         self._first, self._end, self._seg = self._range()
         self._segs_total = (self._end - 1) // self._seg - self._first // self._seg + 1

@@ -17,7 +17,7 @@ from __future__ import annotations
 import re
 from typing import NamedTuple
 
-from . import rmgr
+from . import _impl, rmgr
 from .pg.lsn import format_lsn, parse_lsn
 from .rmgr.rmgrdesc_utils import fork_name
 from .wal.xlogrecord import (BKPIMAGE_COMPRESS_LZ4, BKPIMAGE_COMPRESS_PGLZ, BKPIMAGE_COMPRESS_ZSTD,
@@ -257,13 +257,11 @@ def inspect(reader, write, *, stats: str | None = None, bkp_details: bool = Fals
     reference) or "cython" (``waldecode._waldump``); by default the active implementation's.
     Returns the number of records shown.  Whatever was printed before an error is written.
     """
-    from . import _impl
-
     native = None
     if impl is None:
         native = _impl.waldump()
     elif impl == "cython":
-        from . import _waldump as native  # type: ignore[attr-defined]
+        from . import _waldump as native  # type: ignore[attr-defined]  # lazy: forced; may not be built
     elif impl != "python":
         raise ValueError(f"unknown implementation {impl!r}")
     table = WaldumpStats(reader.major, per_record=stats == "record") if stats else None
