@@ -7,6 +7,8 @@ order: None (NULL), ``UNCHANGED_TOAST``, a missing-value marker from
 ``waldecode.heap.heaptuple``, or the datum's bytes.  Each plugin quotes values its own way.
 """
 
+import importlib
+
 from ..errors import OutputPluginError
 
 # A TOASTed value the change did not carry (test_decoding prints unchanged-toast-datum)
@@ -25,8 +27,6 @@ PLUGINS = {
 
 def plugin_class(name: str):
     """The output plugin class of ``--format name``."""
-    import importlib
-
     try:
         module, cls = PLUGINS[name]
     except KeyError:

@@ -42,6 +42,7 @@ from __future__ import annotations
 import abc
 from dataclasses import dataclass
 
+from .. import _impl
 from ..catalog import Relation, TypeInfo
 from ..errors import OutputPluginError
 from ..types import OutputContext
@@ -158,8 +159,6 @@ class OutputWriter:
     BLOCK_SIZE = 1 << 20
 
     def __init__(self, write_block, block_size: int = BLOCK_SIZE):
-        from .. import _impl
-
         typeout = _impl.typeout()
         self.write_block = write_block
         self.block_size = block_size

@@ -73,7 +73,7 @@ BUFFERED_BYTES = 256 << 20
 
 
 def _pa():
-    try:
+    try:  # lazy: pyarrow costs 0.2 s and is the optional [parquet] extra; only --parquet needs it
         import pyarrow
         import pyarrow.parquet  # noqa: F401
     except ImportError:
@@ -507,7 +507,7 @@ def _cast(pa, arr, typ):
         return pa.StructArray.from_arrays(children, fields=list(typ), mask=arr.is_null())
     if pa.types.is_string(typ) and pa.types.is_boolean(arr.type):
         # boolout's text (src/backend/utils/adt/bool.c), as integers and numerics keep theirs
-        import pyarrow.compute as pc
+        import pyarrow.compute as pc  # lazy: 50 ms more, only for a column that was boolean and is text
 
         return pc.if_else(arr, "t", "f")
     if isinstance(arr, pa.ExtensionArray):

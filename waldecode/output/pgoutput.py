@@ -611,7 +611,7 @@ class PgOutput(OutputPlugin):
         if all(q is None for *_rest, q in pubs):
             entry.row_filters = None
             return
-        from . import pgoutput_rowfilter as rowfilter
+        from . import pgoutput_rowfilter as rowfilter  # lazy: 6 ms, only publications with row filters
 
         settings = view.catalog.settings
         filters = rowfilter.RelationRowFilters(target, [rowfilter.Publication(*p) for p in pubs],
@@ -737,7 +737,7 @@ class PgOutput(OutputPlugin):
         """One non-NULL value -> its kind byte, length and bytes: binary (the type's send function) when
         asked for and the type has one, else its output text."""
         if self.data.binary:
-            from ..types.send import NO_SEND_FUNCTION, send_function
+            from ..types.send import NO_SEND_FUNCTION, send_function  # lazy: 5 ms, only binary mode
 
             typ = ctx.type(typeoid)
             if typ.typoutput not in NO_SEND_FUNCTION:

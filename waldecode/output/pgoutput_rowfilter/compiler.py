@@ -10,6 +10,7 @@ from ...heap.heaptuple import MissingValue
 from ...heap.varlena import ToastPointer
 from ...pg.pg_type import BOOLOID, BPCHAROID, FLOAT4OID, FLOAT8OID, NAMEOID, NUMERICOID, TEXTOID, VARCHAROID
 from .. import UNCHANGED_TOAST
+from ..quote import quote_identifier
 from .datums import (C_COLLATION_OID, DEFAULT_COLLATION_OID, POSIX_COLLATION_OID, SUPPORTED_TYPES, _ARRAY_OF,
                      _NUMERIC_CONTEXT, _const_value, datum_value, text_value)
 from .functions import (_CMP_RESULT, _CMP_SUFFIX, _PROCS, _bpchar_cmp, _date_timestamp, _dtof, _float_arith,
@@ -421,6 +422,4 @@ _SIMPLE = {
 
 
 def _relname(relation) -> str:
-    from ..quote import quote_identifier
-
     return f"{quote_identifier(relation.nspname)}.{quote_identifier(relation.relname)}"

@@ -9,6 +9,8 @@ from decimal import Context, Decimal
 from ...heap.varlena import read_varlena
 from ...pg.pg_type import (BOOLOID, BPCHAROID, DATEOID, FLOAT4OID, FLOAT8OID, INT2OID, INT4OID, INT8OID, NAMEOID,
                            NUMERICOID, OIDOID, TEXTOID, TIMESTAMPOID, TIMESTAMPTZOID, UUIDOID, VARCHAROID)
+from ...types.arrays import deconstruct
+from ...types.numeric import numeric_text
 from .nodetree import Node, RowFilterError
 
 
@@ -46,8 +48,6 @@ _NUMERIC_CONTEXT = Context(prec=1_000_000, Emax=10**9, Emin=-10**9, traps=[])
 
 
 def _numeric(payload: bytes) -> Decimal:
-    from ...types.numeric import numeric_text
-
     return Decimal(numeric_text(payload))
 
 
@@ -114,8 +114,6 @@ def _const_value(node: Node):
     else:
         raw = data[:constlen]
     if typoid in _ARRAY_OF:
-        from ...types.arrays import deconstruct
-
         elemtype, _dims, _lb, items = deconstruct(raw, _ElemTypes())
         return [None if v is None else datum_value(elemtype, v) for v in items]
     return datum_value(typoid, raw)
