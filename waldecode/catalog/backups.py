@@ -16,9 +16,11 @@ from __future__ import annotations
 import argparse
 import io
 import os
+import re
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 
+from ..argtypes import lsn
 from ..errors import Error
 from ..pg.lsn import format_lsn, parse_lsn
 from ..wal.storage import DEFAULT_OPTIONS, LOCAL, InputOptions, Store, store_for
@@ -192,8 +194,6 @@ def _barman_time(text: str | None, where: str) -> datetime | None:
 
 def _barman_tablespaces(text: str | None) -> tuple[int, ...]:
     """The OIDs in ``tablespaces=[Tablespace(name='t', oid=16385, location='/x'), ...]`` (or tuples)."""
-    import re
-
     if not text or text == "None":
         return ()
     oids = re.findall(r"oid=(\d+)", text) or re.findall(r"\(\s*'[^']*'\s*,\s*(\d+)\s*,", text)
@@ -363,8 +363,6 @@ def datadir_backup(path) -> Backup | None:
 def before_arg(text: str) -> tuple[int | None, datetime | None]:
     """``--before LSN|TIME`` (argparse ``type=``): (LSN, None) for ``X/X``, else (None, time) for an
     ISO 8601 time, UTC when it gives no offset."""
-    from ..argtypes import lsn
-
     if "/" in text:
         return lsn(text), None
     try:

@@ -28,9 +28,13 @@ from __future__ import annotations
 import gzip
 import json
 import os
+from datetime import timezone
 from typing import NamedTuple
 
+from .. import _impl
 from ..errors import CatalogError, DecodeError, UsageError, format_lsn
+from ..logical.startpoint import running_xacts_of
+from ..logical.targets import XactScan, format_timestamp, zone_named
 from ..pg.lsn import parse_lsn
 from ..pg.transam import xid_precedes
 from ..rmgr import RM_HEAP2_ID, RM_HEAP_ID, RM_RELMAP_ID, RM_STANDBY_ID
@@ -45,6 +49,7 @@ from ..rmgr.heap import (
 from ..rmgr.xact import XACT_XINFO_HAS_INVALS
 from ..wal.storage import DEFAULT_OPTIONS, URL_RE, InputOptions
 from ..wal.xlogpage import ReadStop
+from ..wal.xlogreader import XLogReader, _end_lsn, read_segment
 from .model import FORMAT_NAME, Catalog
 from .pg_catalog import OPTIONAL_CATALOGS, TRACKED_CATALOGS
 
@@ -127,8 +132,6 @@ def first_catalog_change(segments, catalog: Catalog, read_from: int | None):
     snapshot's LSN (its end, or damage) when none did before it (what came after cannot be seen).
     Commits whose record ends after the snapshot's LSN are not in it (``pg_current_wal_lsn()`` was past
     every commit it sees)."""
-    from ..logical.targets import XactScan
-
     nodes = _tracked_nodes(catalog)
     firsts: dict = {}  # xid -> its first record read (other than a transaction record), while open
     running = _Running(segments, read_from)
@@ -170,9 +173,6 @@ class _Running:
 
     def before(self, lsn: int):
         """The record, when it lies before ``lsn``."""
-        from ..logical.startpoint import running_xacts_of
-        from ..wal.xlogreader import read_segment
-
         seg_size = self.segments.seg_size
         if self.record is None:
             segno = (self.looked_to if self.looked_to is not None else self.start) // seg_size
@@ -196,8 +196,6 @@ def _leaves_catalog_alone(segments, catalog: Catalog, x, firsts: dict, nodes, ru
     seen = [firsts[xid] for xid in xids if xid in firsts]
     if not seen:
         return True  # no record but the commit itself
-    from .. import _impl
-    from ..wal.xlogreader import XLogReader, _end_lsn
 
     reader = XLogReader(segments=segments, start_lsn=min(seen), end_lsn=x.lsn)
     seg_size = segments.seg_size
@@ -220,10 +218,6 @@ def _leaves_catalog_alone(segments, catalog: Catalog, x, firsts: dict, nodes, ru
 
 
 def _zone_or_utc(catalog: Catalog):
-    from datetime import timezone
-
-    from ..logical.targets import zone_named
-
     try:
         return zone_named(catalog.settings.get("TimeZone", "UTC"), "TimeZone")
     except UsageError:
@@ -231,8 +225,6 @@ def _zone_or_utc(catalog: Catalog):
 
 
 def _format_time(ts: int, zone) -> str:
-    from ..logical.targets import format_timestamp
-
     return format_timestamp(ts, zone)
 
 
@@ -296,7 +288,7 @@ def open_catalog_source(path, segments, stanza: str | None = None,
     path = os.fspath(path)
     url = URL_RE.match(path)
     if url and url.group(1).lower() != "file":  # an object store: only backups are read from it
-        from . import backups as _backups
+        from . import backups as _backups  # lazy: 50 ms (construct, crc32c), only backup repositories
 
         return BackupSource(path, _fitting(path, _backups.list_backups(path, stanza, options), segments))
     if not os.path.isdir(path):
@@ -339,7 +331,7 @@ class BackupSource(CatalogSource):
                          "14:03:00+01)")
 
     def for_start(self, start: int, say=None) -> Catalog:
-        from .datadir import snapshot_from_datadir
+        from .datadir import snapshot_from_datadir  # lazy: 50 ms, only a snapshot from a backup needs it
 
         before = [b for b in self.backups if b.stop_lsn <= start]
         if before:
@@ -361,7 +353,7 @@ class BackupSource(CatalogSource):
 def _backups_in(path: str, segments, stanza: str | None) -> list | None:
     """The backups of the WAL's cluster and version a backup repository at ``path`` keeps (None: not a
     repository ``catalog.backups`` knows, or that module is not there)."""
-    try:
+    try:  # lazy: 50 ms (construct, crc32c) that a --catalog FILE never needs
         from . import backups as _backups
     except ImportError:
         return None

@@ -11,6 +11,7 @@ the catalog history and the type output.
 from __future__ import annotations
 
 import base64
+import gzip
 import json
 import zlib
 from dataclasses import asdict, dataclass, field, fields, replace
@@ -460,8 +461,6 @@ class Catalog:
     def load(cls, path) -> Catalog:
         try:
             if str(path).endswith(".gz"):
-                import gzip
-
                 with gzip.open(path, "rt", encoding="utf-8") as f:
                     text = f.read()
             else:

@@ -12,12 +12,14 @@ from __future__ import annotations
 
 import struct
 
+from ..errors import CorruptRecordError
 from ..heap.heaptuple import HEAP_NATTS_MASK, SizeofHeapTupleHeader, deform_tuple
 from ..heap.varlena import ToastPointer
 from ..pg.encoding import python_codec
 from ..pg.pg_type import (BOOLOID, BYTEAOID, CHAROID, FLOAT4OID, INT2OID, INT2VECTOROID,  # noqa: F401 (the
                           INT4OID, NAMEOID, OIDOID, OIDVECTOROID, REGPROCOID, TEXTARRAYOID,  # types of the
                           TEXTOID, XIDOID)  # catalog columns read here)
+from ..types.arrays import deconstruct
 
 # src/include/catalog/pg_*.h: the catalogs' own OIDs (identical 13-18)
 TypeRelationId = 1247
@@ -132,8 +134,6 @@ class _ElementTypes:
     def type(self, oid: int) -> _Shape:
         shape = self.SHAPES.get(oid)
         if shape is None:
-            from ..errors import CorruptRecordError
-
             raise CorruptRecordError(f"a catalog array has element type {oid}, not int2, int4, oid or text")
         return shape
 
@@ -163,8 +163,6 @@ def value_converter(typid: int, codec: str = "utf-8"):
     if typid == TEXTOID:
         return lambda v: v if v is None or v.__class__ is ToastPointer else bytes(v).decode(codec, "surrogateescape")
     if typid in (INT2VECTOROID, OIDVECTOROID, TEXTARRAYOID):
-        from ..types.arrays import deconstruct
-
         if typid == TEXTARRAYOID:
             def text_array(v):
                 if v is None or v.__class__ is ToastPointer:

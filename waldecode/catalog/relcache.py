@@ -13,10 +13,13 @@ from __future__ import annotations
 import struct
 from typing import Callable, NamedTuple
 
-from ..heap.varlena import VARHDRSZ
+from ..errors import WALError
+from ..heap.varlena import VARHDRSZ, ToastPointer
 from ..pg.pg_type import (BITOID, BPCHAROID, INTERVALOID, JSONOID, NUMERICOID, TIMEOID, TIMESTAMPOID, TIMESTAMPTZOID,
                           TIMETZOID, VARBITOID, VARCHAROID)
 from ..pg.quote import quote_identifier, split_identifier_string
+from ..types import TypeOutputError
+from ..types.arrays import deconstruct
 from .model import CatalogError
 
 # src/include/catalog/pg_type.dat: OIDs format_type special-cases (utils/adt/format_type.c)
@@ -252,11 +255,6 @@ def missing_value_text(raw, ctx) -> str | None:
     """The output text of the one element of a pg_attribute.attmissingval (an anyarray payload), printed
     with ``ctx`` (a ``types.OutputContext``: the catalog and settings of the snapshot); None for NULL.
     Raises ``CatalogError`` with the reason when the value cannot be read."""
-    from ..errors import WALError
-    from ..types import TypeOutputError
-    from ..types.arrays import deconstruct
-    from ..heap.varlena import ToastPointer
-
     if raw is None:
         return None
     if isinstance(raw, ToastPointer):

@@ -41,6 +41,9 @@ import tarfile
 import tempfile
 from typing import BinaryIO, Iterator
 
+import lz4.frame
+import zstandard
+
 from ...wal.archive import parse_pgbackrest_info
 from ...wal.storage import LOCAL as LOCAL_STORE
 from ...wal.storage import Store
@@ -242,12 +245,8 @@ def _decompressing(raw: BinaryIO, kind: str) -> BinaryIO:
     if kind == "bz2":
         return bz2.BZ2File(raw, "rb")
     if kind == "lz4":
-        import lz4.frame
-
         return lz4.frame.LZ4FrameFile(raw, "rb")
     if kind == "zst":
-        import zstandard
-
         return zstandard.ZstdDecompressor().stream_reader(raw, read_across_frames=True)
     raise CatalogError(f"unknown compression {kind!r}")
 

@@ -18,6 +18,7 @@ from typing import Callable
 
 from ...pg.encoding import encoding_name
 from ...pg.lsn import format_lsn
+from ...types import OutputContext, TypeOutputError
 from .. import relcache
 from ..model import Attribute, Catalog, CatalogError, CatalogPages, Relation, TypeInfo, publication_object
 from ..pg_catalog import (
@@ -339,8 +340,6 @@ def _check_state(dd: DataDir) -> None:
 def _with_missing_values(catalog: Catalog, missing: list, where: str) -> dict:
     """The relations with ``attmissingval`` filled in: the output text of the one element of the
     anyarray, printed with the snapshot's settings (and its types, for enums and records)."""
-    from ...types import OutputContext, TypeOutputError
-
     ctx = None
     texts: dict[int, dict[int, str | None]] = {}
     for relid, attnum, raw in missing:

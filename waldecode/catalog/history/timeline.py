@@ -31,6 +31,7 @@ from ..pg_catalog import (
 )
 from ..relcache import search_path_schemas
 from .layers import ABSENT, RELMAP, Layer, RowEvent, TxnEvents
+from .view import HistoricCatalog
 
 FORMAT_NAME = "waldecode-catalog-timeline"
 FORMAT_VERSION = 1
@@ -216,8 +217,6 @@ class CatalogTimeline:
         key = (epoch, txn if count else None, count)
         v = self._views.get(key)
         if v is None:
-            from .view import HistoricCatalog
-
             if len(self._views) > 256:
                 self._views.clear()
             v = self._views[key] = HistoricCatalog(self, epoch, txn if count else None, count, lsn)

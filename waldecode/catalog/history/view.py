@@ -14,6 +14,7 @@ from dataclasses import replace
 
 from ...errors import CorruptRecordError
 from ...pg.lsn import format_lsn
+from ...types import OutputContext
 from .. import relcache
 from ..model import Attribute, CatalogError, Relation, TypeInfo, publication_object
 from ..pg_catalog import (
@@ -98,8 +99,6 @@ class HistoricCatalog:
 
     def output_context(self):
         if self._ctx is None:
-            from ...types import OutputContext
-
             self._ctx = OutputContext(self, self.settings)
         return self._ctx
 
