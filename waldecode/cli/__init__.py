@@ -12,7 +12,9 @@ from __future__ import annotations
 import argparse
 import sys
 
+from .. import _impl
 from ..errors import CatalogError, Error, OutputPluginError, UsageError
+from ..wal.xlogpage import XLOG_PAGE_MAGIC_BY_MAJOR
 from . import catalog as _catalog
 from . import decode as _decode
 from . import inspect as _inspect
@@ -38,10 +40,7 @@ def _build_parser(command: str | None = None) -> argparse.ArgumentParser:
 def version_text() -> str:
     """``waldecode --version``: the installed package's version, the majors of
     ``MAJOR_BY_XLOG_PAGE_MAGIC`` (the WAL page formats recognised) and the active implementation."""
-    from importlib.metadata import PackageNotFoundError, version
-
-    from .. import _impl
-    from ..wal.xlogpage import XLOG_PAGE_MAGIC_BY_MAJOR
+    from importlib.metadata import PackageNotFoundError, version  # lazy: 50 ms that only --version needs
 
     try:
         v = version("waldecode")
@@ -64,7 +63,7 @@ class _VersionAction(argparse.Action):
 
 
 def _bench_command(sub) -> None:
-    from .bench import add_arguments as add_bench_arguments
+    from .bench import add_arguments as add_bench_arguments  # lazy: a command group, see _COMMAND_GROUPS
 
     ben = sub.add_parser("bench", help="time waldecode against pg_waldump and PostgreSQL's own decoding",
                          description="Build workloads on throw-away PostgreSQL 15 clusters and time, on the same "
@@ -74,19 +73,19 @@ def _bench_command(sub) -> None:
 
 
 def _spark_commands(sub) -> None:
-    from .spark import add_arguments
+    from .spark import add_arguments  # lazy: a command group, see _COMMAND_GROUPS
 
     add_arguments(sub)
 
 
 def _pgoutput_dump_command(sub) -> None:
-    from .pgoutput_dump import add_arguments
+    from .pgoutput_dump import add_arguments  # lazy: a command group, see _COMMAND_GROUPS
 
     add_arguments(sub)
 
 
 def _forensics_commands(sub) -> None:
-    from .forensics import add_apply_arguments, add_arguments
+    from .forensics import add_apply_arguments, add_arguments  # lazy: a command group, see _COMMAND_GROUPS
 
     add_arguments(sub)
     add_apply_arguments(sub)
@@ -125,7 +124,7 @@ def _command_of(argv: list) -> str | None:
 
 
 def cmd_bench(args) -> int:
-    from .bench import main_bench
+    from .bench import main_bench  # lazy: a command group, see _COMMAND_GROUPS
 
     return main_bench(args)
 

@@ -21,7 +21,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from .. import argtypes
+from .. import _impl, argtypes
 from ..bench.workloads import BY_NAME, WORKLOADS
 
 EXIT_OK = 0
@@ -78,6 +78,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 def _standalone(memory: str | None, work_root: Path, say):
     """``--spark-standalone``'s cluster, up for the whole benchmark (its start, 10-30 s, timed in no run); its
     logs in the work directory."""
+    # lazy: --help imports this module for bench's arguments; Spark's modules only when a benchmark runs
     from ..spark.standalone import StandaloneCluster
     from ..bench.sparkrun import STANDALONE_CORES, STANDALONE_MEMORY, STANDALONE_WORKERS
 
@@ -92,9 +93,9 @@ def _standalone(memory: str | None, work_root: Path, say):
 
 
 def main_bench(args) -> int:
+    # lazy: psycopg (0.24 s), Spark and the benchmark's machinery: not for --help, which imports this module
     import psycopg
 
-    from .. import _impl
     from ..spark.standalone import StandaloneError
     from ..testing.cluster import ClusterError, find_bindir
     from ..bench import report
@@ -117,7 +118,7 @@ def main_bench(args) -> int:
         return EXIT_USAGE
     if not args.no_chart:
         try:
-            import matplotlib  # noqa: F401
+            import matplotlib  # noqa: F401  # lazy: 0.3 s, optional ([bench] extra), only for the chart
         except ImportError:
             print("waldecode: error: the PNG chart needs matplotlib: pip install 'waldecode[bench]' "
                   "(or pass --no-chart)", file=sys.stderr)

@@ -24,7 +24,7 @@ def add_parser(sub) -> None:
                           "backup directory: the catalog is read from one backup's files (default: the latest)")
 
     def before_arg(text: str):
-        from ..catalog.backups import before_arg
+        from ..catalog.backups import before_arg  # lazy: 50 ms, only when --before is given
 
         return before_arg(text)
 
@@ -59,19 +59,19 @@ def cmd_catalog(args) -> int:
     try:
         backup = None
         if args.backup:
-            from ..catalog.backups import find_backup
+            from ..catalog.backups import find_backup  # lazy: 50 ms that --help, inspect and decode never need
 
             before_lsn, before_time = args.before or (None, None)
             backup = find_backup(args.backup, args.stanza, args.backup_set, before_lsn, before_time,
                                  argtypes.input_options(args))
         elif args.datadir:
-            from ..catalog.backups import datadir_backup
+            from ..catalog.backups import datadir_backup  # lazy: as find_backup
 
             backup = datadir_backup(args.datadir)
         if backup is not None:
             if args.pages:
                 raise UsageError("--pages goes with --dsn; from a backup the pages are read from its files")
-            from ..catalog.datadir import snapshot_from_datadir
+            from ..catalog.datadir import snapshot_from_datadir  # lazy: as find_backup
 
             print(f"{prog}: catalog from {backup.describe()}", file=sys.stderr)
             try:
@@ -82,14 +82,14 @@ def cmd_catalog(args) -> int:
         elif args.datadir:
             if args.pages:
                 raise UsageError("--pages goes with --dsn; with --datadir the pages are read from the files")
-            from ..catalog.datadir import snapshot_from_datadir
+            from ..catalog.datadir import snapshot_from_datadir  # lazy: as find_backup
 
             catalog = snapshot_from_datadir(args.datadir, args.database, warn=warn)
             where = f"the last start of {args.datadir}"
         else:
             if args.database:
                 raise UsageError("--database goes with --datadir; with --dsn, name the database in the DSN")
-            from ..catalog.dsn import redact_dsn, snapshot_from_dsn
+            from ..catalog.dsn import redact_dsn, snapshot_from_dsn  # lazy: as find_backup
 
             catalog = snapshot_from_dsn(args.dsn, args.pages or "auto")
             where = redact_dsn(args.dsn)

@@ -5,11 +5,13 @@ from __future__ import annotations
 
 import gc
 import os
+import shutil
 import sys
 
 from .. import argtypes, progress
 from ..errors import UsageError, format_lsn
 from ..output import plugin_class
+from ..wal.segments import discover
 from . import options as opt
 from .options import plugin_options, settings_overrides
 from .report import _print_notes, _say, report_decode_result, report_problems, warning_printer
@@ -44,7 +46,7 @@ def add_parser(sub) -> None:
 def fit_catalog(catalog, segments, settings: list, source):
     """The snapshot with ``--set NAME=VALUE``'s overrides (a new view of it: the snapshot is left as it
     was), refused when it is of another major version than the WAL."""
-    from ..logical.session import version_mismatch  # the decoder's modules: not loaded for --help or inspect
+    from ..logical.session import version_mismatch  # lazy: the decoder, 0.2 s not loaded for --help or inspect
 
     catalog = catalog.with_settings(settings_overrides(settings))
     mismatch = version_mismatch(segments, catalog, source)
@@ -60,7 +62,7 @@ def require_pgoutput_options(fmt: str, options: dict, major: int | None = None) 
         return
     missing = [f"-o {name}" for name in ("proto_version", "publication_names") if name not in options]
     if missing:
-        from ..output.pgoutput import max_proto_version
+        from ..output.pgoutput import max_proto_version  # lazy: only --format pgoutput, not inspect
 
         proto = max_proto_version(major) if major is not None else 1
         raise UsageError(f"--format pgoutput needs {' and '.join(missing)}, the options a subscriber sends: e.g. "
@@ -68,10 +70,10 @@ def require_pgoutput_options(fmt: str, options: dict, major: int | None = None) 
 
 
 def cmd_decode(args) -> int:
+    # lazy: the decoder and the catalog choice, 0.2 s that --help, inspect and catalog never need
     from ..catalog.choose import check_snapshot, open_catalog_source
     from ..logical.session import decode_wal
     from ..logical.startpoint import reading_start
-    from ..wal.segments import discover
 
     if args.restart_lsn is not None and args.start_lsn is None and args.start_time is None:
         raise UsageError("--restart-lsn goes with --start-lsn (the slot's confirmed_flush_lsn)")
@@ -110,10 +112,10 @@ def cmd_decode(args) -> int:
     catalog = fit_catalog(catalog, segments, args.settings, catalog.source or args.catalog)
     # Usage errors before the WAL is read for the check below: options the plugin refuses, a --parquet
     # directory that is not empty (one that does not exist is made later, so that a refusal leaves none)
-    from ..output.base import CatalogView
+    from ..output.base import CatalogView  # lazy: as the decoder above
 
     if args.parquet:
-        from ..output.parquet import ParquetOutput, prepare_directory
+        from ..output.parquet import ParquetOutput, prepare_directory  # lazy: only --parquet
 
         if os.path.exists(args.parquet):
             prepare_directory(args.parquet)
@@ -123,14 +125,14 @@ def cmd_decode(args) -> int:
     probe.startup(dict(options), CatalogView(catalog))
     # Before the slot file and the output exist: a snapshot of another cluster, or of later than the start
     check_snapshot(catalog, segments, start_plan[1], start_lsn, say=_say)
-    from ..forensics.timelines import decode_start_warnings
+    from ..forensics.timelines import decode_start_warnings  # lazy: 3 ms that inspect does not need
 
     for w in decode_start_warnings(args.paths, segments, start_lsn, argtypes.input_options(args)):
         print(f"waldecode: warning: {w}", file=sys.stderr)
     keeper = None
     spill_dir = args.spill_dir
     if args.slot:
-        from ..logical.slot import SlotKeeper, SlotState
+        from ..logical.slot import SlotKeeper, SlotState  # lazy: only --slot
 
         if args.include_uncommitted:
             raise UsageError("--include-uncommitted does not go with --slot: a slot prints committed "
@@ -150,7 +152,7 @@ def cmd_decode(args) -> int:
     else:
         out = _LazyOutput(args.output)
     if args.parquet:
-        from ..output.parquet import ParquetOutput, prepare_directory
+        from ..output.parquet import ParquetOutput, prepare_directory  # lazy: only --parquet
 
         prepare_directory(args.parquet)
         plugin = ParquetOutput(directory=args.parquet)
@@ -180,7 +182,7 @@ def cmd_decode(args) -> int:
         raise
     out.close()
     if args.parquet:
-        from ..output.parquet import unify_dataset
+        from ..output.parquet import unify_dataset  # lazy: only --parquet
 
         unify_dataset(args.parquet)  # one schema per table, whatever DDL the range holds
     status = report_decode_result(result, segments, start_lsn, quiet=args.quiet, report=args.report)
@@ -192,7 +194,7 @@ def time_bounds(args, segments, snapshot_zone) -> tuple:
     options; a time without an offset is read in the snapshot's TimeZone (``--set TimeZone=`` overrides it).
     ``snapshot_zone``: that TimeZone, or a function giving it (asked only when a time has no offset: a backup
     repository refuses, its snapshot is chosen by the start); times with offsets are shown in UTC then."""
-    from ..logical.targets import needs_zone, resolve_times, zone_named
+    from ..logical.targets import needs_zone, resolve_times, zone_named  # lazy: 10 ms, not for inspect
 
     name = None
     for item in args.settings:
@@ -243,7 +245,7 @@ class _LazyOutput:
     def __init__(self, path: str | None, keep_bytes: int | None = None):
         self.path = path
         self.keep_bytes = keep_bytes
-        from ..output.base import OutputWriter
+        from ..output.base import OutputWriter  # lazy: with the catalog and types, 80 ms inspect does not need
 
         # the plugin writes here; blocks of lines reach the file
         self.writer = OutputWriter(self._write_block)
@@ -299,8 +301,6 @@ class _LazyOutput:
 
 
 def _fresh_dir(path: str) -> str:
-    import shutil
-
     shutil.rmtree(path, ignore_errors=True)
     os.makedirs(path)
     return path
@@ -308,7 +308,7 @@ def _fresh_dir(path: str) -> str:
 
 def _open_slot(args, segments, options: dict):
     """The slot file's state when it exists (checked against this input and run), else None."""
-    from ..logical.slot import SlotState
+    from ..logical.slot import SlotState  # lazy: only --slot
 
     if not args.output:
         raise UsageError("--slot needs --output FILE: the slot records how much of it is confirmed")

@@ -11,8 +11,12 @@ from __future__ import annotations
 import sys
 
 from .. import argtypes
-from . import options as opt
 from ..errors import UsageError
+from ..wal.segments import discover, scan
+from . import options as opt
+from .decode import fit_catalog
+from .options import plugin_options
+from .report import report_decode_result, report_problems, warning_printer
 
 EXIT_OK = 0
 EXIT_INCOMPLETE = 1
@@ -63,7 +67,7 @@ def add_arguments(sub) -> None:
 
 
 def cmd_timelines(args) -> int:
-    from ..wal.segments import scan
+    # lazy: --help builds this group's arguments too; the forensics libraries load for the command run
     from ..forensics.timelines import format_timelines, timelines
 
     found = scan(args.paths, argtypes.input_options(args))
@@ -74,10 +78,8 @@ def cmd_timelines(args) -> int:
 
 
 def cmd_diverge(args) -> int:
+    # lazy: the decoder (0.2 s), for the command run only (see cmd_timelines)
     from ..catalog.choose import check_cluster, open_catalog_source
-    from .decode import fit_catalog
-    from .options import plugin_options
-    from ..wal.segments import discover, scan
     from ..forensics.diverge import diverge
     from ..forensics.newprimary import NewPrimary
     from ..forensics.report import report, sql_problems, to_json, to_sql
@@ -107,7 +109,6 @@ def cmd_diverge(args) -> int:
 
     # a file is checked now; a directory's snapshot once diverge knows the reading start
     catalog = fit(source.catalog) if source.catalog is not None else source
-    from .report import warning_printer
 
     warn = warning_printer(args)  # the first warning of each cause as it happens; the report counts them
     newprimary = NewPrimary(args.dsn) if args.dsn else None
@@ -130,8 +131,6 @@ def cmd_diverge(args) -> int:
         print(f"waldecode: error: {e}", file=sys.stderr)
     status = EXIT_OK if d.complete else EXIT_INCOMPLETE
     if args.format == "sql":
-        from .report import report_problems
-
         # as decode --format sql: a change the script lists but could not redo means status 1
         status = max(status, report_problems(sql_problems(d), undo=False))
     return status
@@ -161,13 +160,11 @@ def add_apply_arguments(sub) -> None:
 
 
 def cmd_apply(args) -> int:
+    # lazy: the decoder and psycopg (0.5 s), for the command run only (see cmd_timelines)
     import psycopg
 
     from ..catalog import Catalog
-    from .decode import fit_catalog
-    from .report import report_decode_result
     from ..logical.session import decode_wal
-    from ..wal.segments import discover
     from ..forensics.apply import ApplyError, ApplyOutput
 
     segments = discover(args.paths, args.timeline, argtypes.input_options(args))

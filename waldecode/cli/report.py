@@ -62,7 +62,7 @@ def _print_notes(notes) -> None:
 def warning_printer(args):
     """``on_warning`` for a decoding run: the first occurrence of each cause (every one with ``-v``),
     as ``warning:`` when the output lacks what it names, else ``note:`` (left out under ``-q``)."""
-    from ..logical.diagnostics import Diagnostic
+    from ..logical.diagnostics import Diagnostic  # lazy: 5 ms, decoding only (not inspect or --help)
 
     verbose, quiet = getattr(args, "verbose", False), getattr(args, "quiet", False)
     seen = set()
@@ -84,7 +84,7 @@ def report_diagnostics(result, quiet: bool = False, report: str | None = None, c
     """The summary of a decoding run's warnings and notes on stderr, the one line that says what to do
     first, then one line per cause (capped); ``report``: all of them as JSON.  True when the output
     lacks something because of them (exit status 1).  ``complete``: nothing else is missing from the output."""
-    from ..logical.diagnostics import Diagnostics
+    from ..logical.diagnostics import Diagnostics  # lazy: 5 ms, decoding only (not inspect or --help)
 
     decoder = result.decoder
     diags = decoder.diagnostics if decoder is not None else None
@@ -129,7 +129,7 @@ def report_decode_result(result, segments, start_lsn, quiet: bool = False, repor
     """Say on stderr what a decoding run left out or could not do (``decode`` and ``spark decode``);
     the exit status.  ``quiet`` leaves out the line of a normal end of WAL and the notes; ``report``:
     write the warnings and notes there as JSON (``report_diagnostics``)."""
-    from ..logical.session import missing_start_message
+    from ..logical.session import missing_start_message  # lazy: the decoder, 0.2 s that inspect never needs
 
     if result.consistent_lsn is None:
         # Without a consistent point nothing was decoded: say what became of each transaction seen
