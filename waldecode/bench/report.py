@@ -18,6 +18,9 @@ import sys
 from importlib import metadata
 from pathlib import Path
 
+from .. import _impl
+from .sparkrun import MODEL
+
 
 def _fmt_rate(rate: float | None, unit: str) -> str:
     if rate is None:
@@ -89,8 +92,6 @@ def format_spark_breakdown(results: list[dict]) -> str:
     """After the verdicts: for each ``spark decode`` timed (local or on a standalone cluster), its fixed, serial
     and parallel parts (the run nearest the median) and the wall time they predict for 1 TiB of WAL; then the
     model they are predicted by, in one line (``sparkrun.MODEL``; ``sparkrun.breakdown`` says more)."""
-    from .sparkrun import MODEL
-
     out = []
     for r in results:
         for t in r["tools"]:
@@ -146,8 +147,6 @@ def _tool_version(path: Path) -> str | None:
 
 def environment(bindir: Path | None) -> dict:
     """Machine and versions, for the JSON."""
-    from .. import _impl
-
     machine = {"platform": platform.platform(), "cpu": _cpu_model(), "cpus": os.cpu_count(),
                "memory_mb": _mem_total_mb(), "load_average_at_start": os.getloadavg()}
     versions = {"python": sys.version.split()[0], "waldecode": _version("waldecode"),
@@ -165,10 +164,11 @@ def write_json(path: Path, document: dict) -> None:
 
 def write_chart(path: Path, results: list[dict]) -> None:
     """One panel per workload: median seconds per tool (log scale), ratio to the reference beside each bar."""
+    # lazy: matplotlib (0.3 s) is the optional [bench] extra, not needed with --no-chart; pyplot after use()
     import matplotlib
 
     matplotlib.use("Agg")  # files only, no display
-    import matplotlib.pyplot as plt
+    import matplotlib.pyplot as plt  # lazy: after matplotlib.use("Agg"), which must come first
 
     height = 0.45 * sum(len(r["tools"]) for r in results) + 1.2 * len(results) + 0.4
     fig, axes = plt.subplots(len(results), 1, figsize=(9, height), squeeze=False)

@@ -25,6 +25,8 @@ from ..testing.cluster import Cluster
 from ..wal.xlogreader import parse_lsn
 from . import tools as T
 from .measure import Measurement, run_measured, time_peek
+from .sparkrun import (STANDALONE_MEMORY, breakdown, run_spark_measured, spark_decode_argv,
+                       spark_decode_standalone)
 from .workloads import DB, Workload
 
 CLUSTER_SETTINGS = {"wal_keep_size": "8GB", "max_wal_size": "8GB", "checkpoint_timeout": "1h"}
@@ -82,8 +84,6 @@ def _tools(impls: list[str], spark: bool, standalone) -> list[T.Tool]:
     standalone cluster when there is one."""
     tools = T.tools_for(impls, spark)
     if standalone is not None:
-        from .sparkrun import spark_decode_standalone
-
         impl = "cython" if "cython" in impls else impls[0]
         tools.append(spark_decode_standalone(impl, standalone.workers, standalone.cores_per_worker))
     return tools
@@ -94,8 +94,6 @@ def _spark_target(tool: T.Tool, standalone, spark_memory: str | None) -> tuple[s
     tool: ``local[N]``, or the standalone cluster's master with executors of ``--spark-memory`` (else
     ``sparkrun.STANDALONE_MEMORY``, what its workers offer)."""
     if "_standalone_" in tool.key:
-        from .sparkrun import STANDALONE_MEMORY
-
         return (standalone.url, dict(standalone.env, WALDECODE_IMPL=tool.impl), standalone.pids,
                 spark_memory or STANDALONE_MEMORY)
     return f"local[{int(tool.key.rsplit('local', 1)[1])}]", T.impl_env(tool.impl), [], spark_memory
@@ -145,8 +143,6 @@ def _measure_all(w: T.WalUnderTest, conn, result: dict, *, runs: int, impls: lis
                       compared=(tool.label, "pg_waldump --stats=record", stats_ref.stat().st_size))
                 out.unlink()
             elif tool.key.startswith("spark_decode_"):
-                from .sparkrun import breakdown, run_spark_measured, spark_decode_argv
-
                 master, env, daemons, memory = _spark_target(tool, standalone, spark_memory)
                 parts = work_dir / "spark-parts"
                 parts.mkdir(exist_ok=True)

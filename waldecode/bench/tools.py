@@ -12,10 +12,13 @@ functions build them.  ``pg_waldump --stats=record`` is the table ``waldecode in
 
 from __future__ import annotations
 
+import compileall
 import os
 import sys
 from dataclasses import dataclass
 from pathlib import Path
+
+from ..spark import classdata
 
 
 @dataclass(frozen=True)
@@ -109,8 +112,6 @@ def spark_class_archive() -> str:
     """The class-data archive ``spark decode`` maps for Spark's JVM (``waldecode spark prepare``), written
     before anything is timed when it is missing — as ``compile_bytecode`` writes what an installed package
     has: the Spark runs then start as on a machine where it was prepared.  Says what was found, for the JSON."""
-    from ..spark import classdata
-
     path = classdata.archive_path()
     if path is None:
         return "none: no Java or no pyspark"
@@ -128,8 +129,6 @@ def compile_bytecode() -> str:
     compile its modules from source: 50–100 ms of start-up no user pays.  Python reads the
     cache even under PYTHONDONTWRITEBYTECODE, so compiling it once here is enough.  Says what
     was found, for the JSON."""
-    import compileall
-
     package = Path(__file__).resolve().parents[1]
     if not os.access(package, os.W_OK):
         return f"{package} is not writable: bytecode left as installed"
