@@ -13,17 +13,19 @@ that is gone was deleted on the new timeline.  The session is read-only
 from __future__ import annotations
 
 from ..errors import UsageError
+from ..pg.quote import quote_identifier
 from ..wal.segments import parse_history
 from .collect import ALL_ROWS, INSERT
+from .diverge import Conflict
 
 
 class NewPrimary:
     def __init__(self, dsn: str):
-        try:
+        try:  # lazy: psycopg (0.24 s) and catalog.dsn (50 ms: the data-directory readers), only with --dsn
             import psycopg
         except ImportError:
             raise UsageError("--dsn needs psycopg 3 (pip install 'psycopg[binary]')") from None
-        from ..catalog.dsn import _one_line, redact_dsn
+        from ..catalog.dsn import _one_line, redact_dsn  # lazy: see above
 
         self.where = redact_dsn(dsn)
         try:
@@ -42,7 +44,7 @@ class NewPrimary:
     def history(self) -> tuple:
         """The new primary's timeline history file, parsed (``pg_read_file``: superuser or
         pg_read_server_files); () on timeline 1."""
-        import psycopg
+        import psycopg  # lazy: only with --dsn, see __init__
 
         if self.timeline == 1:
             return ()
@@ -50,7 +52,7 @@ class NewPrimary:
         try:
             text = self.conn.execute("SELECT pg_read_file(%s)", (name,)).fetchone()[0]
         except psycopg.Error as e:
-            from ..catalog.dsn import _one_line
+            from ..catalog.dsn import _one_line  # lazy: only with --dsn, see __init__
 
             raise UsageError(f"no history file among the input, and the new primary at {self.where} does not let "
                              f"{name} be read ({_one_line(e)}): give --new with its pg_wal, or --switch-lsn") from None
@@ -107,8 +109,6 @@ class NewPrimary:
     def conflicts(self, lost: list, next_xid: int) -> list:
         """The rows of ``lost`` transactions the new timeline changed too; ``next_xid``: the first xid it
         could assign (after the newest of the WAL before the switch point)."""
-        from .diverge import Conflict
-
         per_key: dict = {}
         for t in lost:  # in commit order
             for (table, key), ops in t.keys.items():
@@ -141,6 +141,4 @@ class NewPrimary:
 
 
 def _ident(name: str) -> str:
-    from ..pg.quote import quote_identifier
-
     return quote_identifier(name)

@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 from datetime import datetime, timedelta, timezone
 
+from ..logical.diagnostics import Diagnostics
 from ..pg.lsn import format_lsn
 from .collect import ALL_ROWS
 from .diverge import Divergence
@@ -178,7 +179,6 @@ def report(d: Divergence) -> str:
         w(f"xids of lost transactions that {new} used for other transactions: "
           + ", ".join(map(str, d.xids_reused)))
     if d.warnings:  # one line per cause, with its count and first example (logical.diagnostics)
-        from ..logical.diagnostics import Diagnostics
 
         diags = Diagnostics()
         for m in d.warnings:

@@ -405,7 +405,7 @@ class Cluster:
 
     def connect(self, dbname: str = "postgres", autocommit: bool = True, **kwargs: Any):
         """A new psycopg connection to ``dbname`` over the unix socket, as ``postgres``."""
-        import psycopg
+        import psycopg  # lazy: 0.24 s that the server helpers (find_bindir, start, stop) do not need
 
         return psycopg.connect(
             host=str(self.socket_dir), port=self.port, user="postgres", dbname=dbname,

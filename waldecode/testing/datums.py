@@ -18,6 +18,8 @@ from __future__ import annotations
 import decimal
 import struct
 
+import lz4.block
+
 from ..heap.heaptuple import ALIGNMENT, HEAP_HASEXTERNAL, HEAP_HASNULL, HEAP_HASVARWIDTH, SizeofHeapTupleHeader
 from ..heap.varlena import TOAST_LZ4_COMPRESSION_ID, TOAST_PGLZ_COMPRESSION_ID, VARTAG_ONDISK
 from ..types.arrays import MAXALIGN
@@ -271,8 +273,6 @@ def varlena(payload: bytes, form: str = "4b") -> bytes:
         stream = pglz_compress(payload)
         method = TOAST_PGLZ_COMPRESSION_ID
     elif form == "lz4":
-        import lz4.block
-
         stream = lz4.block.compress(payload, store_size=False)
         method = TOAST_LZ4_COMPRESSION_ID
     else:
