@@ -3,7 +3,8 @@
 tests/support/pitr.py starts a PostgreSQL 15 primary that archives its WAL, takes a plain base backup
 before the workload, and records, per transaction, what recovery can be told to stop at and the
 table as the primary holds it afterwards.  Here the workload (inserts, HOT and non-HOT updates,
-deletes, a rolled-back transaction, subtransactions rolled back and released, a TOASTed value) runs
+deletes, a rolled-back transaction, subtransactions rolled back and released, a TOASTed value, a
+VACUUM, a rewrite by ALTER TABLE ... TYPE, a TRUNCATE) runs
 once, then the backup is recovered to targets of each kind (``recovery_target_lsn``, ``_time``,
 ``_xid``; inclusive on and off): each recovered and promoted copy's ``COPY`` must hold, as a
 multiset, exactly the rows the primary held after the last transaction the target includes, and
@@ -44,6 +45,10 @@ WORKLOAD = [
     (["INSERT INTO orders VALUES (200, 'toast', 3, (SELECT string_agg(md5(g::text), '') "
       "FROM generate_series(1, 200) g))"], True),
     (["DELETE FROM orders WHERE id % 2 = 1", "INSERT INTO orders VALUES (300, 'last', 4, NULL)"], True),
+    ("VACUUM orders", None),  # pruning and vacuum records, no target
+    (["ALTER TABLE orders ALTER COLUMN amount TYPE numeric(12,3)"], True),  # a rewrite: a new relfilenode
+    (["TRUNCATE orders", "INSERT INTO orders VALUES (400, 'after truncate', 5, NULL)"], True),
+    (["INSERT INTO orders VALUES (401, 'the end', 6, NULL)"], True),
 ]
 
 
@@ -51,6 +56,9 @@ WORKLOAD = [
 def primary():
     with PitrPrimary(SCHEMA, "orders") as p:
         for statements, commit in WORKLOAD:
+            if commit is None:
+                p.outside(statements)
+                continue
             p.transaction(*statements, commit=commit)
             time.sleep(0.01)  # commit timestamps well apart from the clock readings between them
         p.finish()
@@ -63,7 +71,7 @@ def test_workload_recorded(primary):
     lsns = [t.lsn for t in primary.txns]
     assert lsns == sorted(lsns) and lsns[0] > primary.backup_end_lsn
     assert all(t.lsn < t.end_lsn for t in primary.txns)
-    assert [t.committed for t in primary.txns] == [c for _, c in WORKLOAD]
+    assert [t.committed for t in primary.txns] == [c for _, c in WORKLOAD if c is not None]
     committed = [t for t in primary.txns if t.committed]
     assert all(t.time < t.after for t in committed)
     rows = [primary.backup_rows] + [t.rows for t in committed]
@@ -108,6 +116,27 @@ def test_inclusive_matters(primary):
         assert off.lines == copy_lines(primary.txns[t.index - 1].rows), kind
         assert on.lines != off.lines
         assert "recovery stopping" in on.stopping and "recovery stopping" in off.stopping
+
+
+def test_backup_label_and_end(primary):
+    """The backup's label as the server wrote it, and its XLOG_BACKUP_END record: the end the server's
+    backup history file (``.backup`` in the archive) gives as STOP WAL LOCATION."""
+    from waldecode.pg.lsn import parse_lsn
+    from waldecode.redo.backup_label import backup_end_lsn
+    from waldecode.wal.xlogreader import XLogReader
+
+    label = read_backup_label(primary.backup)
+    history = [f for f in primary.archive.iterdir() if f.name.endswith(".backup")]
+    assert len(history) == 1
+    fields = dict(line.split(": ", 1) for line in history[0].read_text().splitlines() if ": " in line)
+    assert fields["START WAL LOCATION"] == f"{format_lsn(label.start_lsn)} (file {label.start_wal_file})"
+    assert fields["CHECKPOINT LOCATION"] == format_lsn(label.checkpoint_lsn)
+    assert (fields["BACKUP METHOD"], fields["BACKUP FROM"], fields["START TIME"], fields["LABEL"]) == \
+        (label.backup_method, label.backup_from, label.start_time, label.label)
+    assert int(fields["START TIMELINE"]) == label.start_timeline == 1 and not label.incremental
+    ends = [e for e in (backup_end_lsn(label, r) for r in XLogReader([primary.archive], start_lsn=label.start_lsn))
+            if e is not None]
+    assert ends == [parse_lsn(fields["STOP WAL LOCATION"].split()[0])]
 
 
 def test_unreachable_targets_report_postgres_fatal(primary):

@@ -46,6 +46,7 @@ import subprocess
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Callable
 
 import backup_tools as bt
 from waldecode.pg.lsn import format_lsn, parse_lsn
@@ -138,6 +139,7 @@ class PitrPrimary:
     schema: str
     table: str
     settings: dict = field(default_factory=dict)
+    before_backup: Callable | None = None  # called with the primary after ``schema``, before the backup
     txns: list = field(default_factory=list)
 
     def __enter__(self) -> "PitrPrimary":
@@ -162,6 +164,8 @@ class PitrPrimary:
             self.conn = c.connect(DB)
             self.conn.execute("CREATE EXTENSION pg_walinspect")
             self.conn.execute(self.schema)
+            if self.before_backup is not None:
+                self.before_backup(self)
             self.backup = self.base / "backup"
             c.run_bin("pg_basebackup", "-D", self.backup, "-h", c.socket_dir, "-p", str(c.port), "-U", "postgres",
                       "-Fp", "-X", "none", "-c", "fast", "--no-sync")
@@ -211,6 +215,15 @@ class PitrPrimary:
         self.txns.append(rec)
         return rec
 
+    def outside(self, *statements: str) -> None:
+        """Run ``statements`` outside any recorded transaction (``VACUUM``, ``CHECKPOINT``): no target is
+        taken from them; a commit record they write ends no transaction of ``txns``."""
+        for s in statements:
+            self.conn.execute(s)
+        rows = self._copy()
+        if rows != self.rows_after(len(self.txns) - 1):
+            raise RuntimeError(f"{statements} changed the rows of {self.table}: run it as a transaction")
+
     def finish(self) -> None:
         """The end of the workload: the last segment switched out and archived, and the start LSN of
         every transaction's commit or abort record read back from the WAL (pg_walinspect)."""
@@ -218,7 +231,8 @@ class PitrPrimary:
         self.conn.execute("SELECT pg_switch_wal()")
         bt.wait_archived(self.cluster)
         rows = self.conn.execute(
-            "SELECT start_lsn::text, xid::text::bigint, record_type FROM pg_get_wal_records_info(%s::pg_lsn, %s::pg_lsn) "
+            "SELECT start_lsn::text, xid::text::bigint, record_type "
+            "FROM pg_get_wal_records_info(%s::pg_lsn, %s::pg_lsn) "
             "WHERE resource_manager = 'Transaction' AND record_type IN ('COMMIT', 'ABORT')",
             (format_lsn(self.backup_end_lsn), format_lsn(end))).fetchall()
         ends = {(xid, kind): parse_lsn(lsn) for lsn, xid, kind in rows}
