@@ -9,7 +9,8 @@ and subtransactions alike.
 
 After every step the server's own answers are recorded: ``txid_status()`` of every xid so far and
 ``pg_get_multixact_members()`` of every multixact, with the insert LSN.  waldecode.redo.clog and
-.multixact, built from the backup's files and its ``backup_label`` checkpoint, must give the answers
+.multixact, built from the backup's files and its ``backup_label`` checkpoint (the plain base backup,
+and a pgBackRest full set taken at the same moment, read in its repository), must give the answers
 the server gave just before the backup with no record read, and those it gave after each step once
 fed the archived records before that step's LSN.
 """
@@ -105,6 +106,32 @@ def before_backup(p: PitrPrimary) -> None:
     for s in ("k1", "k2"):
         w.run(s, "BEGIN", "TAG", "SELECT * FROM locked WHERE id = 2 FOR KEY SHARE")
     w.before = w.answers()
+    p.pgbackrest_set = _pgbackrest_backup(p)
+
+
+def _pgbackrest_backup(p: PitrPrimary):
+    """A pgBackRest full backup of the primary in the state ``before`` recorded (the archive script
+    pushes to its repository too from now on), as a ``DataFiles``; None without pgBackRest."""
+    import backup_tools as bt
+    from waldecode.catalog.datadir.files import PgBackRestSet
+
+    if bt.missing_tools("pgbackrest"):
+        return None
+    c = p.cluster
+    conf_dir = p.base / "pgbackrest"
+    conf_dir.mkdir()
+    bt.chown_to_server(conf_dir)
+    repo = p.base / "repo"
+    conf = bt.pgbackrest_config(conf_dir, "main", repo, "gz", c.pgdata, c.socket_dir, c.port)
+    bt.pgbackrest(conf, "main", "stanza-create")
+    command = bt.archive_script(p.base / "archive-pgbackrest.sh",
+                                [bt.copy_to(p.archive), bt.pgbackrest_push(conf, "main")])
+    c.sql("ALTER SYSTEM SET archive_command = '%s'" % command.replace("'", "''"))
+    c.sql("SELECT pg_reload_conf()")
+    bt.pgbackrest(conf, "main", "backup", "--type=full")
+    stanza_dir = repo / "backup" / "main"
+    (label,) = [d.name for d in stanza_dir.iterdir() if d.is_dir() and d.name.endswith("F")]
+    return PgBackRestSet(stanza_dir / label)
 
 
 @pytest.fixture(scope="module")
@@ -140,11 +167,24 @@ def primary():
                 conn.close()
 
 
-def _readers(p: PitrPrimary):
-    label = read_backup_label(p.backup)
+def _readers(p: PitrPrimary, backup=None):
+    """The readers of ``backup`` (the plain base backup unless given), and a reader of the archive from
+    its redo point."""
+    backup = p.backup if backup is None else backup
+    label = read_backup_label(backup)
     checkpoint = redo_checkpoint(label, XLogReader([p.archive], start_lsn=label.start_lsn))
     reader = XLogReader([p.archive], start_lsn=label.start_lsn)
-    return label, checkpoint, CommitLog(p.backup, checkpoint, 15), MultiXacts(p.backup, checkpoint), reader
+    return label, checkpoint, CommitLog(backup, checkpoint, 15), MultiXacts(backup, checkpoint), reader
+
+
+@pytest.fixture(params=["pg_basebackup", "pgbackrest"])
+def backup(request, primary):
+    """The backup the readers read: the plain one, or a pgBackRest set (files compressed in a repository)."""
+    if request.param == "pgbackrest":
+        if primary.pgbackrest_set is None:
+            pytest.skip("pgbackrest is not installed (./dev test installs it)")
+        return primary.pgbackrest_set
+    return primary.backup
 
 
 def _differences(clog: CommitLog, multis: MultiXacts, statuses: dict, members: dict, known_multis) -> list[str]:
@@ -194,10 +234,10 @@ def test_redo_checkpoint_is_pg_controldata(primary):
     assert int(ctl["Latest checkpoint's TimeLineID"]) == checkpoint.timeline
 
 
-def test_backup_files_alone(primary):
+def test_backup_files_alone(primary, backup):
     """Before any record: the backup's pg_xact and pg_multixact give the answers the server gave
     just before the backup."""
-    _label, checkpoint, clog, multis, _reader = _readers(primary)
+    _label, checkpoint, clog, multis, _reader = _readers(primary, backup)
     _lsn, statuses, members = primary.workload.before
     assert checkpoint.next_multi == max(members) + 1  # every multixact so far is in the files
     assert _differences(clog, multis, statuses, members, members) == []
@@ -206,9 +246,9 @@ def test_backup_files_alone(primary):
         multis.members(checkpoint.next_multi)
 
 
-def test_backup_and_wal_at_each_step(primary):
+def test_backup_and_wal_at_each_step(primary, backup):
     """Fed the records up to each step, the readers give the server's answers after that step."""
-    _label, checkpoint, clog, multis, reader = _readers(primary)
+    _label, checkpoint, clog, multis, reader = _readers(primary, backup)
     records = iter(reader)
     pending = None
     checked = 0
