@@ -132,8 +132,12 @@ class PitrPrimary:
     """A PostgreSQL 15 primary archiving its WAL, a base backup of it, and the workload's record.
 
     ``with PitrPrimary(schema, table) as p:`` starts the primary, creates ``schema`` in database
-    ``pitr``, and takes the base backup; then ``p.transaction(...)`` per transaction, ``p.finish()``
-    once (switches and archives the last segment, reads back the commit LSNs), and ``p.recover``.
+    ``pitr``, calls ``before_backup(p)`` if given (work that must be in the backup's files: open
+    transactions, another backup tool's set) and takes the base backup (``p.backup``; ``p.archive``
+    is the archive); then ``p.transaction(...)`` per transaction (``p.outside(...)`` for statements
+    that are no target, such as VACUUM), ``p.finish()`` once (switches and archives the last segment,
+    reads back the commit LSNs), ``p.targets()`` and ``p.recover(target)``, whose rows compare with
+    ``p.rows_after(target.last_included)``.
     """
 
     schema: str
@@ -169,7 +173,8 @@ class PitrPrimary:
             self.backup = self.base / "backup"
             c.run_bin("pg_basebackup", "-D", self.backup, "-h", c.socket_dir, "-p", str(c.port), "-U", "postgres",
                       "-Fp", "-X", "none", "-c", "fast", "--no-sync")
-            # The backup ends where pg_backup_stop wrote XLOG_BACKUP_END: recovery is consistent from there
+            # pg_backup_stop wrote XLOG_BACKUP_END before this insert LSN: every transaction from here on
+            # is after the point where recovery of the backup becomes consistent
             self.backup_rows = self._copy()
             self.backup_end_lsn = self._insert_lsn()
         except BaseException:
