@@ -25,6 +25,7 @@ from waldecode.redo.pagestore import PageStore
 from waldecode.redo.xlogrecovery import HeapRedo, verify_backup_page_consistency
 from waldecode.rmgr import RM_HEAP2_ID, RM_HEAP_ID
 from waldecode.rmgr import heap as rm_heap
+from waldecode.wal.fpi import compression_method
 from waldecode.wal.xlogreader import XLogReader, parse_lsn
 
 pytestmark = [pytest.mark.server]
@@ -41,8 +42,8 @@ INSERT INTO wide SELECT g, repeat('w', 1500) FROM generate_series(1, 40) g;
 
 # Page-changing record types the workload must have produced (and checked at least one block of)
 EXPECTED = {
-    ("Heap", "INSERT"), ("Heap", "INSERT+INIT"), ("Heap", "UPDATE"), ("Heap", "HOT_UPDATE"),
-    ("Heap", "DELETE"), ("Heap", "LOCK"), ("Heap", "INPLACE"), ("Heap", "HEAP_CONFIRM"),
+    ("Heap", "INSERT"), ("Heap", "INSERT+INIT"), ("Heap", "UPDATE"), ("Heap", "UPDATE+INIT"),
+    ("Heap", "HOT_UPDATE"), ("Heap", "DELETE"), ("Heap", "LOCK"), ("Heap", "INPLACE"), ("Heap", "HEAP_CONFIRM"),
     ("Heap2", "MULTI_INSERT"), ("Heap2", "MULTI_INSERT+INIT"), ("Heap2", "VISIBLE"), ("Heap2", "LOCK_UPDATED"),
 }
 # the pruning and freezing records: 14-16, and 17+ (rmgr/heap.py names them per version)
@@ -131,11 +132,15 @@ def _workload(c) -> None:
         conn.execute("VACUUM FREEZE bulk")
 
 
-@pytest.fixture(scope="module", params=[15, 16, 18])
+# 15 with each wal_compression (the images to apply and the consistency images alike); the bundled
+# 16 and 18 servers are built without lz4 and zstd
+@pytest.fixture(scope="module", params=[(15, "off"), (15, "pglz"), (15, "lz4"), (15, "zstd"), (16, "off"), (18, "off")],
+                ids=lambda p: "%d-%s" % p)
 def wal(request, tmp_path_factory):
-    major = request.param
+    major, compression = request.param
     # wal_keep_size: the checkpoint in the middle must not recycle the segments to be read
-    with live_cluster(SCHEMA, major=major, wal_consistency_checking="heap,heap2", wal_keep_size="1GB") as c:
+    with live_cluster(SCHEMA, major=major, wal_consistency_checking="heap,heap2", wal_keep_size="1GB",
+                      wal_compression=compression) as c:
         with c.connect(DB) as conn:
             conn.execute("CHECKPOINT")
             redo_lsn, = conn.execute("SELECT redo_lsn::text FROM pg_control_checkpoint()").fetchone()
@@ -145,8 +150,8 @@ def wal(request, tmp_path_factory):
             end_lsn, = conn.execute("SELECT pg_current_wal_insert_lsn()::text").fetchone()
             conn.execute("SELECT pg_switch_wal()")
             last = conn.execute("SELECT pg_walfile_name(%s::pg_lsn)", (end_lsn,)).fetchone()[0]
-        path = c.archive_wal(tmp_path_factory.mktemp("wal%d" % major), first, last)
-        yield path, parse_lsn(redo_lsn), parse_lsn(end_lsn), c.major
+        path = c.archive_wal(tmp_path_factory.mktemp("wal%d%s" % (major, compression)), first, last)
+        yield path, parse_lsn(redo_lsn), parse_lsn(end_lsn), c.major, compression
 
 
 def _describe(replay: bytes, primary: bytes) -> str:
@@ -171,9 +176,11 @@ def replay(wal_dir, start: int, end: int, major: int, store_dir) -> dict:
     mismatches = []
     all_visible_differ = []
     multixact_locks = 0
+    images: Counter = Counter()  # how the images were stored: None (not compressed), pglz, lz4, zstd
     with PageStore(store_dir) as store:
         engine = HeapRedo(store, major)
         for rec in XLogReader([wal_dir], start_lsn=start, end_lsn=end):
+            images.update(compression_method(b, major) for b in rec.blocks if b.has_image)
             rr = engine.redo(rec)
             if rr is None or rec.xl_rmid not in (RM_HEAP_ID, RM_HEAP2_ID):
                 continue
@@ -192,12 +199,12 @@ def replay(wal_dir, start: int, end: int, major: int, store_dir) -> dict:
                     mismatches.append((rec.lsn, name, check.locator, check.blkno,
                                        _describe(check.replay, check.primary)))
     return {"checked": checked, "statuses": statuses, "mismatches": mismatches, "records": engine.records,
-            "blocks": engine.blocks, "all_visible_differ": all_visible_differ, "multixact_locks": multixact_locks}
+            "blocks": engine.blocks, "all_visible_differ": all_visible_differ, "multixact_locks": multixact_locks, "images": images}
 
 
 @pytest.fixture(scope="module")
 def result(wal, tmp_path_factory):
-    wal_dir, start, end, major = wal
+    wal_dir, start, end, major, _compression = wal
     return replay(wal_dir, start, end, major, tmp_path_factory.mktemp("store"))
 
 
@@ -223,6 +230,13 @@ def test_every_record_type_of_the_workload_was_checked(result, wal):
     assert result["multixact_locks"] > 0
 
 
+def test_the_images_were_stored_as_configured(result, wal):
+    compression = wal[4]
+    # an image that does not shrink is stored as it is
+    assert set(result["images"]) <= {None, None if compression == "off" else compression}, result["images"]
+    assert compression == "off" or result["images"][compression] > 1000
+
+
 def test_all_visible_bit_agrees_unmasked(result):
     """heap_mask hides PD_ALL_VISIBLE (a replay that skips a record by its LSN may leave it unset);
     replaying every record in order from images, waldecode must get it right too."""
@@ -231,7 +245,7 @@ def test_all_visible_bit_agrees_unmasked(result):
 
 def test_a_broken_redo_routine_is_caught(wal, tmp_path, monkeypatch):
     """The check can fail: delete redo that forgets the deleting transaction (t_xmax) is caught."""
-    wal_dir, start, end, major = wal
+    wal_dir, start, end, major, _compression = wal
     real = heapam_xlog.ht.set_xmax
 
     def delete_without_xmax(rr):

@@ -1,0 +1,172 @@
+"""The page store, the page-LSN rule, masking and bad records, for ``waldecode.redo``.
+
+The store keeps pages in sparse files and knows which blocks it holds (a page of zeros is not an
+absent page); the LSN rule applies a record to a page only when the page's LSN is before the
+record's end (XLogReadBufferForRedo); heap_mask hides exactly what may differ between a primary and
+a replay; a record that does not fit the page is a ``CorruptRecordError`` naming its LSN.  The
+redo routines themselves are checked against a real server by the live test
+(``tests/live/test_heap_redo_consistency.py``).
+"""
+
+from __future__ import annotations
+
+import os
+import struct
+
+import pytest
+
+from waldecode.errors import CorruptRecordError
+from waldecode.redo import bufpage as bp
+from waldecode.redo import htup_details as ht
+from waldecode.redo.heapam_xlog import heap_mask
+from waldecode.redo.pagestore import PageStore
+from waldecode.redo.xlogrecovery import HeapRedo
+from waldecode.rmgr import RM_HEAP_ID
+from waldecode.rmgr import heap as h
+from waldecode.wal.xlogrecord import BKPBLOCK_HAS_DATA, BLCKSZ, BlockRef, DecodedRecord
+
+REL = (1663, 5, 16384)
+
+
+def _page_with(n: int = 3, size: int = 40) -> bytearray:
+    page = bytearray(BLCKSZ)
+    bp.page_init(page, BLCKSZ, 0)
+    for i in range(n):
+        tup = bytearray(size)
+        tup[ht.T_HOFF] = 24
+        assert bp.page_add_item(page, tup, size, bp.InvalidOffsetNumber, False, True) == i + 1
+    return page
+
+
+# -- the page store -----------------------------------------------------------------------------
+
+def test_store_round_trip_sparse_and_presence(tmp_path):
+    page = _page_with()
+    with PageStore(tmp_path) as store:
+        store.write(REL, 0, 100_000, page)  # block 100000: 800 MB into the file
+        store.write(REL, 0, 3, bytes(BLCKSZ))  # a page of zeros is a page
+        assert store.read(REL, 0, 100_000) == page
+        assert store.read(REL, 0, 3) == bytes(BLCKSZ)
+        assert store.read(REL, 0, 4) is None  # a hole reads as zeros, but is no page
+        assert store.read(REL, 1, 3) is None and store.read((1663, 5, 1), 0, 3) is None
+        assert list(store.blocks(REL, 0)) == [3, 100_000]
+    path = tmp_path / ("%u_%u_%u_main" % REL)
+    assert os.stat(path).st_blocks * 512 < 1024 * 1024  # sparse: not 800 MB on disk
+    with PageStore(tmp_path) as store:  # opened again: the index of present blocks was kept
+        assert list(store.blocks(REL, 0)) == [3, 100_000]
+        assert store.relations() == [(REL, 0)]
+        store.truncate(REL, 0, 4)
+        assert list(store.blocks(REL, 0)) == [3]
+        assert store.read(REL, 0, 100_000) is None
+
+
+def test_store_keeps_a_bounded_number_of_files_open(tmp_path):
+    with PageStore(tmp_path) as store:
+        for rel in range(200):
+            store.write((1663, 5, rel), 0, rel, _page_with(1))
+        assert len(store._open) <= 64
+        for rel in range(200):
+            assert list(store.blocks((1663, 5, rel), 0)) == [rel]
+
+
+# -- records by hand ------------------------------------------------------------------------------
+
+def _insert_record(end_lsn: int, offnum: int, init: bool, xid: int = 1000, body: bytes = b"\x00\x01\x00\x00\x00") -> DecodedRecord:
+    data = h.xl_heap_header.pack(1, 0x0800, 24) + body  # natts 1, HEAP_XMAX_INVALID, t_hoff 24: a pad byte, an int4
+    block = BlockRef(0, 0, BKPBLOCK_HAS_DATA, *REL, 7, False, 0, 0, 0, 0, None, data)
+    info = h.XLOG_HEAP_INSERT | (h.XLOG_HEAP_INIT_PAGE if init else 0)
+    return DecodedRecord(end_lsn - 100, end_lsn, 100, xid, 0, info, RM_HEAP_ID, 0, (block,),
+                         h.xl_heap_insert.pack(offnum, 0), 0, 0)
+
+
+def test_the_lsn_rule_init_page_and_missing_pages(tmp_path):
+    with PageStore(tmp_path) as store:
+        engine = HeapRedo(store, 15)
+        # no page yet: a plain insert finds nothing to change
+        rr = engine.redo(_insert_record(0x1000, 1, init=False))
+        assert rr.actions == {0: 3} and store.read(REL, 0, 7) is None
+        # XLOG_HEAP_INIT_PAGE initializes the page whatever the store holds
+        engine.redo(_insert_record(0x2000, 1, init=True))
+        page = store.read(REL, 0, 7)
+        assert bp.page_get_lsn(page) == 0x2000 and bp.page_get_max_offset_number(page) == 1
+        lp_off, flags, lp_len = bp.item_id(page, 1)
+        assert (flags, lp_len) == (bp.LP_NORMAL, 23 + 5)  # the header up to t_bits, then the logged bytes
+        assert struct.unpack_from("<I", page, lp_off)[0] == 1000  # xmin: the record's xid
+        assert ht.get_ctid(page, lp_off) == (7, 1)
+        # a record ending at or before the page's LSN is already there: BLK_DONE, nothing changes
+        rr = engine.redo(_insert_record(0x2000, 2, init=False))
+        assert rr.actions == {0: 1} and store.read(REL, 0, 7) == page
+        # a later one is applied
+        engine.redo(_insert_record(0x3000, 2, init=False, xid=1001))
+        page = store.read(REL, 0, 7)
+        assert bp.page_get_max_offset_number(page) == 2 and bp.page_get_lsn(page) == 0x3000
+        assert dict(engine.blocks) == {"notfound": 1, "initialized": 1, "done": 1, "needs_redo": 1}
+
+
+def test_a_record_that_does_not_fit_the_page_names_its_lsn(tmp_path):
+    with PageStore(tmp_path) as store:
+        engine = HeapRedo(store, 15)
+        engine.redo(_insert_record(0x2000, 1, init=True))
+        with pytest.raises(CorruptRecordError, match=r"invalid max offset number 5 at LSN 0/2F9C"):
+            engine.redo(_insert_record(0x3000, 5, init=False))
+        with pytest.raises(CorruptRecordError, match=r"failed to add tuple at offset 1 at LSN 0/3F9C"):
+            engine.redo(_insert_record(0x4000, 1, init=False))  # offset 1 is taken
+
+
+def test_the_wanted_relations_only(tmp_path):
+    with PageStore(tmp_path) as store:
+        engine = HeapRedo(store, 15, wanted=lambda locator: locator != REL)
+        engine.redo(_insert_record(0x2000, 1, init=True))
+        assert store.relations() == []
+
+
+# -- heap_mask ---------------------------------------------------------------------------------
+
+def test_heap_mask_hides_hints_and_replay_artifacts_only():
+    page = _page_with(2, size=37)  # 3 bytes of alignment padding after each item
+    tup = bp.item_id(page, 1)[0]
+    other = bytearray(page)
+    bp.page_set_lsn(other, 0x55)
+    other[bp.PD_CHECKSUM_OFF] = 7
+    bp.page_set_prunable(other, 1234)
+    bp.set_pd_flags(other, bp.PD_ALL_VISIBLE | bp.PD_PAGE_FULL | bp.PD_HAS_FREE_LINES)
+    ht.set_infomask(other, tup, 0x0100 | 0x0800 | ht.HEAP_COMBOCID)  # hint bits, not frozen
+    ht.set_u32(other, tup + ht.T_CID, 77)
+    other[bp.pd_lower(other) + 5] = 9  # the hole
+    other[tup + 38] = 9  # the padding after the 37-byte item
+    a, b = bytearray(page), bytearray(other)
+    heap_mask(a, 0)
+    heap_mask(b, 0)
+    assert a == b
+    # what the WAL carries is not masked: xmax, t_infomask2, t_ctid
+    for pos, value in ((tup + ht.T_XMAX, 5), (tup + ht.T_INFOMASK2 + 1, ht.HEAP_KEYS_UPDATED >> 8),
+                       (tup + ht.T_INFOMASK2 + 1, ht.HEAP_HOT_UPDATED >> 8), (tup + ht.T_CTID + 4, 9)):
+        c = bytearray(page)
+        c[pos] = value
+        heap_mask(c, 0)
+        assert c != a
+
+
+def test_heap_mask_keeps_a_frozen_tuples_xmin_bits_and_resets_speculative_tokens():
+    page = _page_with(1)
+    tup = bp.item_id(page, 1)[0]
+    ht.set_infomask(page, tup, 0x0300)  # HEAP_XMIN_FROZEN
+    frozen_lock = bytearray(page)
+    ht.set_infomask(frozen_lock, tup, 0x0300 | ht.HEAP_XMAX_LOCK_ONLY)
+    a, b = bytearray(page), bytearray(frozen_lock)
+    heap_mask(a, 0)
+    heap_mask(b, 0)
+    assert a != b  # a frozen tuple's xmax lock bits count
+    spec = bytearray(page)
+    ht.set_ctid(spec, tup, 0, ht.SpecTokenOffsetNumber)
+    ht.set_ctid(page, tup, 4, 1)
+    heap_mask(spec, 4)
+    heap_mask(page, 4)
+    assert spec == page
+
+
+def test_masking_a_page_with_impossible_pointers_is_an_error():
+    page = _page_with(1)
+    struct.pack_into("<H", page, bp.PD_LOWER_OFF, 9000)
+    with pytest.raises(CorruptRecordError, match="invalid page pd_lower 9000"):
+        heap_mask(page, 0)
