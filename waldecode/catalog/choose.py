@@ -34,7 +34,6 @@ from typing import NamedTuple
 from .. import _impl
 from ..errors import CatalogError, DecodeError, UsageError, format_lsn
 from ..logical.startpoint import running_xacts_of
-from ..logical.targets import XactScan, format_timestamp, zone_named
 from ..pg.lsn import parse_lsn
 from ..pg.transam import xid_precedes
 from ..rmgr import RM_HEAP2_ID, RM_HEAP_ID, RM_RELMAP_ID, RM_STANDBY_ID
@@ -132,6 +131,9 @@ def first_catalog_change(segments, catalog: Catalog, read_from: int | None):
     snapshot's LSN (its end, or damage) when none did before it (what came after cannot be seen).
     Commits whose record ends after the snapshot's LSN are not in it (``pg_current_wal_lsn()`` was past
     every commit it sees)."""
+    # lazy: logical.targets (10 ms) is needed only for a snapshot taken after the reading start
+    from ..logical.targets import XactScan
+
     nodes = _tracked_nodes(catalog)
     firsts: dict = {}  # xid -> its first record read (other than a transaction record), while open
     running = _Running(segments, read_from)
@@ -218,6 +220,8 @@ def _leaves_catalog_alone(segments, catalog: Catalog, x, firsts: dict, nodes, ru
 
 
 def _zone_or_utc(catalog: Catalog):
+    from ..logical.targets import zone_named  # lazy: an error message's time only, see first_catalog_change
+
     try:
         return zone_named(catalog.settings.get("TimeZone", "UTC"), "TimeZone")
     except UsageError:
@@ -225,6 +229,8 @@ def _zone_or_utc(catalog: Catalog):
 
 
 def _format_time(ts: int, zone) -> str:
+    from ..logical.targets import format_timestamp  # lazy: an error message's time only, see first_catalog_change
+
     return format_timestamp(ts, zone)
 
 

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import sys
-from datetime import timezone
 
 from .. import argtypes, progress
 from ..errors import format_lsn
@@ -52,7 +51,10 @@ def cmd_inspect(args) -> int:
     start_lsn, end_lsn = args.start_lsn, args.end_lsn
     segments = discover(args.paths, args.timeline, argtypes.input_options(args))
     if args.start_time is not None or args.end_time is not None:
-        from ..logical.targets import resolve_times  # lazy: 10 ms, only --start-time/--end-time
+        # lazy: datetime and logical.targets (10 ms), only for --start-time/--end-time
+        from datetime import timezone
+
+        from ..logical.targets import resolve_times
 
         bounds = resolve_times(segments, args.start_time, args.end_time, timezone.utc, start_lsn=start_lsn,
                                verify_crc=args.verify_crc, what="inspect")

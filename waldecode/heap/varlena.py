@@ -16,8 +16,6 @@ from __future__ import annotations
 import struct
 from typing import NamedTuple
 
-import lz4.block
-
 from .. import _impl
 from ..errors import CorruptRecordError, DecompressionError
 
@@ -169,6 +167,8 @@ def decompress(data, rawsize: int, method: int, what: str = "datum") -> bytes:
         except DecompressionError as e:
             raise DecompressionError(f"{what}: {e.reason}") from None
     if method == TOAST_LZ4_COMPRESSION_ID:
+        import lz4.block  # lazy: only lz4-compressed values need it
+
         try:
             out = lz4.block.decompress(bytes(data), uncompressed_size=rawsize)
         except Exception as e:  # lz4 raises its own LZ4BlockError

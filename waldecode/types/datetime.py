@@ -18,7 +18,6 @@ from __future__ import annotations
 import datetime as _pydt
 import re
 import struct
-import zoneinfo
 
 from ..errors import CorruptRecordError
 from . import UnsupportedSettingError
@@ -175,6 +174,8 @@ def load_timezone(name: str) -> TimeZone:
     tz = _timezones.get(name)
     if tz is not None:
         return tz
+    import zoneinfo  # lazy: 4 ms (and sysconfig) that only a time zone's output needs
+
     key = name.strip()
     if key.upper() == "GMT":
         tz = TimeZone(name, fixed_offset=0, abbrev="GMT")

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import importlib
 import io
-import mmap
 import os
 import re
 from dataclasses import dataclass
@@ -140,6 +139,8 @@ class LocalStore(Store):
             raise SegmentFileError(f"could not read file: {e.strerror}", path=location, what="file") from None
 
     def map(self, location: str):
+        import mmap  # lazy: only mapped reads need it; kept off the start-up of every command
+
         try:
             with open(location, "rb") as f:
                 return mmap.mmap(f.fileno(), 0, flags=mmap.MAP_SHARED | getattr(mmap, "MAP_POPULATE", 0),

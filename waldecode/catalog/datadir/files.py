@@ -41,9 +41,6 @@ import tarfile
 import tempfile
 from typing import BinaryIO, Iterator
 
-import lz4.frame
-import zstandard
-
 from ...wal.archive import parse_pgbackrest_info
 from ...wal.storage import LOCAL as LOCAL_STORE
 from ...wal.storage import Store
@@ -245,8 +242,12 @@ def _decompressing(raw: BinaryIO, kind: str) -> BinaryIO:
     if kind == "bz2":
         return bz2.BZ2File(raw, "rb")
     if kind == "lz4":
+        import lz4.frame  # lazy: only .lz4 backup files need it (decode loads this module for page images)
+
         return lz4.frame.LZ4FrameFile(raw, "rb")
     if kind == "zst":
+        import zstandard  # lazy: 2 ms, only .zst backup files need it
+
         return zstandard.ZstdDecompressor().stream_reader(raw, read_across_frames=True)
     raise CatalogError(f"unknown compression {kind!r}")
 
