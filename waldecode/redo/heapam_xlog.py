@@ -213,13 +213,9 @@ def heap_xlog_update(rr: RedoRecord, hot_update: bool) -> None:
     (old_xmax, old_offnum, old_infobits_set, flags, new_xmax,
      new_offnum) = h.xl_heap_update.unpack_from(rr.record.main_data)
     newblk = rr.block(0).blkno
-    if rr.has_block(1):
-        if hot_update:
-            raise rr.error("heap redo: a HOT update across pages")
-        oldblk = rr.block(1).blkno
-    else:
-        oldblk = newblk
-    same = not rr.has_block(1)
+    same = not rr.has_block(1)  # block 1 is the old page when the new version went to another one
+    if not same and hot_update:
+        raise rr.error("heap redo: a HOT update across pages")
     # the old tuple version
     oldaction, obuf = rr.read_buffer_for_redo(0 if same else 1)
     oldtup = None  # (page, header position, length)
