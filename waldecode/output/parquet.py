@@ -73,7 +73,7 @@ BUFFERED_BYTES = 256 << 20
 
 
 def _pa():
-    try:  # lazy: pyarrow costs 0.2 s and is the optional [parquet] extra; only --parquet needs it
+    try:  # lazy: pyarrow costs 0.1 s and is the optional [parquet] extra; only --parquet needs it
         import pyarrow
         import pyarrow.parquet  # noqa: F401
     except ImportError:

@@ -242,7 +242,7 @@ def _decompressing(raw: BinaryIO, kind: str) -> BinaryIO:
     if kind == "bz2":
         return bz2.BZ2File(raw, "rb")
     if kind == "lz4":
-        import lz4.frame  # lazy: only .lz4 backup files need it (decode loads this module for page images)
+        import lz4.frame  # lazy: only .lz4 backup files need it
 
         return lz4.frame.LZ4FrameFile(raw, "rb")
     if kind == "zst":

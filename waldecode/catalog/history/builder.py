@@ -400,7 +400,7 @@ class CatalogHistory(TransactionListener):
         dbid, _tsid, nbytes = xl_relmap_update.unpack_from(rec.main_data, 0)
         if dbid != self.db or nbytes < 8:
             return
-        # lazy: the data-directory readers (catalog.datadir: construct, crc32c) cost 50 ms of decode's start-up
+        # lazy: the data-directory readers (catalog.datadir: construct, crc32c, 50 ms), only for a VACUUM FULL's map
         from ..datadir.relmap import relmap_update_mappings
 
         mappings = relmap_update_mappings(rec.main_data[xl_relmap_update.size:xl_relmap_update.size + nbytes])

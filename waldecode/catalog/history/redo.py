@@ -200,7 +200,7 @@ class CatalogRedo:
                 restored[key] = self._page(b.relNumber, b.blkno, rec.lsn)  # as it was before the image
                 where = f"full-page image at {format_lsn(rec.lsn)} of {b.spcOid}/{b.dbOid}/{b.relNumber}"
                 try:
-                    # lazy: catalog.datadir (construct, crc32c) costs 50 ms of decode's start-up
+                    # lazy: catalog.datadir (construct, crc32c: 50 ms), only when a catalog page image comes
                     from ..datadir.heapscan import heap_page_tuples
 
                     tuples = heap_page_tuples(restore_block_image(b, self.major, rec.lsn), where, b.blkno)
