@@ -43,15 +43,19 @@ EXPECTED_PRUNE = {14: {("Heap2", "PRUNE"), ("Heap2", "VACUUM"), ("Heap2", "FREEZ
                        ("Heap2", "PRUNE_VACUUM_CLEANUP")}}
 
 
-# 15 with each wal_compression (the images to apply and the consistency images alike); the bundled
-# 16 and 18 servers are built without lz4 and zstd
-@pytest.fixture(scope="module", params=[(15, "off"), (15, "pglz"), (15, "lz4"), (15, "zstd"), (16, "off"), (18, "off")],
-                ids=lambda p: "%d-%s" % p)
+# 15 with each wal_compression (the images to apply and the consistency images alike), and with
+# wal_log_hints (hint bits WAL-logged as with data checksums: XLOG_FPI_FOR_HINT images, and
+# XLOG_HEAP2_VISIBLE moves the heap page's LSN); the bundled 16 and 18 servers are built without lz4
+# and zstd
+@pytest.fixture(scope="module", params=[(15, "off", False), (15, "pglz", False), (15, "lz4", False),
+                                        (15, "zstd", False), (15, "off", True), (16, "off", False),
+                                        (18, "off", False)],
+                ids=lambda p: "%d-%s%s" % (p[0], p[1], "-wal_log_hints" if p[2] else ""))
 def wal(request, tmp_path_factory):
-    major, compression = request.param
+    major, compression, hints = request.param
     # wal_keep_size: the checkpoint in the middle must not recycle the segments to be read
     with live_cluster(SCHEMA, major=major, wal_consistency_checking="heap,heap2", wal_keep_size="1GB",
-                      wal_compression=compression) as c:
+                      wal_compression=compression, wal_log_hints=hints) as c:
         with c.connect(DB) as conn:
             conn.execute("CHECKPOINT")
             redo_lsn, = conn.execute("SELECT redo_lsn::text FROM pg_control_checkpoint()").fetchone()
@@ -62,7 +66,7 @@ def wal(request, tmp_path_factory):
             conn.execute("SELECT pg_switch_wal()")
             last = conn.execute("SELECT pg_walfile_name(%s::pg_lsn)", (end_lsn,)).fetchone()[0]
         path = c.archive_wal(tmp_path_factory.mktemp("wal%d%s" % (major, compression)), first, last)
-        yield path, parse_lsn(redo_lsn), parse_lsn(end_lsn), c.major, compression
+        yield path, parse_lsn(redo_lsn), parse_lsn(end_lsn), c.major, compression, hints
 
 
 def _describe(replay: bytes, primary: bytes) -> str:
@@ -80,7 +84,7 @@ def _describe(replay: bytes, primary: bytes) -> str:
     return "; ".join(out)
 
 
-def replay(wal_dir, start: int, end: int, major: int, store_dir) -> dict:
+def replay(wal_dir, start: int, end: int, major: int, store_dir, hint_bits_logged: bool) -> dict:
     """Replay the WAL into a page store and check every heap record's blocks; a summary."""
     checked: Counter = Counter()  # (rmgr, type) -> blocks compared and equal
     statuses: Counter = Counter()
@@ -89,7 +93,7 @@ def replay(wal_dir, start: int, end: int, major: int, store_dir) -> dict:
     multixact_locks = 0
     images: Counter = Counter()  # how the images were stored: None (not compressed), pglz, lz4, zstd
     with PageStore(store_dir) as store:
-        engine = HeapRedo(store, major)
+        engine = HeapRedo(store, major, hint_bits_logged=hint_bits_logged)
         for rec in XLogReader([wal_dir], start_lsn=start, end_lsn=end):
             images.update(compression_method(b, major) for b in rec.blocks if b.has_image)
             rr = engine.redo(rec)
@@ -115,8 +119,8 @@ def replay(wal_dir, start: int, end: int, major: int, store_dir) -> dict:
 
 @pytest.fixture(scope="module")
 def result(wal, tmp_path_factory):
-    wal_dir, start, end, major, _compression = wal
-    return replay(wal_dir, start, end, major, tmp_path_factory.mktemp("store"))
+    wal_dir, start, end, major, _compression, hints = wal
+    return replay(wal_dir, start, end, major, tmp_path_factory.mktemp("store"), hints)
 
 
 def test_every_replayed_heap_page_matches_the_servers_image(result):
@@ -146,6 +150,8 @@ def test_the_images_were_stored_as_configured(result, wal):
     # an image that does not shrink is stored as it is
     assert set(result["images"]) <= {None, None if compression == "off" else compression}, result["images"]
     assert compression == "off" or result["images"][compression] > 1000
+    if wal[5]:  # hint bits were WAL-logged: pages whose hint bits changed came as images to apply
+        assert result["records"][("XLOG", "FPI_FOR_HINT")] > 0
 
 
 def test_all_visible_bit_agrees_unmasked(result):
@@ -156,7 +162,7 @@ def test_all_visible_bit_agrees_unmasked(result):
 
 def test_a_broken_redo_routine_is_caught(wal, tmp_path, monkeypatch):
     """The check can fail: delete redo that forgets the deleting transaction (t_xmax) is caught."""
-    wal_dir, start, end, major, _compression = wal
+    wal_dir, start, end, major, _compression, hints = wal
     real = heapam_xlog.ht.set_xmax
 
     def delete_without_xmax(rr):
@@ -168,6 +174,6 @@ def test_a_broken_redo_routine_is_caught(wal, tmp_path, monkeypatch):
 
     original_delete = heapam_xlog.heap_xlog_delete
     monkeypatch.setitem(heapam_xlog.HEAP_REDO, rm_heap.XLOG_HEAP_DELETE, delete_without_xmax)
-    broken = replay(wal_dir, start, end, major, tmp_path / "store")
+    broken = replay(wal_dir, start, end, major, tmp_path / "store", hints)
     assert broken["mismatches"]
     assert {name for _lsn, name, _loc, _blk, _why in broken["mismatches"]} >= {("Heap", "DELETE")}

@@ -16,6 +16,7 @@ import struct
 import pytest
 
 from waldecode.errors import CorruptRecordError
+from waldecode.heap.heaptuple import HEAP_KEYS_UPDATED, HEAP_XMAX_LOCK_ONLY
 from waldecode.redo import bufpage as bp
 from waldecode.redo import htup_details as ht
 from waldecode.redo.heapam_xlog import heap_mask
@@ -107,9 +108,9 @@ def test_a_record_that_does_not_fit_the_page_names_its_lsn(tmp_path):
     with PageStore(tmp_path) as store:
         engine = HeapRedo(store, 15)
         engine.redo(_insert_record(0x2000, 1, init=True))
-        with pytest.raises(CorruptRecordError, match=r"invalid max offset number 5 at LSN 0/2F9C"):
+        with pytest.raises(CorruptRecordError, match=r"invalid max offset number 5 \(rel 1663/5/16384 main block 7\) at LSN 0/2F9C"):
             engine.redo(_insert_record(0x3000, 5, init=False))
-        with pytest.raises(CorruptRecordError, match=r"failed to add tuple at offset 1 at LSN 0/3F9C"):
+        with pytest.raises(CorruptRecordError, match=r"failed to add tuple at offset 1 \(rel 1663/5/16384 main block 7\) at LSN 0/3F9C"):
             engine.redo(_insert_record(0x4000, 1, init=False))  # offset 1 is taken
 
 
@@ -139,7 +140,7 @@ def test_heap_mask_hides_hints_and_replay_artifacts_only():
     heap_mask(b, 0)
     assert a == b
     # what the WAL carries is not masked: xmax, t_infomask2, t_ctid
-    for pos, value in ((tup + ht.T_XMAX, 5), (tup + ht.T_INFOMASK2 + 1, ht.HEAP_KEYS_UPDATED >> 8),
+    for pos, value in ((tup + ht.T_XMAX, 5), (tup + ht.T_INFOMASK2 + 1, HEAP_KEYS_UPDATED >> 8),
                        (tup + ht.T_INFOMASK2 + 1, ht.HEAP_HOT_UPDATED >> 8), (tup + ht.T_CTID + 4, 9)):
         c = bytearray(page)
         c[pos] = value
@@ -152,7 +153,7 @@ def test_heap_mask_keeps_a_frozen_tuples_xmin_bits_and_resets_speculative_tokens
     tup = bp.item_id(page, 1)[0]
     ht.set_infomask(page, tup, 0x0300)  # HEAP_XMIN_FROZEN
     frozen_lock = bytearray(page)
-    ht.set_infomask(frozen_lock, tup, 0x0300 | ht.HEAP_XMAX_LOCK_ONLY)
+    ht.set_infomask(frozen_lock, tup, 0x0300 | HEAP_XMAX_LOCK_ONLY)
     a, b = bytearray(page), bytearray(frozen_lock)
     heap_mask(a, 0)
     heap_mask(b, 0)

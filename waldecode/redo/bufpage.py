@@ -17,6 +17,7 @@ from __future__ import annotations
 import struct
 
 from ..errors import CorruptRecordError
+from ..pg.transam import xid_precedes
 from ..wal.xlogrecord import BLCKSZ
 
 # src/include/storage/bufpage.h: PageHeaderData
@@ -121,8 +122,6 @@ def page_is_all_visible(page) -> bool:
 
 def page_set_prunable(page: bytearray, xid: int) -> None:
     """PageSetPrunable: remember the oldest xid that may leave something to prune."""
-    from ..pg.transam import xid_precedes
-
     old = pd_prune_xid(page)
     if old == 0 or xid_precedes(xid, old):
         _u32.pack_into(page, PD_PRUNE_XID_OFF, xid)

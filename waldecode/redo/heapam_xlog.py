@@ -30,8 +30,9 @@ from __future__ import annotations
 import struct
 
 from ..errors import CorruptRecordError
-from ..heap.heaptuple import (HEAP_MOVED, HEAP_XMAX_BITS, HEAP_XMAX_COMMITTED, HEAP_XMAX_INVALID,
-                              SizeofHeapTupleHeader)
+from ..heap.heaptuple import (HEAP_KEYS_UPDATED, HEAP_MOVED, HEAP_XMAX_BITS, HEAP_XMAX_COMMITTED,
+                              HEAP_XMAX_EXCL_LOCK, HEAP_XMAX_INVALID, HEAP_XMAX_IS_MULTI, HEAP_XMAX_KEYSHR_LOCK,
+                              HEAP_XMAX_LOCK_ONLY, SizeofHeapTupleHeader)
 from ..rmgr import heap as h
 from ..wal.xlogrecord import BLCKSZ, XLR_INFO_MASK
 from . import bufpage as bp
@@ -64,19 +65,19 @@ def _lp_normal_tuple(rr: RedoRecord, page, offnum: int) -> int:
 
 def fix_infomask_from_infobits(infobits: int, infomask: int, infomask2: int) -> tuple[int, int]:
     """fix_infomask_from_infobits: the xmax lock bits of a record's infobits (compute_infobits reversed)."""
-    infomask &= ~(ht.HEAP_XMAX_IS_MULTI | ht.HEAP_XMAX_LOCK_ONLY | ht.HEAP_XMAX_KEYSHR_LOCK | ht.HEAP_XMAX_EXCL_LOCK)
-    infomask2 &= ~ht.HEAP_KEYS_UPDATED
+    infomask &= ~(HEAP_XMAX_IS_MULTI | HEAP_XMAX_LOCK_ONLY | HEAP_XMAX_KEYSHR_LOCK | HEAP_XMAX_EXCL_LOCK)
+    infomask2 &= ~HEAP_KEYS_UPDATED
     if infobits & h.XLHL_XMAX_IS_MULTI:
-        infomask |= ht.HEAP_XMAX_IS_MULTI
+        infomask |= HEAP_XMAX_IS_MULTI
     if infobits & h.XLHL_XMAX_LOCK_ONLY:
-        infomask |= ht.HEAP_XMAX_LOCK_ONLY
+        infomask |= HEAP_XMAX_LOCK_ONLY
     if infobits & h.XLHL_XMAX_EXCL_LOCK:
-        infomask |= ht.HEAP_XMAX_EXCL_LOCK
+        infomask |= HEAP_XMAX_EXCL_LOCK
     # HEAP_XMAX_SHR_LOCK is not considered here (as in the server)
     if infobits & h.XLHL_XMAX_KEYSHR_LOCK:
-        infomask |= ht.HEAP_XMAX_KEYSHR_LOCK
+        infomask |= HEAP_XMAX_KEYSHR_LOCK
     if infobits & h.XLHL_KEYS_UPDATED:
-        infomask2 |= ht.HEAP_KEYS_UPDATED
+        infomask2 |= HEAP_KEYS_UPDATED
     return infomask, infomask2
 
 
@@ -84,7 +85,7 @@ def _set_xmax_bits(page, tup: int, infobits: int) -> None:
     """The common start of delete, update (old tuple), lock and lock_updated redo: forget the old
     xmax bits, then take the record's."""
     m = ht.infomask(page, tup) & ~(HEAP_XMAX_BITS | HEAP_MOVED)
-    m2 = ht.infomask2(page, tup) & ~ht.HEAP_KEYS_UPDATED
+    m2 = ht.infomask2(page, tup) & ~HEAP_KEYS_UPDATED
     m, m2 = fix_infomask_from_infobits(infobits, m, m2)
     ht.set_infomask(page, tup, m)
     ht.set_infomask2(page, tup, m2)

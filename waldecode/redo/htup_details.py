@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import struct
 
-from ..heap.heaptuple import (HEAP_KEYS_UPDATED, HEAP_LOCK_MASK, HEAP_XMAX_EXCL_LOCK, HEAP_XMAX_IS_MULTI,
-                              HEAP_XMAX_KEYSHR_LOCK, HEAP_XMAX_LOCK_ONLY, HEAP_XMIN_FROZEN, SizeofHeapTupleHeader)
+from ..heap.heaptuple import (HEAP_LOCK_MASK, HEAP_XMAX_EXCL_LOCK, HEAP_XMAX_IS_MULTI, HEAP_XMAX_LOCK_ONLY,
+                              HEAP_XMIN_FROZEN, SizeofHeapTupleHeader)
 
 # src/include/access/htup_details.h: t_infomask bits used by redo and masking
 HEAP_COMBOCID = 0x0020
@@ -139,7 +139,3 @@ def xmax_is_locked_only(mask: int) -> bool:
     """HEAP_XMAX_IS_LOCKED_ONLY: xmax only locks the tuple (a lone EXCL_LOCK is how pre-9.3 said so)."""
     return bool(mask & HEAP_XMAX_LOCK_ONLY) or mask & (HEAP_XMAX_IS_MULTI | HEAP_LOCK_MASK) == HEAP_XMAX_EXCL_LOCK
 
-
-__all__ = ["HEAP_COMBOCID", "HEAP_XACT_MASK", "HEAP_HOT_UPDATED", "HEAP_ONLY_TUPLE", "HEAP_KEYS_UPDATED",
-           "HEAP_XMAX_KEYSHR_LOCK", "HEAP_XMAX_EXCL_LOCK", "HEAP_XMAX_LOCK_ONLY", "HEAP_XMAX_IS_MULTI",
-           "SpecTokenOffsetNumber", "FirstCommandId", "FrozenTransactionId", "InvalidTransactionId"]

@@ -21,6 +21,7 @@ be after the record); redo leaves it alone.  Hands ``Buffer``s to the redo routi
 from __future__ import annotations
 
 from ..errors import CorruptRecordError
+from ..pg.relpath import fork_name
 from ..wal.fpi import image_is_applied, restore_block_image
 from ..wal.xlogrecord import BKPBLOCK_WILL_INIT, BlockRef, DecodedRecord
 from .bufpage import new_page, page_get_lsn, page_is_new, page_set_lsn
@@ -38,7 +39,6 @@ BLK_INITIALIZED = 4
 RBM_NORMAL = 0
 RBM_ZERO_AND_LOCK = 1
 RBM_ZERO_AND_CLEANUP_LOCK = 2
-RBM_ZERO_ON_ERROR = 3
 
 
 class Buffer:
@@ -75,7 +75,10 @@ class RedoRecord:
         self.wanted = wanted
 
     def error(self, message: str) -> CorruptRecordError:
-        return CorruptRecordError(message, lsn=self.record.lsn)
+        """The error for a record that does not fit its pages, naming its blocks and LSN."""
+        blocks = ", ".join("rel %u/%u/%u %s block %u" % (b.spcOid, b.dbOid, b.relNumber, fork_name(b.forknum), b.blkno)
+                           for b in self.record.blocks)
+        return CorruptRecordError(f"{message} ({blocks})" if blocks else message, lsn=self.record.lsn)
 
     def block(self, block_id: int) -> BlockRef:
         b = self.record.block(block_id)
