@@ -171,3 +171,39 @@ def test_masking_a_page_with_impossible_pointers_is_an_error():
     struct.pack_into("<H", page, bp.PD_LOWER_OFF, 9000)
     with pytest.raises(CorruptRecordError, match="invalid page pd_lower 9000"):
         heap_mask(page, 0)
+
+
+# -- a base backup's relation files (md.c layout) -------------------------------------------------
+
+def test_load_base_backup_follows_md_c_layout(tmp_path):
+    from waldecode.catalog.datadir.files import PlainDirectory
+    from waldecode.errors import WALError
+    from waldecode.redo.md import RELSEG_SIZE, load_base_backup
+
+    def block(tag: int) -> bytes:
+        return bytes([tag]) * BLCKSZ
+
+    files = {
+        "base/5/123": block(1) + block(2),
+        "base/5/123.1": block(3),  # the second 1 GB segment
+        "base/5/123_vm": block(4),
+        "base/5/t3_125": block(5),  # a temporary relation: not copied
+        "base/5/pg_filenode.map": b"map",
+        "global/1262": block(6),
+        "pg_tblspc/16400/PG_15_202209061/5/124": block(7),
+        "pg_tblspc/16400/PG_16_202307071/5/124": block(8),  # another major's directory
+    }
+    for rel, data in files.items():
+        (tmp_path / "backup" / rel).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / "backup" / rel).write_bytes(data)
+    with PageStore(tmp_path / "store") as store:
+        assert load_base_backup(store, PlainDirectory(tmp_path / "backup"), 15) == 6
+        assert list(store.blocks((1663, 5, 123), 0)) == [0, 1, RELSEG_SIZE]
+        assert store.read((1663, 5, 123), 0, RELSEG_SIZE) == block(3)
+        assert store.read((1663, 5, 123), 2, 0) == block(4)
+        assert store.read((1664, 0, 1262), 0, 0) == block(6)
+        assert store.read((16400, 5, 124), 0, 0) == block(7)
+        assert store.read((1663, 5, 125), 0, 0) is None
+        (tmp_path / "backup" / "base/5/126").write_bytes(b"x" * 100)
+        with pytest.raises(WALError, match=r"not a multiple of 8192 in file .*base/5/126"):
+            load_base_backup(store, PlainDirectory(tmp_path / "backup"), 15, wanted=lambda loc: loc[2] == 126)
