@@ -96,6 +96,7 @@ def replay(wal_dir, start: int, end: int, major: int, store_dir, hint_bits_logge
     all_visible_differ = []
     multixact_locks = 0
     update_flags = 0  # the xl_heap_update flags seen, or-ed
+    partition_moves = 0
     images: Counter = Counter()  # how the images were stored: None (not compressed), pglz, lz4, zstd
     with PageStore(store_dir) as store:
         engine = HeapRedo(store, major, hint_bits_logged=hint_bits_logged)
@@ -109,6 +110,8 @@ def replay(wal_dir, start: int, end: int, major: int, store_dir, hint_bits_logge
                     else ("Heap2", rm_heap.heap2_identify(info, major)))
             if name[1] in ("UPDATE", "HOT_UPDATE"):
                 update_flags |= rm_heap.xl_heap_update.unpack_from(rec.main_data)[3]
+            if name == ("Heap", "DELETE") and rm_heap.xl_heap_delete.unpack_from(rec.main_data)[3] & rm_heap.XLH_DELETE_IS_PARTITION_MOVE:
+                partition_moves += 1
             if name == ("Heap", "LOCK") and rm_heap.xl_heap_lock.unpack_from(rec.main_data)[2] & rm_heap.XLHL_XMAX_IS_MULTI:
                 multixact_locks += 1
             for check in verify_backup_page_consistency(rr):
@@ -122,7 +125,7 @@ def replay(wal_dir, start: int, end: int, major: int, store_dir, hint_bits_logge
                                        _describe(check.replay, check.primary)))
     return {"checked": checked, "statuses": statuses, "mismatches": mismatches, "records": engine.records,
             "blocks": engine.blocks, "all_visible_differ": all_visible_differ, "multixact_locks": multixact_locks, "images": images,
-            "update_flags": update_flags}
+            "update_flags": update_flags, "partition_moves": partition_moves}
 
 
 @pytest.fixture(scope="module")
@@ -149,6 +152,8 @@ def test_every_record_type_of_the_workload_was_checked(result, wal):
     expected = EXPECTED | EXPECTED_PRUNE[17 if wal[3] >= 17 else 14]
     missing = {name for name in expected if result["checked"][name] == 0}
     assert not missing, f"record types with no block compared: {sorted(missing)}; seen {dict(result['checked'])}"
+    assert result["partition_moves"] > 0
+    assert result["records"][("Storage", "TRUNCATE")] > 0
     if wal[6] == "logical":  # catalog changes log their command ids for logical decoding
         assert result["records"][("Heap2", "NEW_CID")] > 0  # no page change, but replayed
     assert result["multixact_locks"] > 0

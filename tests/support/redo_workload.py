@@ -6,14 +6,16 @@ read that prunes on access, key-changing updates and rows that grow out of their
 TOAST values stored, updated and deleted, a checkpoint in the middle, an aborted transaction,
 subtransactions rolled back and kept, INSERT ... ON CONFLICT, two sessions locking rows FOR SHARE
 then an update, a row locked FOR KEY SHARE while another transaction updates it, VACUUM and
-VACUUM FREEZE.  ``TABLES`` are its tables (their TOAST tables hold the long values of ``docs``).
+VACUUM FREEZE, rows moved to another partition, and a table whose emptied tail VACUUM truncates
+before it grows again.  ``TABLES`` are its tables (their TOAST tables hold the long values of
+``docs``).
 """
 
 from __future__ import annotations
 
 from live import DB
 
-TABLES = ("acct", "docs", "upsert", "wide", "fresh", "bulk")
+TABLES = ("acct", "docs", "upsert", "wide", "fresh", "bulk", "parted_lo", "parted_hi")
 
 SCHEMA = """
 CREATE TABLE acct (id int PRIMARY KEY, owner text, balance int, note text) WITH (fillfactor = 70);
@@ -21,6 +23,10 @@ CREATE TABLE docs (id int PRIMARY KEY, body text);
 ALTER TABLE docs ALTER COLUMN body SET STORAGE EXTERNAL;
 CREATE TABLE upsert (k int PRIMARY KEY, v int);
 CREATE TABLE wide (id int PRIMARY KEY, pad text);
+CREATE TABLE parted (k int, v text) PARTITION BY RANGE (k);
+CREATE TABLE parted_lo PARTITION OF parted FOR VALUES FROM (0) TO (1000);
+CREATE TABLE parted_hi PARTITION OF parted FOR VALUES FROM (1000) TO (2000);
+INSERT INTO parted SELECT g, 'p' || g FROM generate_series(0, 199) g;
 INSERT INTO acct SELECT g, 'owner ' || g, g, NULL FROM generate_series(1, 3000) g;
 INSERT INTO wide SELECT g, repeat('w', 1500) FROM generate_series(1, 40) g;
 """
@@ -104,3 +110,9 @@ def workload(c) -> None:
         conn.execute("INSERT INTO acct VALUES (50000, 'after freeze', 0, NULL)")
         conn.execute("DELETE FROM bulk WHERE id % 5 = 0")
         conn.execute("VACUUM FREEZE bulk")
+        # rows moved to another partition: the delete says so (XLH_DELETE_IS_PARTITION_MOVE)
+        conn.execute("UPDATE parted SET k = k + 1000 WHERE k < 50")
+        # trailing pages emptied, then cut off by VACUUM (XLOG_SMGR_TRUNCATE), then the table grows again
+        conn.execute("DELETE FROM bulk WHERE id >= 1000")
+        conn.execute("VACUUM bulk")
+        conn.execute("INSERT INTO bulk SELECT g, 'again', 0 FROM generate_series(1, 3000) g")
