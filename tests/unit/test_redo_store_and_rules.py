@@ -187,6 +187,7 @@ def test_load_base_backup_follows_md_c_layout(tmp_path):
         "base/5/123": block(1) + block(2),
         "base/5/123.1": block(3),  # the second 1 GB segment
         "base/5/123_vm": block(4),
+        "base/5/123_fsm": block(9),  # the free space map: not copied
         "base/5/t3_125": block(5),  # a temporary relation: not copied
         "base/5/pg_filenode.map": b"map",
         "global/1262": block(6),
@@ -201,6 +202,7 @@ def test_load_base_backup_follows_md_c_layout(tmp_path):
         assert list(store.blocks((1663, 5, 123), 0)) == [0, 1, RELSEG_SIZE]
         assert store.read((1663, 5, 123), 0, RELSEG_SIZE) == block(3)
         assert store.read((1663, 5, 123), 2, 0) == block(4)
+        assert store.read((1663, 5, 123), 1, 0) is None
         assert store.read((1664, 0, 1262), 0, 0) == block(6)
         assert store.read((16400, 5, 124), 0, 0) == block(7)
         assert store.read((1663, 5, 125), 0, 0) is None

@@ -6,10 +6,9 @@ src/backend/access/heap/heapam_xlog.c from 17) with heap_page_prune_execute
 ``PageStore`` read through ``xlogutils.RedoRecord``.  Record layouts and record types come from
 ``waldecode.rmgr.heap`` (src/include/access/heapam_xlog.h).
 
-What changes the heap page is done as the server does it; what the server does besides is not
-done here yet: the visibility map (visibilitymap_clear on *_ALL_VISIBLE_CLEARED and
-XLH_LOCK_ALL_FROZEN_CLEARED, visibilitymap_set for XLOG_HEAP2_VISIBLE), the free space map, hot
-standby conflicts and the logical rewrite mapping files of XLOG_HEAP2_REWRITE.
+What changes the heap page, and the visibility map (``visibilitymap``), is done as the server does
+it; what the server does besides is not: the free space map, hot standby conflicts and the logical
+rewrite mapping files of XLOG_HEAP2_REWRITE.
 
 Versions (the record type values are shared; ``rmgr/heap.py`` names them per version):
 
@@ -38,10 +37,14 @@ from ..wal.xlogrecord import BLCKSZ, XLR_INFO_MASK
 from . import bufpage as bp
 from . import htup_details as ht
 from .bufmask import MASK_MARKER, mask_page_hint_bits, mask_page_lsn_and_checksum, mask_unused_space
-from .xlogutils import BLK_NEEDS_REDO, RBM_NORMAL, RedoRecord
+from .visibilitymap import (VISIBILITYMAP_ALL_FROZEN, VISIBILITYMAP_VALID_BITS, heap_xlog_visible_map,
+                            visibilitymap_clear)
+from .xlogutils import BLK_NEEDS_REDO, RBM_NORMAL, RedoRecord, block_locator
 
 # src/include/access/heapam_xlog.h: xl_heap_freeze_tuple (14-15) {xmax, offset, t_infomask2, t_infomask, frzflags}
 xl_heap_freeze_tuple = struct.Struct("<IHHHBx")
+# xl_heap_lock.flags, xl_heap_lock_updated.flags
+XLH_LOCK_ALL_FROZEN_CLEARED = 0x01
 XLH_FREEZE_XVAC = 0x02
 XLH_INVALID_XVAC = 0x04
 # src/include/access/htup_details.h: MaxHeapTupleSize
@@ -111,6 +114,8 @@ def _add_tuple(rr: RedoRecord, page, tup: bytearray, offnum: int) -> None:
 def heap_xlog_insert(rr: RedoRecord) -> None:
     offnum, flags = h.xl_heap_insert.unpack_from(rr.record.main_data)
     block = rr.block(0)
+    if flags & h.XLH_INSERT_ALL_VISIBLE_CLEARED:
+        visibilitymap_clear(rr, block_locator(block), block.blkno, VISIBILITYMAP_VALID_BITS)
     if rr.info & h.XLOG_HEAP_INIT_PAGE:
         buf = rr.init_buffer_for_redo(0)
         bp.page_init(buf.page, BLCKSZ, 0)
@@ -144,6 +149,8 @@ def heap_xlog_multi_insert(rr: RedoRecord) -> None:
     flags, ntuples = h.xl_heap_multi_insert.unpack_from(main)
     isinit = bool(rr.info & h.XLOG_HEAP_INIT_PAGE)
     block = rr.block(0)
+    if flags & h.XLH_INSERT_ALL_VISIBLE_CLEARED:
+        visibilitymap_clear(rr, block_locator(block), block.blkno, VISIBILITYMAP_VALID_BITS)
     if isinit:
         buf = rr.init_buffer_for_redo(0)
         bp.page_init(buf.page, BLCKSZ, 0)
@@ -187,6 +194,8 @@ def heap_xlog_multi_insert(rr: RedoRecord) -> None:
 def heap_xlog_delete(rr: RedoRecord) -> None:
     xmax, offnum, infobits_set, flags = h.xl_heap_delete.unpack_from(rr.record.main_data)
     blkno = rr.block(0).blkno
+    if flags & h.XLH_DELETE_ALL_VISIBLE_CLEARED:
+        visibilitymap_clear(rr, block_locator(rr.block(0)), blkno, VISIBILITYMAP_VALID_BITS)
     action, buf = rr.read_buffer_for_redo(0)
     if action != BLK_NEEDS_REDO:
         return
@@ -217,6 +226,9 @@ def heap_xlog_update(rr: RedoRecord, hot_update: bool) -> None:
     same = not rr.has_block(1)  # block 1 is the old page when the new version went to another one
     if not same and hot_update:
         raise rr.error("heap redo: a HOT update across pages")
+    locator = block_locator(rr.block(0))
+    if flags & h.XLH_UPDATE_OLD_ALL_VISIBLE_CLEARED:
+        visibilitymap_clear(rr, locator, newblk if same else rr.block(1).blkno, VISIBILITYMAP_VALID_BITS)
     # the old tuple version
     oldaction, obuf = rr.read_buffer_for_redo(0 if same else 1)
     oldtup = None  # (page, header position, length)
@@ -243,6 +255,8 @@ def heap_xlog_update(rr: RedoRecord, hot_update: bool) -> None:
         newaction = BLK_NEEDS_REDO
     else:
         newaction, nbuf = rr.read_buffer_for_redo(0)
+    if flags & h.XLH_UPDATE_NEW_ALL_VISIBLE_CLEARED:
+        visibilitymap_clear(rr, locator, newblk, VISIBILITYMAP_VALID_BITS)
     if newaction != BLK_NEEDS_REDO:
         return
     page = nbuf.page
@@ -303,7 +317,9 @@ def heap_xlog_confirm(rr: RedoRecord) -> None:
 
 def heap_xlog_lock(rr: RedoRecord) -> None:
     # xl_heap_lock: locking_xid (13-15) / xmax (16+), offnum, infobits_set, flags
-    xmax, offnum, infobits_set, _flags = h.xl_heap_lock.unpack_from(rr.record.main_data)
+    xmax, offnum, infobits_set, flags = h.xl_heap_lock.unpack_from(rr.record.main_data)
+    if flags & XLH_LOCK_ALL_FROZEN_CLEARED:
+        visibilitymap_clear(rr, block_locator(rr.block(0)), rr.block(0).blkno, VISIBILITYMAP_ALL_FROZEN)
     action, buf = rr.read_buffer_for_redo(0)
     if action != BLK_NEEDS_REDO:
         return
@@ -321,7 +337,9 @@ def heap_xlog_lock(rr: RedoRecord) -> None:
 
 
 def heap_xlog_lock_updated(rr: RedoRecord) -> None:
-    xmax, offnum, infobits_set, _flags = h.xl_heap_lock_updated.unpack_from(rr.record.main_data)
+    xmax, offnum, infobits_set, flags = h.xl_heap_lock_updated.unpack_from(rr.record.main_data)
+    if flags & XLH_LOCK_ALL_FROZEN_CLEARED:
+        visibilitymap_clear(rr, block_locator(rr.block(0)), rr.block(0).blkno, VISIBILITYMAP_ALL_FROZEN)
     action, buf = rr.read_buffer_for_redo(0)
     if action != BLK_NEEDS_REDO:
         return
@@ -482,15 +500,17 @@ def heap_xlog_prune_freeze(rr: RedoRecord) -> None:
 
 
 def heap_xlog_visible(rr: RedoRecord, hint_bits_logged: bool) -> None:
-    """XLOG_HEAP2_VISIBLE: PD_ALL_VISIBLE on the heap page (block 1; block 0 is the visibility map
-    page, not redone yet).  The heap page's LSN moves only when hint bits are WAL-logged (data
-    checksums or wal_log_hints: XLogHintBitIsNeeded)."""
+    """XLOG_HEAP2_VISIBLE: PD_ALL_VISIBLE on the heap page (block 1), then the map bits (block 0),
+    set even when the heap page is already past the record.  The heap page's LSN moves only when
+    hint bits are WAL-logged (data checksums or wal_log_hints: XLogHintBitIsNeeded)."""
+    _cutoff, flags = h.xl_heap_visible.unpack_from(rr.record.main_data)
     action, buf = rr.read_buffer_for_redo(1)
     if action == BLK_NEEDS_REDO:
         bp.page_set_all_visible(buf.page)
         if hint_bits_logged:
             bp.page_set_lsn(buf.page, rr.lsn)
         rr.mark_dirty(buf)
+    heap_xlog_visible_map(rr, flags)
 
 
 # -- dispatch (heap_redo, heap2_redo) ----------------------------------------------------------

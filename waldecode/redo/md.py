@@ -5,7 +5,7 @@ relation fork is ``<relNumber>`` (main), ``<relNumber>_fsm``, ``_vm`` or ``_init
 database's directory (``base/<dbOid>``, ``global`` for shared relations, ``pg_tblspc/<spcOid>/
 PG_<major>_<catversion>/<dbOid>``), cut into segment files of RELSEG_SIZE blocks (1 GB), the second
 and later ones suffixed ``.1``, ``.2``...  ``load_base_backup`` copies every block of every relation
-fork (or of the ``wanted`` ones) from a ``DataFiles`` source (a plain backup, a pgBackRest set, a
+fork but the free space map (of every relation, or of the ``wanted`` ones) from a ``DataFiles`` source (a plain backup, a pgBackRest set, a
 tar: ``waldecode.catalog.datadir.files``) into a ``PageStore``, one block at a time: never a
 relation in memory.  Hands the store to redo, which starts from these pages at the backup's redo
 point.
@@ -23,6 +23,8 @@ from ..errors import WALError
 from ..pg.relpath import DEFAULTTABLESPACE_OID, GLOBALTABLESPACE_OID, forkNames
 from ..wal.xlogrecord import BLCKSZ
 
+# src/include/common/relpath.h: ForkNumber
+FSM_FORKNUM = 1
 # src/include/pg_config.h: RELSEG_SIZE (blocks per segment file, the default 1 GB)
 RELSEG_SIZE = 131072
 
@@ -67,8 +69,8 @@ def load_base_backup(store, files, major: int, wanted=None) -> int:
     blocks is an error naming it (md.c would not read past its last whole block either)."""
     n = 0
     for locator, fork, segno, path in relation_files(files, major):
-        if wanted is not None and not wanted(locator):
-            continue
+        if fork == FSM_FORKNUM or (wanted is not None and not wanted(locator)):
+            continue  # the free space map is not WAL-logged, and redo does not keep it
         size = files.size(path)
         if size % BLCKSZ:
             raise WALError(f"a relation segment file of {size} bytes, not a multiple of {BLCKSZ}",

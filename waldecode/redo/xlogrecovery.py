@@ -3,7 +3,7 @@
 Owns the part of src/backend/access/transam/xlogrecovery.c's ApplyWalRecord that heap redo needs:
 which records change heap pages and through which routine (``HeapRedo.redo``: heap_redo,
 heap2_redo, xlog_redo's XLOG_FPI and XLOG_FPI_FOR_HINT, which only restore images, and
-smgr_redo's XLOG_SMGR_TRUNCATE of the main fork), and verifyBackupPageConsistency
+smgr_redo's XLOG_SMGR_TRUNCATE of the main fork and the visibility map), and verifyBackupPageConsistency
 (``verify_backup_page_consistency``): after a record logged with XLR_CHECK_CONSISTENCY, each of its
 blocks whose image is not to be applied is the page as it must be after the record; the replayed
 page, masked with the resource manager's mask (``heap_mask``), must equal the masked image.
@@ -17,13 +17,14 @@ from typing import NamedTuple
 
 from ..rmgr import RM_HEAP2_ID, RM_HEAP_ID, RM_SMGR_ID, RM_XLOG_ID
 from ..rmgr import heap as rm_heap
-from ..rmgr.smgr import SMGR_TRUNCATE_HEAP, XLOG_SMGR_TRUNCATE, xl_smgr_truncate
+from ..rmgr.smgr import SMGR_TRUNCATE_HEAP, SMGR_TRUNCATE_VM, XLOG_SMGR_TRUNCATE, xl_smgr_truncate
 from ..rmgr.xlog import XLOG_FPI, XLOG_FPI_FOR_HINT
 from ..wal.fpi import image_is_applied, restore_block_image
 from ..wal.xlogrecord import XLR_CHECK_CONSISTENCY, XLR_INFO_MASK, DecodedRecord
 from .bufpage import PD_ALL_VISIBLE, page_get_lsn, pd_flags
 from .heapam_xlog import heap2_redo, heap_mask, heap_redo
 from .pagestore import PageStore
+from .visibilitymap import VISIBILITYMAP_FORKNUM, visibilitymap_prepare_truncate
 from .xlogutils import ACTION_NAMES, BLK_INITIALIZED, BLK_NOTFOUND, BLK_RESTORED, RedoRecord
 
 MAIN_FORKNUM = 0
@@ -73,8 +74,15 @@ class HeapRedo:
             name = "FPI" if info == XLOG_FPI else "FPI_FOR_HINT"
         elif rmid == RM_SMGR_ID and info == XLOG_SMGR_TRUNCATE:
             blkno, spc, db, rel, flags = xl_smgr_truncate.unpack_from(record.main_data)
-            if flags & SMGR_TRUNCATE_HEAP and (self.wanted is None or self.wanted((spc, db, rel))):
-                self.store.truncate((spc, db, rel), MAIN_FORKNUM, blkno)
+            locator = (spc, db, rel)
+            if self.wanted is None or self.wanted(locator):
+                # smgr_redo: the map's last page kept loses the bits past the end, then the forks are cut
+                if flags & SMGR_TRUNCATE_VM:
+                    nblocks = visibilitymap_prepare_truncate(self.store, locator, blkno)
+                    if nblocks is not None:
+                        self.store.truncate(locator, VISIBILITYMAP_FORKNUM, nblocks)
+                if flags & SMGR_TRUNCATE_HEAP:
+                    self.store.truncate(locator, MAIN_FORKNUM, blkno)
             self.records[("Storage", "TRUNCATE")] += 1
             return None
         else:

@@ -39,6 +39,7 @@ BLK_INITIALIZED = 4
 RBM_NORMAL = 0
 RBM_ZERO_AND_LOCK = 1
 RBM_ZERO_AND_CLEANUP_LOCK = 2
+RBM_ZERO_ON_ERROR = 3
 
 
 class Buffer:
@@ -137,6 +138,8 @@ class RedoRecord:
             self.actions[block_id] = BLK_NEEDS_REDO
             return BLK_NEEDS_REDO, buf
         page = self.store.read(locator, block.forknum, block.blkno)
+        if page is None and mode == RBM_ZERO_ON_ERROR:
+            page = new_page()  # past the end: XLogReadBufferExtended extends the fork with zeros
         if page is None or (mode == RBM_NORMAL and page_is_new(page)):
             self.actions[block_id] = BLK_NOTFOUND
             return BLK_NOTFOUND, None
