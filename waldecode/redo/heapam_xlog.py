@@ -21,7 +21,7 @@ Versions (the record type values are shared; ``rmgr/heap.py`` names them per ver
   layout (xl_heap_prune {reason, flags}, sub-records in block 0's data, heap_xlog_prune_freeze);
   without XLHP_CLEANUP_LOCK (vacuum's second pass) the line-pointer array is only truncated, not
   defragmented.
-* 13 (XLOG_HEAP2_CLEAN, the old FREEZE_PAGE, CLEANUP_INFO) is refused.
+* 13's heap2 records (XLOG_HEAP2_CLEAN, the old FREEZE_PAGE, CLEANUP_INFO) are refused.
 """
 
 from __future__ import annotations
