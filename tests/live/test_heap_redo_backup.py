@@ -72,7 +72,8 @@ def run(tmp_path_factory):
             rels = conn.execute(
                 "SELECT c.relname, pg_relation_filepath(c.oid), d.oid, c.relfilenode FROM pg_class c, pg_database d "
                 "WHERE d.datname = current_database() AND (c.relname = ANY(%s) OR c.oid IN "
-                "(SELECT reltoastrelid FROM pg_class WHERE relname = ANY(%s)))", (list(TABLES), list(TABLES))).fetchall()
+                "(SELECT reltoastrelid FROM pg_class WHERE relname = ANY(%s)))",
+                (list(TABLES), list(TABLES))).fetchall()
         wal = c.archive_wal(tmp_path_factory.mktemp("wal"), first, last)
         server_pages, server_maps = {}, {}
         for name, path, db, relfilenode in rels:

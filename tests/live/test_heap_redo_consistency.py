@@ -110,10 +110,11 @@ def replay(wal_dir, start: int, end: int, major: int, store_dir, hint_bits_logge
                     else ("Heap2", rm_heap.heap2_identify(info, major)))
             if name[1] in ("UPDATE", "HOT_UPDATE"):
                 update_flags |= rm_heap.xl_heap_update.unpack_from(rec.main_data)[3]
-            if name == ("Heap", "DELETE") and rm_heap.xl_heap_delete.unpack_from(rec.main_data)[3] & rm_heap.XLH_DELETE_IS_PARTITION_MOVE:
-                partition_moves += 1
-            if name == ("Heap", "LOCK") and rm_heap.xl_heap_lock.unpack_from(rec.main_data)[2] & rm_heap.XLHL_XMAX_IS_MULTI:
-                multixact_locks += 1
+            if name == ("Heap", "DELETE"):
+                partition_moves += bool(rm_heap.xl_heap_delete.unpack_from(rec.main_data)[3]
+                                        & rm_heap.XLH_DELETE_IS_PARTITION_MOVE)
+            if name == ("Heap", "LOCK"):
+                multixact_locks += bool(rm_heap.xl_heap_lock.unpack_from(rec.main_data)[2] & rm_heap.XLHL_XMAX_IS_MULTI)
             for check in verify_backup_page_consistency(rr):
                 statuses[check.status] += 1
                 if check.status == "match":
@@ -124,7 +125,8 @@ def replay(wal_dir, start: int, end: int, major: int, store_dir, hint_bits_logge
                     mismatches.append((rec.lsn, name, check.locator, check.blkno,
                                        _describe(check.replay, check.primary)))
     return {"checked": checked, "statuses": statuses, "mismatches": mismatches, "records": engine.records,
-            "blocks": engine.blocks, "all_visible_differ": all_visible_differ, "multixact_locks": multixact_locks, "images": images,
+            "blocks": engine.blocks, "all_visible_differ": all_visible_differ, "multixact_locks": multixact_locks,
+            "images": images,
             "update_flags": update_flags, "partition_moves": partition_moves}
 
 
@@ -137,7 +139,8 @@ def result(wal, tmp_path_factory):
 def test_every_replayed_heap_page_matches_the_servers_image(result):
     from waldecode.errors import format_lsn
 
-    shown = [f"{format_lsn(lsn)} {name} rel {loc} blk {blk}: {why}" for lsn, name, loc, blk, why in result["mismatches"][:10]]
+    shown = [f"{format_lsn(lsn)} {name} rel {loc} blk {blk}: {why}"
+             for lsn, name, loc, blk, why in result["mismatches"][:10]]
     assert result["mismatches"] == [], f"{len(result['mismatches'])} pages differ:\n" + "\n".join(shown)
     total = sum(result["checked"].values())
     print(f"\nblocks compared and equal: {total}; statuses {dict(result['statuses'])}; "

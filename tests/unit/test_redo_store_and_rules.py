@@ -72,7 +72,8 @@ def test_store_keeps_a_bounded_number_of_files_open(tmp_path):
 
 # -- records by hand ------------------------------------------------------------------------------
 
-def _insert_record(end_lsn: int, offnum: int, init: bool, xid: int = 1000, body: bytes = b"\x00\x01\x00\x00\x00") -> DecodedRecord:
+def _insert_record(end_lsn: int, offnum: int, init: bool, xid: int = 1000,
+                   body: bytes = b"\x00\x01\x00\x00\x00") -> DecodedRecord:
     data = h.xl_heap_header.pack(1, 0x0800, 24) + body  # natts 1, HEAP_XMAX_INVALID, t_hoff 24: a pad byte, an int4
     block = BlockRef(0, 0, BKPBLOCK_HAS_DATA, *REL, 7, False, 0, 0, 0, 0, None, data)
     info = h.XLOG_HEAP_INSERT | (h.XLOG_HEAP_INIT_PAGE if init else 0)
@@ -108,9 +109,11 @@ def test_a_record_that_does_not_fit_the_page_names_its_lsn(tmp_path):
     with PageStore(tmp_path) as store:
         engine = HeapRedo(store, 15)
         engine.redo(_insert_record(0x2000, 1, init=True))
-        with pytest.raises(CorruptRecordError, match=r"invalid max offset number 5 \(rel 1663/5/16384 main block 7\) at LSN 0/2F9C"):
+        with pytest.raises(CorruptRecordError,
+                           match=r"invalid max offset number 5 \(rel 1663/5/16384 main block 7\) at LSN 0/2F9C"):
             engine.redo(_insert_record(0x3000, 5, init=False))
-        with pytest.raises(CorruptRecordError, match=r"failed to add tuple at offset 1 \(rel 1663/5/16384 main block 7\) at LSN 0/3F9C"):
+        with pytest.raises(CorruptRecordError,
+                           match=r"failed to add tuple at offset 1 \(rel 1663/5/16384 main block 7\) at LSN 0/3F9C"):
             engine.redo(_insert_record(0x4000, 1, init=False))  # offset 1 is taken
 
 

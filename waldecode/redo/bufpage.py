@@ -248,7 +248,8 @@ def page_repair_fragmentation(page: bytearray) -> None:
     items were presorted), truncate trailing unused line pointers (14+) and set the
     PD_HAS_FREE_LINES hint."""
     lower, upper, special = pd_lower(page), pd_upper(page), pd_special(page)
-    if lower < SizeOfPageHeaderData or lower > upper or upper > special or special > BLCKSZ or special != MAXALIGN(special):
+    if (lower < SizeOfPageHeaderData or lower > upper or upper > special or special > BLCKSZ
+            or special != MAXALIGN(special)):
         raise CorruptRecordError(f"PageRepairFragmentation: corrupted page pointers: lower = {lower}, "
                                  f"upper = {upper}, special = {special}")
     nline = page_get_max_offset_number(page)

@@ -5,10 +5,10 @@ relation fork is ``<relNumber>`` (main), ``<relNumber>_fsm``, ``_vm`` or ``_init
 database's directory (``base/<dbOid>``, ``global`` for shared relations, ``pg_tblspc/<spcOid>/
 PG_<major>_<catversion>/<dbOid>``), cut into segment files of RELSEG_SIZE blocks (1 GB), the second
 and later ones suffixed ``.1``, ``.2``...  ``load_base_backup`` copies every block of every relation
-fork but the free space map (of every relation, or of the ``wanted`` ones) from a ``DataFiles`` source (a plain backup, a pgBackRest set, a
-tar: ``waldecode.catalog.datadir.files``) into a ``PageStore``, one block at a time: never a
-relation in memory.  Hands the store to redo, which starts from these pages at the backup's redo
-point.
+fork but the free space map (of every relation, or of the ``wanted`` ones) from a ``DataFiles``
+source (a plain backup, a pgBackRest set, a tar: ``waldecode.catalog.datadir.files``) into a
+``PageStore``, one block at a time: never a relation in memory.  Hands the store to redo, which
+starts from these pages at the backup's redo point.
 
 A backup's pages may be newer than the redo point (it is copied while the cluster runs) or torn;
 the page-LSN rule and the full-page images that follow a checkpoint put them right during redo.
