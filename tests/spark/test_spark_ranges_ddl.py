@@ -226,6 +226,43 @@ def test_phase1_reads_on_the_driver_while_the_context_starts(spark, workloads, o
     assert any(s.catalog_records for s in got)
 
 
+@pytest.mark.spark
+@pytest.mark.parametrize("after", [0, 2, 99])
+def test_ranges_decoded_on_the_driver_while_the_context_starts(spark, prepared, tmp_path, after):
+    """``SparkExecutor.decode_ranges`` on a context still starting: the driver decodes ranges from the first
+    until the context is ready (here: once it has decoded ``after`` of them; never, for 99), the job takes
+    the rest.  The output is the server's whatever the split."""
+    from waldecode.catalog import Catalog
+    from waldecode.output.test_decoding import TestDecoding
+    from waldecode.spark.context import PendingContext
+    from waldecode.spark.executors import SparkExecutor
+    from waldecode.spark.job import decode_spark
+    from waldecode.wal.xlogreader import parse_lsn
+
+    class Starting(PendingContext):
+        def __init__(self):
+            self.master, self.confs = "local[2]", {}
+
+        def ready(self):  # up once the driver has written ``after`` ranges' summaries
+            return len(list(tmp_path.rglob("*.done"))) >= after
+
+        def get(self, warmed=False):
+            return spark.sparkContext
+
+    run, wal, expected = prepared
+    executor = SparkExecutor(Starting(), ranges=7)
+    out = io.BytesIO()
+    decode_spark(executor, [wal], Catalog.load(run.catalog_path), TestDecoding, out,
+                 start_lsn=parse_lsn(run.confirmed_lsn), end_lsn=parse_lsn(run.end_lsn), two_phase=run.two_phase,
+                 segments_per_run=1, method="ranges", parts_dir=str(tmp_path))
+    assert executor.method == "ranges"
+    assert out.getvalue() == _text(expected)
+    tasks = executor.timings.range_tasks
+    assert len(tasks) > 2  # as many as the runs' starts allow
+    assert executor.driver_ranges == min(after, len(tasks))
+    assert [t["on_driver"] for t in tasks] == [i < executor.driver_ranges for i in range(len(tasks))]
+
+
 def test_local_slots():
     from waldecode.spark.context import local_slots
 

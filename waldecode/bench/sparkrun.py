@@ -194,8 +194,8 @@ def breakdown(m: Measurement, timings: dict, wal_bytes: int) -> dict:
     history and its appends of the part files), and the Python workers' CPU (phase 1, the catalog pass, the
     ranges), which grows with the WAL and divides over the cores (with at least as many ranges and runs as
     cores, and the storage keeping up: an assumption, not measured here).  Phase 1's runs read on the driver
-    while the context started (``phase1_driver_cpu``) are work the executors do on a large archive: they
-    count with the workers' CPU.  On a small archive the fixed part hides behind them, which the model,
+    while the context started (``phase1_driver_cpu``), and the ranges the driver decoded then (``range_tasks``
+    marked ``on_driver``), are work the executors do on a large archive: they count with the workers' CPU.  On a small archive the fixed part hides behind them, which the model,
     made for 1 TiB, does not credit.  The JVMs' CPU
     (the driver's; on a standalone cluster the executors' and the daemons') is left out: a few seconds,
     mostly their start.  The same model for a local run and a standalone cluster's: on a cluster the Python
@@ -204,7 +204,10 @@ def breakdown(m: Measurement, timings: dict, wal_bytes: int) -> dict:
     fixed = phases.get("context", 0.0) + phases.get("warm_up", 0.0)
     serial = (phases.get("plan", 0.0) + phases.get("catalog_history", 0.0) + phases.get("appends", 0.0)
               + phases.get("driver_pass", 0.0))
-    parallel_cpu = (m.extra or {}).get("worker_cpu_s", 0.0) + timings.get("phase1_driver_cpu", 0.0)
+    # the ranges the driver decoded while the context started are executors' work on a large archive too
+    driver_ranges_cpu = sum(t.get("cpu", 0.0) for t in timings.get("range_tasks", ()) if t.get("on_driver"))
+    parallel_cpu = ((m.extra or {}).get("worker_cpu_s", 0.0) + timings.get("phase1_driver_cpu", 0.0)
+                    + driver_ranges_cpu)
     scale = TIB / wal_bytes if wal_bytes else 0.0
     cores = timings.get("cores") or 1
     return {"fixed_s": round(fixed, 2), "serial_s": round(serial, 2), "parallel_cpu_s": round(parallel_cpu, 2),

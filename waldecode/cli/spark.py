@@ -49,7 +49,7 @@ def add_arguments(sub) -> None:
                      help="segments per phase-1 task (default: 2-4 tasks per core, at least 64 MB each)")
     dec.add_argument("--ranges", type=argtypes.positive_int, metavar="N",
                      help="output ranges decoded in parallel (default: spark.sql.shuffle.partitions when set, "
-                          "else twice the cores)")
+                          "else four per core)")
     dec.add_argument("--parts-dir", metavar="DIR",
                      help="where executors write the ordered part files (must be visible to them and to this "
                           "process; default: the output's directory, else the temporary directory)")
@@ -315,7 +315,9 @@ def _write_timings(path: str, phases: dict, executor, segments) -> None:
            "wal_bytes": (segments.last_segno - segments.first_segno + 1) * segments.seg_size,
            # the context's start and warm-up ran while phase 1 read these runs on the driver, with this CPU
            "overlapped": ["context", "warm_up"], "phase1_driver_runs": getattr(executor, "driver_runs", 0),
-           "phase1_driver_cpu": round(getattr(executor, "driver_cpu", 0.0), 3)}
+           "phase1_driver_cpu": round(getattr(executor, "driver_cpu", 0.0), 3),
+           "phase2_driver_ranges": getattr(executor, "driver_ranges", 0),
+           "range_tasks": getattr(executor.timings, "range_tasks", [])}
     with open(path, "w", encoding="utf-8") as f:
         json.dump(doc, f, indent=1)
 

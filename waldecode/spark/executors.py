@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import functools
 import os
+import threading
 import time
 from dataclasses import replace
 
@@ -108,10 +109,12 @@ class SparkExecutor:
         self.slots = slots
         if ranges is None and shuffle is not None:
             ranges = int(shuffle)
-        self.ranges = ranges or 2 * self.slots
+        # four per core: the tasks even out what the ranges' weights miss (docs/spark-decode.md)
+        self.ranges = ranges or 4 * self.slots
         self.impl_seen: set = set()
         self.driver_runs = 0  # phase 1's runs read on the driver while the context started
         self.driver_cpu = 0.0  # ... and the CPU seconds they took
+        self.driver_ranges = 0  # the ranges the driver decoded while the context started
 
     @property
     def sc(self):
@@ -358,7 +361,7 @@ class SparkExecutor:
         once it is up: on a small archive phase 1 ends before the context does (a local run is read as
         fast as by a task, and the JVM's start leaves a core idle for seconds)."""
         done: dict = {}
-        if self._pending is not None and self._sc is None and not isinstance(scan.segments, HadoopSegmentSet):
+        if self._pending is not None and not isinstance(scan.segments, HadoopSegmentSet):
             cpu = time.thread_time()
             while len(done) < len(scan.runs) and not self._pending.ready():
                 done[len(done)] = run_spans(scan, len(done), nodes)
@@ -383,7 +386,14 @@ class SparkExecutor:
 
     def catalog_records(self, scan: Scan, nodes: frozenset) -> list:
         """The catalog pass of the range path: a task per run, the records the catalog history needs
-        collected (``ranges.run_catalog_records``; a few per DDL statement and checkpoint)."""
+        collected (``ranges.run_catalog_records``; a few per DDL statement and checkpoint).  While the
+        context is still starting, the driver reads runs itself, as in ``spans``."""
+        done: dict = {}
+        if self._pending is not None and not isinstance(scan.segments, HadoopSegmentSet):
+            while len(done) < len(scan.runs) and not self._pending.ready():
+                done[len(done)] = run_catalog_records(scan, len(done), nodes)
+            if len(done) == len(scan.runs):
+                return [done[i] for i in range(len(done))]
         bc = self.sc.broadcast(scan)
 
         def records(runs):
@@ -393,10 +403,17 @@ class SparkExecutor:
                 yield run, tasks.pack(run_catalog_records(rs, run, nodes))
 
         try:
-            rows = self._map_runs(scan, bc, records)
+            rows = self._map_runs(scan, bc, records, skip=len(done))
         finally:
             bc.unpersist()
-        return [tasks.unpack(blob) for _run, blob in sorted(rows)]
+        for run, blob in rows:
+            done[run] = tasks.unpack(blob)
+        return [done[i] for i in range(len(scan.runs))]
+
+    def _starting(self) -> bool:
+        """Whether the context is still starting (and its workers warming up): the driver reads and decodes
+        meanwhile."""
+        return self._pending is not None and not self._pending.ready()
 
     def _map_runs(self, scan: Scan, bc, fn, last_first: bool = False, skip: int = 0) -> list:
         """``fn`` over (run, scan to read it with) in a task per run of ``scan`` (``bc``: ``scan`` broadcast),
@@ -426,7 +443,46 @@ class SparkExecutor:
     def decode_ranges(self, scan: Scan, rplan: _ranges.RangePlan, ctx: tasks.Phase2, directory: str,
                       two_phase: bool, include_uncommitted: bool) -> dict:
         """Phase 2 of the range path: a task per range, decoding it with the single-process decoder into
-        its part file under ``directory`` (a file-writing plugin's files staged per attempt)."""
+        its part file under ``directory`` (a file-writing plugin's files staged per attempt).  While the
+        context is still starting (``PendingContext``), the driver decodes ranges itself, from the first,
+        and the job takes the ranges left once it is up: on 2 cores phase 1 ends seconds before the context
+        and its warmed workers do, and that core would be idle."""
+        results: dict = {}
+        driver = _DriverRanges(self, rplan) if self._starting() and not isinstance(scan.segments, HadoopSegmentSet) \
+            else None
+        if driver is not None:
+            # the job is submitted from another thread as soon as the context is up, with the ranges the
+            # driver has not taken, so that the range the driver is decoding then does not hold it back
+            driver.start(lambda skip: self._decode_ranges(scan, rplan, ctx, directory, two_phase,
+                                                          include_uncommitted, skip))
+            for r in driver.claimed():
+                results[r.rng] = self._decode_on_driver(scan, r, ctx, directory, two_phase, include_uncommitted)
+            results.update(driver.join())
+            self.driver_ranges = driver.taken
+        else:
+            results = self._decode_ranges(scan, rplan, ctx, directory, two_phase, include_uncommitted, 0)
+        return self._range_results(results, ctx)
+
+    def _decode_on_driver(self, scan: Scan, r: _ranges.Range, ctx: tasks.Phase2, directory: str, two_phase: bool,
+                          include_uncommitted: bool):
+        """One range decoded in this process, as a task decodes it (its part file and summary file)."""
+        from .. import _impl
+
+        make_plugin, staged = ctx.make_plugin, None
+        files_dir = files_directory(make_plugin)
+        if files_dir is not None:
+            staged = os.path.join(files_dir, ATTEMPTS_DIR, f"driver-{r.rng}")
+            make_plugin = functools.partial(make_plugin, directory=staged)
+        info = _ranges.decode_range(scan.segments, ctx.catalog, make_plugin, ctx.plugin_options, r,
+                                    two_phase=two_phase, include_uncommitted=include_uncommitted,
+                                    writer=tasks.PartWriter(directory, r.rng), history=ctx.timeline)
+        info["on_driver"] = True
+        _ranges.write_done(directory, r.rng, tasks.pack((info, _impl.IMPL, staged)))
+        return info, _impl.IMPL, staged
+
+    def _decode_ranges(self, scan: Scan, rplan: _ranges.RangePlan, ctx: tasks.Phase2, directory: str,
+                       two_phase: bool, include_uncommitted: bool, skip: int) -> dict:
+        """The range job over the ranges from ``skip`` on: {rng: (summary, implementation, staged directory)}."""
         rscan = range_scan(scan, rplan)
         bc = self.sc.broadcast(rscan)
         bc_ctx = self.sc.broadcast((os.urandom(8).hex(), tasks.pack((ctx, rplan.ranges, two_phase,
@@ -453,11 +509,15 @@ class SparkExecutor:
                 yield i, blob
 
         try:
-            rows = self._map_runs(rscan, bc, decode)
+            rows = self._map_runs(rscan, bc, decode, skip=skip)
         finally:
             bc.unpersist()
             bc_ctx.unpersist()
-        results = {i: tasks.unpack(blob) for i, blob in rows}
+        return {i: tasks.unpack(blob) for i, blob in rows}
+
+    def _range_results(self, results: dict, ctx: tasks.Phase2) -> dict:
+        """The ranges' summaries from their (summary, implementation, staged directory); the staged files
+        of the attempts that made them kept."""
         files_dir = files_directory(ctx.make_plugin)
         if files_dir is not None:
             keep_staged_files(files_dir, {staged for _info, _impl, staged in results.values()})
@@ -466,6 +526,59 @@ class SparkExecutor:
             self.impl_seen.add(impl)
             out[i] = info
         return out
+
+
+class _DriverRanges:
+    """The driver's share of the ranges while the context starts: ``claimed()`` yields the ranges the driver
+    is to decode, from the first, for as long as the context is not ready (all of them if it never is
+    before the driver is done: a local run is then over before Spark could have helped); ``start(job)``
+    runs ``job(skip)`` in a thread once the context is up, over the ranges from ``skip`` on, the ones the
+    driver has not claimed by then."""
+
+    def __init__(self, executor, rplan: _ranges.RangePlan):
+        self._pending = executor._pending
+        self._ranges = rplan.ranges
+        self._lock = threading.Lock()
+        self._closed = False  # the job took the rest: the driver claims no more
+        self.taken = 0  # ranges claimed by the driver
+        self._result: dict = {}
+        self._error: BaseException | None = None
+        self._thread: threading.Thread | None = None
+
+    def start(self, job) -> None:
+        def run():
+            try:
+                while True:
+                    with self._lock:
+                        if self.taken >= len(self._ranges):
+                            return  # the driver took them all
+                        if self._pending.ready():
+                            self._closed = True
+                            skip = self.taken
+                            break
+                    time.sleep(0.02)
+                self._result = job(skip)
+            except BaseException as e:  # re-raised by join() in the driver's thread
+                self._error = e
+
+        self._thread = threading.Thread(target=run, name="waldecode-range-job", daemon=True)
+        self._thread.start()
+
+    def claimed(self):
+        while True:
+            with self._lock:
+                if self._closed or self.taken >= len(self._ranges) or self._pending.ready():
+                    self._closed = True
+                    return
+                r = self._ranges[self.taken]
+                self.taken += 1
+            yield r
+
+    def join(self) -> dict:
+        self._thread.join()
+        if self._error is not None:
+            raise self._error
+        return self._result
 
 
 def _attempt_plugin(make_plugin, task):

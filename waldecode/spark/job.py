@@ -53,7 +53,10 @@ class PhaseTimes(dict):
     """Wall seconds per phase of one ``decode_spark`` run (``executor.timings``; ``spark decode --timings``
     writes them): the range path's ``phase1``, ``catalog_pass`` (its tasks), ``catalog_history`` (the
     driver's), ``ranges`` (the range job, appends included when they stream) and ``appends`` (the driver
-    appending part files); the event path's ``driver_pass`` (its phase 1 included) and ``phase2``."""
+    appending part files); the event path's ``driver_pass`` (its phase 1 included) and ``phase2``.
+    ``range_tasks``: each range's task, as the range path last ran them."""
+
+    range_tasks: list = []
 
     @contextmanager
     def phase(self, name: str):
@@ -375,6 +378,14 @@ def _decode_by_ranges(executor, scan: Scan, catalog: Catalog, make_plugin, out, 
                                                  out)
         else:
             summaries = executor.decode_ranges(scan, rplan, ctx, parts, two_phase, include_uncommitted)
+    # each range's bytes read (from its restart point), seconds and CPU, for ``--timings``
+    first_began = min((s.get("began", 0.0) for s in summaries.values()), default=0.0)
+    timings.range_tasks = [{"range": r.rng, "read_bytes": (r.end or end_lsn or 0) - (r.restart or r.start or 0),
+                            "began": round(summaries[r.rng].get("began", 0.0) - first_began, 3),
+                            "seconds": round(summaries[r.rng].get("seconds", 0.0), 3),
+                            "cpu": round(summaries[r.rng].get("cpu", 0.0), 3),
+                            "on_driver": summaries[r.rng].get("on_driver", False)}
+                           for r in rplan.ranges if r.rng in summaries]
     result, reason = _ranges.combine(rplan, summaries, end_lsn)
     if result is None:
         if appended:

@@ -36,6 +36,7 @@ from __future__ import annotations
 import os
 import shutil
 import tempfile
+import time
 from array import array
 from bisect import bisect_left, bisect_right
 from dataclasses import dataclass
@@ -318,7 +319,7 @@ def plan_ranges(spans: list, nranges: int, start_lsn: int | None, restart_lsn: i
     for s in spans[:-1]:
         if s.stop is not None:
             return RangePlan([], f"reading stopped in run {s.run}, before the last run: {s.stop.reason}")
-    bounds = _bounds(spans, nranges, start_lsn)
+    bounds = _bounds(spans, nranges, start_lsn, end_lsn)
     n = len(bounds) + 1
     ranges = []
     edges = [None] + bounds + [None]
@@ -357,20 +358,33 @@ def plan_ranges(spans: list, nranges: int, start_lsn: int | None, restart_lsn: i
     return RangePlan(ranges)
 
 
-def _bounds(spans: list, nranges: int, start_lsn: int | None) -> list:
+#: what one MiB read costs a range, in commits of short transactions: a range's work is decoding the
+#: transactions it commits and reading its bytes, and the WAL just after a checkpoint is mostly page
+#: images, cheap per byte but many bytes.  Fitted to the ranges' own timings (``spark decode --timings``'s
+#: ``range_tasks``) on two pgbench archives of 2 and 4 GiB: 0.8-1.3 ms per MiB, 6-9 us per commit
+COMMITS_PER_MIB = 100
+
+
+def _bounds(spans: list, nranges: int, start_lsn: int | None, end_lsn: int | None = None) -> list:
     """The starts of the ranges after the first: run starts (the xids open there are known) splitting the
-    commits into shares as equal as the runs allow (a range's work follows its transactions, not its
-    bytes: the WAL just after a checkpoint is mostly page images), each after ``start_lsn``."""
-    counts = [s.ended_commit.count(1) for s in spans]
-    total = sum(counts)
-    if nranges <= 1 or total == 0:
+    work into shares as equal as the runs allow, a run's work its commits plus its bytes
+    (``COMMITS_PER_MIB``), each after ``start_lsn``."""
+    if nranges <= 1 or not any(s.ended_commit.count(1) for s in spans):
         return []
-    candidates = []  # (commits before the run, its start)
-    seen = 0
-    for s, count in zip(spans, counts):
+    weights = []
+    following = end_lsn
+    for s in reversed(spans):  # a run's bytes: from its first record to the next run's (the last: to the end)
+        size = following - s.first_lsn if s.first_lsn is not None and following is not None else 0
+        weights.append(s.ended_commit.count(1) + COMMITS_PER_MIB * size / (1 << 20))
+        following = s.first_lsn if s.first_lsn is not None else following
+    weights.reverse()
+    total = sum(weights)
+    candidates = []  # (work before the run, its start)
+    seen = 0.0
+    for s, weight in zip(spans, weights):
         if s.run and s.first_lsn is not None and (start_lsn is None or s.first_lsn > start_lsn):
             candidates.append((seen, s.first_lsn))
-        seen += count
+        seen += weight
     bounds: list = []
     for k in range(1, nranges):
         share = total * k / nranges
@@ -403,7 +417,10 @@ def decode_range(segments, catalog, make_plugin, plugin_options, r: Range, *, tw
         plugin = TestDecoding(output=out)
     else:
         plugin = make_plugin(writer.write)
-    info = {"lines": 0, "warnings": [], "error": None, "result": None}
+    # when and for how long the range ran, for ``--timings`` (a range's share of the parallel part)
+    info = {"lines": 0, "warnings": [], "error": None, "result": None,
+            "began": time.time(), "seconds": 0.0, "cpu": 0.0}
+    began, cpu = time.perf_counter(), time.process_time()
     own_spill = None
     if spill_dir is None:
         spill_dir = own_spill = tempfile.mkdtemp(prefix="waldecode-range-spill-")
@@ -437,6 +454,8 @@ def decode_range(segments, catalog, make_plugin, plugin_options, r: Range, *, tw
     finally:
         if own_spill is not None:
             shutil.rmtree(own_spill, ignore_errors=True)
+        info["seconds"] = time.perf_counter() - began
+        info["cpu"] = time.process_time() - cpu
     return info
 
 
