@@ -517,13 +517,26 @@ DECODE_ERROR_MESSAGES = {
 
 @st.composite
 def record_bytes(draw):
-    """(major, bytes) of one record as walgen writes it, often damaged after its header: bytes
-    changed among the block headers (where the checks are), cut or lengthened, xl_tot_len then
+    """(major, bytes) of one record as walgen writes it, often damaged after its header: a field of
+    its first block header changed, bytes changed among the block headers (where the checks are),
+    cut or lengthened, xl_tot_len then
     mostly kept equal to the bytes' length, as framing hands them out."""
     major = draw(st.integers(13, 18))
     rec = bytearray(walgen.assemble(draw(records(major)), draw(st.integers(0, 2**64 - 1)), major))
-    how = draw(st.sampled_from(["sound", "bytes", "bytes", "cut", "longer"]))
-    if how == "bytes" and len(rec) > 24:
+    how = draw(st.sampled_from(["sound", "bytes", "bytes", "block", "block", "block", "block", "cut", "longer"]))
+    if how == "block" and len(rec) > 24 and rec[24] <= 32:
+        # one field of the first block's header, each check's own: its id, a fork_flags bit, its
+        # data length, and, with an image, a bimg_info bit or the hole offset
+        fields = [(24, 1), (25, 1), (26, 2)] + ([(30, 2), (32, 1)] if rec[25] & walgen.BKPBLOCK_HAS_IMAGE else [])
+        pos, size = draw(st.sampled_from(fields))
+        if pos == 25:
+            rec[pos] ^= draw(st.sampled_from([walgen.BKPBLOCK_HAS_IMAGE, walgen.BKPBLOCK_HAS_DATA,
+                                              walgen.BKPBLOCK_SAME_REL, 1 << draw(st.integers(0, 7))]))
+        elif size == 1:
+            rec[pos] ^= 1 << draw(st.integers(0, 7))
+        else:
+            rec[pos:pos + 2] = draw(st.sampled_from([0, 1, PAGE])).to_bytes(2, "little")
+    elif how == "bytes" and len(rec) > 24:
         for _ in range(draw(st.integers(1, 4))):
             # the block headers are first after the record header, and short
             pos = draw(st.integers(24, min(len(rec) - 1, 24 + 120)))
