@@ -4,7 +4,8 @@ waldecode._native: WAL pages and records; waldecode._typeout: tuples, type outpu
 test_decoding's column lists; waldecode._waldump: ``inspect`` (pg_waldump's lines and --stats) in
 one loop over the segment bytes; waldecode._logical: the reorder buffer's change storage and the
 logical decoding record loop.  native/pgconsts.pxd, generated here by native/pgconsts.py,
-declares the PostgreSQL constants of the pure-Python modules for Cython; native/pgdefs.pxd
+declares the PostgreSQL constants of the pure-Python modules for Cython (native/pgconsts.h, a
+few of them for C); native/wd_xlogrecord.h is the one DecodeXLogRecord; native/pgdefs.pxd
 the rest of what the native code needs of PostgreSQL's headers, native/wd_shortest.h the
 exact shortest float digits, native/wd_*.h the C of the WAL reader and pg_waldump's text.
 
@@ -23,21 +24,25 @@ if os.environ.get("WALDECODE_NO_NATIVE", "") in ("", "0"):
     from setuptools import Extension
 
     here = os.path.dirname(os.path.abspath(__file__))
-    runpy.run_path(os.path.join(here, "native", "pgconsts.py"))["write"](here, os.path.join(here, "native",
-                                                                                         "pgconsts.pxd"))
+    pgconsts = runpy.run_path(os.path.join(here, "native", "pgconsts.py"))
+    pgconsts["write"](here, os.path.join(here, "native", "pgconsts.pxd"))
+    pgconsts["write"](here, os.path.join(here, "native", "pgconsts.h"), pgconsts["render_c"])
+    # DecodeXLogRecord, included by every extension that reads records
+    xlogrecord = ["native/wd_xlogrecord.h", "native/wd_xlogrecord.pxd", "native/pgconsts.h"]
 
     ext_modules = cythonize(
         [
             Extension("waldecode._native", ["native/_native.pyx"], include_dirs=["native"],
-                      extra_compile_args=["-O2"], depends=["native/wd_crc32c.h", "native/wd_xlogpage.h"]),
+                      extra_compile_args=["-O2"],
+                      depends=["native/wd_crc32c.h", "native/wd_xlogpage.h"] + xlogrecord),
             Extension("waldecode._waldump", ["native/_waldump.pyx"], include_dirs=["native"],
                       extra_compile_args=["-O2"], depends=["native/pgconsts.pxd", "native/wd_crc32c.h", "native/wd_xlogpage.h",
-                                                           "native/wd_waldump.h"]),
+                                                           "native/wd_waldump.h"] + xlogrecord),
             Extension("waldecode._typeout", ["native/_typeout.pyx"], include_dirs=["native"],
                       extra_compile_args=["-O2"], depends=["native/pgdefs.pxd", "native/pgconsts.pxd",
                                                            "native/wd_shortest.h"]),
             Extension("waldecode._logical", ["native/_logical.pyx"], include_dirs=["native"],
-                      extra_compile_args=["-O2"], depends=["native/pgdefs.pxd"]),
+                      extra_compile_args=["-O2"], depends=["native/pgdefs.pxd"] + xlogrecord),
         ],
         include_path=["native"],
         compiler_directives={"language_level": "3"},

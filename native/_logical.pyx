@@ -35,6 +35,8 @@ from libc.string cimport memcpy, memset
 
 from pgconsts cimport *
 from pgdefs cimport *
+# DecodeXLogRecord, the one of every extension (native/wd_xlogrecord.h)
+from wd_xlogrecord cimport WD_DECODE_OK, WdDecodedBkpBlock, WdDecodedXLogRecord, wd_DecodeXLogRecord
 
 from bisect import bisect_left
 
@@ -322,135 +324,6 @@ def from_batch(bytes batch, Py_ssize_t count):
 
 # -- the record loop --------------------------------------------------------------------------------
 
-cdef struct RecHead:
-    unsigned int xid
-    unsigned int toplevel
-    unsigned int origin
-    int nblocks
-    int first_block_id
-    unsigned int spc, db, rel                   # of the first block
-    const unsigned char *b0data
-    Py_ssize_t b0len
-    const unsigned char *main
-    Py_ssize_t mainlen
-
-
-cdef int _parse_head(const unsigned char *r, Py_ssize_t n, int major, RecHead *h) noexcept nogil:
-    """The parts of a record the fast path needs, with every check ``_native.decode_record`` makes
-    (xlogreader.c DecodeXLogRecord): 0 when the layout is sound, -1 to leave the record to it."""
-    cdef unsigned int tot_len = pg_u32(r)
-    cdef unsigned int compressed_mask = 0x1C if major >= 15 else 0x02
-    cdef Py_ssize_t pos = SizeOfXLogRecord, remaining, datatotal = 0, main_len = 0, data0 = 0
-    cdef int block_id, max_block_id = -1
-    cdef unsigned int fork_flags, data_len, bimg_len, hole_offset, bimg_info, hole_length
-    cdef bint has_rel = False
-    if tot_len != n or n < SizeOfXLogRecord:
-        return -1
-    h.xid = pg_u32(r + 4)
-    h.toplevel = 0
-    h.origin = 0
-    h.nblocks = 0
-    h.first_block_id = -1
-    h.b0len = 0
-    remaining = tot_len - SizeOfXLogRecord
-    while remaining > datatotal:
-        block_id = r[pos]
-        pos += 1
-        remaining -= 1
-        if block_id == XLR_BLOCK_ID_DATA_SHORT:
-            if remaining < 1:
-                return -1
-            main_len = r[pos]
-            pos += 1
-            remaining -= 1
-            datatotal += main_len
-            break
-        if block_id == XLR_BLOCK_ID_DATA_LONG:
-            if remaining < 4:
-                return -1
-            main_len = pg_u32(r + pos)
-            pos += 4
-            remaining -= 4
-            datatotal += main_len
-            break
-        if block_id == XLR_BLOCK_ID_ORIGIN:
-            if remaining < 2:
-                return -1
-            h.origin = pg_u16(r + pos)
-            pos += 2
-            remaining -= 2
-            continue
-        if block_id == XLR_BLOCK_ID_TOPLEVEL_XID and major >= 14:
-            if remaining < 4:
-                return -1
-            h.toplevel = pg_u32(r + pos)
-            pos += 4
-            remaining -= 4
-            continue
-        if block_id > XLR_MAX_BLOCK_ID or block_id <= max_block_id or remaining < 3:
-            return -1
-        max_block_id = block_id
-        fork_flags = r[pos]
-        data_len = pg_u16(r + pos + 1)
-        pos += 3
-        remaining -= 3
-        if (fork_flags & BKPBLOCK_HAS_DATA and data_len == 0) or (not fork_flags & BKPBLOCK_HAS_DATA
-                                                                   and data_len != 0):
-            return -1
-        bimg_len = hole_offset = bimg_info = hole_length = 0
-        if fork_flags & BKPBLOCK_HAS_IMAGE:
-            if remaining < 5:
-                return -1
-            bimg_len = pg_u16(r + pos)
-            hole_offset = pg_u16(r + pos + 2)
-            bimg_info = r[pos + 4]
-            pos += 5
-            remaining -= 5
-            if bimg_info & compressed_mask:
-                if bimg_info & BKPIMAGE_HAS_HOLE:
-                    if remaining < 2:
-                        return -1
-                    hole_length = pg_u16(r + pos)
-                    pos += 2
-                    remaining -= 2
-            else:
-                hole_length = BLCKSZ - bimg_len
-            if bimg_info & BKPIMAGE_HAS_HOLE:
-                if hole_offset == 0 or hole_length == 0 or bimg_len == BLCKSZ:
-                    return -1
-            elif hole_offset != 0 or hole_length != 0:
-                return -1
-            if bimg_info & compressed_mask and bimg_len == BLCKSZ:
-                return -1
-        if h.nblocks == 0:
-            h.first_block_id = block_id
-            data0 = datatotal + bimg_len  # the first block's data follows its image
-            h.b0len = data_len
-        datatotal += bimg_len + data_len
-        if not fork_flags & BKPBLOCK_SAME_REL:
-            if remaining < 16:
-                return -1
-            if h.nblocks == 0:
-                h.spc = pg_u32(r + pos)
-                h.db = pg_u32(r + pos + 4)
-                h.rel = pg_u32(r + pos + 8)
-            has_rel = True
-            pos += 16
-            remaining -= 16
-        else:
-            if not has_rel or remaining < 4:
-                return -1
-            pos += 4
-            remaining -= 4
-        h.nblocks += 1
-    if remaining != datatotal:
-        return -1
-    h.b0data = r + pos + data0
-    h.main = r + pos + datatotal - main_len
-    h.mainlen = main_len
-    return 0
-
-
 cdef class _Decoding:
     """What the fast paths read of the Python decoder, fetched again after every record it hands
     to the decoder (which may change any of it)."""
@@ -606,9 +479,10 @@ cdef class _Decoding:
         self.toplevel[key] = txn
         return txn
 
-    cdef int fast(self, const unsigned char *r, RecHead *h, unsigned long long lsn) except -1:
+    cdef int fast(self, const unsigned char *r, WdDecodedXLogRecord *h, unsigned long long lsn) except -1:
         """Decode one record without Python objects: 1 when done, 0 to hand it to the decoder."""
-        cdef unsigned int rmid = r[17], op = r[16] & XLOG_HEAP_OPMASK, xid = h.xid
+        cdef unsigned int rmid = r[17], op = r[16] & XLOG_HEAP_OPMASK, xid = h.xl_xid
+        cdef const WdDecodedBkpBlock *b0 = &h.blocks[0]  # the heap page's (when h.nblocks)
         cdef unsigned int flags, ntuples, datalen, k
         cdef int action
         cdef Py_ssize_t ln, lo, pos, size
@@ -630,7 +504,7 @@ cdef class _Decoding:
             if first:  # no handler in the decoder: ReorderBufferProcessXid only
                 self.register(xid, lsn)
             return 1
-        if self.nodes is not None and h.nblocks and PyDict_GetItem(self.nodes, h.rel) != NULL:
+        if self.nodes is not None and h.nblocks and PyDict_GetItem(self.nodes, b0.rlocator.relNumber) != NULL:
             return 0  # a catalog page the catalog history follows
         # rmgr.heap's table of what each record type is to decoding
         if (HEAP_IGNORED_TYPES if rmid == RM_HEAP_ID else HEAP2_IGNORED_TYPES) >> (op >> 4) & 1:
@@ -645,7 +519,7 @@ cdef class _Decoding:
             return 0  # XLOG_HEAP2_NEW_CID: the decoder's
         if self.state < SNAPBUILD_FULL_SNAPSHOT:
             return 1
-        if self.state != SNAPBUILD_CONSISTENT or not xid or h.first_block_id != 0:
+        if self.state != SNAPBUILD_CONSISTENT or not xid or h.nblocks == 0 or b0.block_id != 0:
             return 0
         if first:
             # A record refused below goes to the decoder, for which this is then done already
@@ -660,80 +534,82 @@ cdef class _Decoding:
         if top is not None and not top.has_base_snapshot:
             top.has_base_snapshot = True
         # FilterByOrigin
-        if h.origin == 0:
+        if h.record_origin == 0:
             if self.filter_local:
                 return 1
-        elif self.filter_origin(h.origin):
+        elif self.filter_origin(h.record_origin):
             return 1
-        if h.db != self.database:
+        if b0.rlocator.dbOid != self.database:
             return 1
         # decode.c DecodeInsert, DecodeUpdate, DecodeDelete, DecodeMultiInsert (as decode.py's extractors)
         if rmid == RM_HEAP_ID:
             if op == XLOG_HEAP_INSERT:
-                if h.mainlen < SizeOfHeapInsert:
+                if h.main_data_len < SizeOfHeapInsert:
                     return 0
-                flags = h.main[2]
+                flags = h.main_data[2]
                 if not flags & XLH_INSERT_CONTAINS_NEW_TUPLE:
                     return 1
                 action = REORDER_BUFFER_CHANGE_INTERNAL_SPEC_INSERT if flags & XLH_INSERT_IS_SPECULATIVE \
                     else REORDER_BUFFER_CHANGE_INSERT
-                ln, lo = h.b0len, -1
+                ln, lo = b0.data_len, -1
             elif op == XLOG_HEAP_DELETE:
-                if h.mainlen < SizeOfHeapDelete:
+                if h.main_data_len < SizeOfHeapDelete:
                     return 0
-                flags = h.main[7]
+                flags = h.main_data[7]
                 action = REORDER_BUFFER_CHANGE_INTERNAL_SPEC_ABORT if flags & XLH_DELETE_IS_SUPER \
                     else REORDER_BUFFER_CHANGE_DELETE
                 ln = -1
-                lo = h.mainlen - SizeOfHeapDelete \
+                lo = h.main_data_len - SizeOfHeapDelete \
                     if flags & (XLH_DELETE_CONTAINS_OLD_TUPLE | XLH_DELETE_CONTAINS_OLD_KEY) else -1
             else:
-                if h.mainlen < SizeOfHeapUpdate:
+                if h.main_data_len < SizeOfHeapUpdate:
                     return 0
-                flags = h.main[7]
+                flags = h.main_data[7]
                 action = REORDER_BUFFER_CHANGE_UPDATE
-                ln = h.b0len if flags & XLH_UPDATE_CONTAINS_NEW_TUPLE else -1
-                lo = h.mainlen - SizeOfHeapUpdate \
+                ln = b0.data_len if flags & XLH_UPDATE_CONTAINS_NEW_TUPLE else -1
+                lo = h.main_data_len - SizeOfHeapUpdate \
                     if flags & (XLH_UPDATE_CONTAINS_OLD_TUPLE | XLH_UPDATE_CONTAINS_OLD_KEY) else -1
-            p = store.put(lsn, action, h.spc, h.rel, h.origin, True, ln, lo, -1)
+            p = store.put(lsn, action, b0.rlocator.spcOid, b0.rlocator.relNumber, h.record_origin, True, ln, lo,
+                          -1)
             if ln > 0:
-                memcpy(p, h.b0data, ln)
+                memcpy(p, b0.data, ln)
             if lo > 0:
-                memcpy(p + (ln if ln > 0 else 0), h.main + (SizeOfHeapDelete if op == XLOG_HEAP_DELETE
+                memcpy(p + (ln if ln > 0 else 0), h.main_data + (SizeOfHeapDelete if op == XLOG_HEAP_DELETE
                                                             else SizeOfHeapUpdate), lo)
             size = SizeOfQueuedChange + (ln if ln > 0 else 0) + (lo if lo > 0 else 0)
             self.queued(txn, store, size)
             return 1
         # XLOG_HEAP2_MULTI_INSERT: one change per tuple, each given its xl_heap_header back
-        if h.mainlen < SizeOfHeapMultiInsert:
+        if h.main_data_len < SizeOfHeapMultiInsert:
             return 0
-        flags = h.main[0]
-        ntuples = pg_u16(h.main + 2)
+        flags = h.main_data[0]
+        ntuples = pg_u16(h.main_data + 2)
         if not flags & XLH_INSERT_CONTAINS_NEW_TUPLE:
             return 1
         # check every tuple first: one the reference would refuse or cut leaves the whole record to it
         pos = 0
         for k in range(ntuples):
             pos += pos & 1  # SHORTALIGN
-            if pos + SizeOfMultiInsertTuple > h.b0len:
+            if pos + SizeOfMultiInsertTuple > b0.data_len:
                 return 0
-            datalen = pg_u16(h.b0data + pos)
+            datalen = pg_u16(b0.data + pos)
             pos += SizeOfMultiInsertTuple + datalen
-            if pos > h.b0len:
+            if pos > b0.data_len:
                 return 0
         pos = 0
         for k in range(ntuples):
             pos += pos & 1
-            datalen = pg_u16(h.b0data + pos)
-            p = store.put(lsn, REORDER_BUFFER_CHANGE_INSERT, h.spc, h.rel, h.origin,
-                          flags & XLH_INSERT_LAST_IN_MULTI and k + 1 == ntuples, SizeOfHeapHeader + datalen, -1, -1)
-            memcpy(p, h.b0data + pos + 2, SizeOfHeapHeader)  # t_infomask2, t_infomask, t_hoff
-            memcpy(p + SizeOfHeapHeader, h.b0data + pos + SizeOfMultiInsertTuple, datalen)
+            datalen = pg_u16(b0.data + pos)
+            p = store.put(lsn, REORDER_BUFFER_CHANGE_INSERT, b0.rlocator.spcOid, b0.rlocator.relNumber,
+                          h.record_origin, flags & XLH_INSERT_LAST_IN_MULTI and k + 1 == ntuples,
+                          SizeOfHeapHeader + datalen, -1, -1)
+            memcpy(p, b0.data + pos + 2, SizeOfHeapHeader)  # t_infomask2, t_infomask, t_hoff
+            memcpy(p + SizeOfHeapHeader, b0.data + pos + SizeOfMultiInsertTuple, datalen)
             pos += SizeOfMultiInsertTuple + datalen
             self.queued(txn, store, SizeOfQueuedChange + SizeOfHeapHeader + datalen)
         return 1
 
-    cdef int commit(self, const unsigned char *r, RecHead *h, unsigned long long lsn,
+    cdef int commit(self, const unsigned char *r, WdDecodedXLogRecord *h, unsigned long long lsn,
                     unsigned long long end) except -1:
         """Write a plain COMMIT's transaction without Python objects: 1 when done, 0 to hand the
         record to the decoder.  Plain: XLOG_XACT_COMMIT of our database, after the consistent
@@ -743,11 +619,11 @@ cdef class _Decoding:
         FAST_COMMIT_MAX_CHANGES changes) whose every change is a row change the replay would
         append through the plugin's row writer or pass over — where decode.py's _decode_commit,
         DecodeTXNNeedsSkip, Replayer.replay and the plugin come to exactly this."""
-        cdef unsigned int info = r[16], xid = h.xid, xinfo
+        cdef unsigned int info = r[16], xid = h.xl_xid, xinfo
         cdef unsigned int plain = XACT_XINFO_HAS_DBINFO | XACT_XINFO_HAS_SUBXACTS | XACT_XINFO_HAS_AE_LOCKS \
             | XACT_COMPLETION_APPLY_FEEDBACK | XACT_COMPLETION_UPDATE_RELCACHE_FILE \
             | <unsigned int>XACT_COMPLETION_FORCE_SYNC_COMMIT
-        cdef const unsigned char *m = h.main
+        cdef const unsigned char *m = h.main_data
         cdef Py_ssize_t size = MinSizeOfXactCommit + SizeOfXactXinfo + SizeOfXactDbinfo, pos, i
         cdef PyObject *found
         cdef PyObject *targets[FAST_COMMIT_MAX_CHANGES]
@@ -755,8 +631,8 @@ cdef class _Decoding:
         cdef ChangeBuffer store
         if (info & XLOG_XACT_OPMASK) != XLOG_XACT_COMMIT or not info & XLOG_XACT_HAS_INFO:
             return 0
-        if (not xid or h.nblocks or h.origin or self.filter_local or self.state != SNAPBUILD_CONSISTENT
-                or lsn < self.start_decoding_at or h.mainlen < size):
+        if (not xid or h.nblocks or h.record_origin or self.filter_local or self.state != SNAPBUILD_CONSISTENT
+                or lsn < self.start_decoding_at or h.main_data_len < size):
             return 0
         xinfo = pg_u32(m + MinSizeOfXactCommit)
         if not xinfo & XACT_XINFO_HAS_DBINFO or xinfo & ~plain:
@@ -764,10 +640,10 @@ cdef class _Decoding:
         if pg_u32(m + MinSizeOfXactCommit + SizeOfXactXinfo) != self.database:
             return 0
         if xinfo & XACT_XINFO_HAS_SUBXACTS:  # PostgreSQL sets it with subtransactions only
-            if h.mainlen < size + MinSizeOfXactSubxacts or pg_i32(m + size) != 0:
+            if h.main_data_len < size + MinSizeOfXactSubxacts or pg_i32(m + size) != 0:
                 return 0
             size += MinSizeOfXactSubxacts
-        if h.mainlen != size:
+        if h.main_data_len != size:
             return 0
         key = xid
         found = PyDict_GetItem(self.by_xid, key)
@@ -941,7 +817,7 @@ cdef Py_ssize_t _loop(_Decoding d, list records, unsigned long long start, int m
     cdef const unsigned char *r
     cdef unsigned long long lsn, end = 0
     cdef unsigned int rmid
-    cdef RecHead h
+    cdef WdDecodedXLogRecord h
     cdef bint done
     for i in range(n):
         t = <tuple>records[i]
@@ -954,10 +830,10 @@ cdef Py_ssize_t _loop(_Decoding d, list records, unsigned long long start, int m
         rmid = r[17]
         done = False
         if d.handled[rmid] != 1:
-            if _parse_head(r, PyBytes_GET_SIZE(rec), major, &h) == 0 and h.toplevel == 0:
+            if wd_DecodeXLogRecord(r, PyBytes_GET_SIZE(rec), major, &h) == WD_DECODE_OK and h.toplevel_xid == 0:
                 done = d.fast(r, &h, lsn)
         elif rmid == RM_XACT_ID and d.quiet:
-            if _parse_head(r, PyBytes_GET_SIZE(rec), major, &h) == 0 and h.toplevel == 0:
+            if wd_DecodeXLogRecord(r, PyBytes_GET_SIZE(rec), major, &h) == WD_DECODE_OK and h.toplevel_xid == 0:
                 done = d.commit(r, &h, lsn, end)
         if done:
             nfast += 1
@@ -1007,7 +883,7 @@ def xact_spans(list records, int major, dict firsts, dict ended, slow=None, dict
     cdef unsigned int info, xid, xinfo, last_xid = 0
     cdef unsigned int slow_bits
     cdef bint catalog = False, is_commit, have_last = False
-    cdef RecHead h
+    cdef WdDecodedXLogRecord h
     cdef object lsn, end, key
     cdef PyObject *found
     if slow is None:
@@ -1028,13 +904,14 @@ def xact_spans(list records, int major, dict firsts, dict ended, slow=None, dict
                 if is_commit:
                     slow_bits |= XACT_XINFO_HAS_INVALS
                 nsub = -1
-                if _parse_head(r, PyBytes_GET_SIZE(rec), major, &h) == 0 and h.mainlen >= MinSizeOfXactCommit:
-                    m = h.main
+                if (wd_DecodeXLogRecord(r, PyBytes_GET_SIZE(rec), major, &h) == WD_DECODE_OK
+                        and h.main_data_len >= MinSizeOfXactCommit):
+                    m = h.main_data
                     pos = MinSizeOfXactCommit
                     xinfo = 0
                     nsub = 0
                     if r[16] & XLOG_XACT_HAS_INFO:
-                        if h.mainlen < pos + SizeOfXactXinfo:
+                        if h.main_data_len < pos + SizeOfXactXinfo:
                             nsub = -1
                         else:
                             xinfo = pg_u32(m + pos)
@@ -1045,17 +922,17 @@ def xact_spans(list records, int major, dict firsts, dict ended, slow=None, dict
                         nsub = -1
                     if nsub == 0 and xinfo & XACT_XINFO_HAS_DBINFO:
                         pos += SizeOfXactDbinfo
-                        if h.mainlen < pos:
+                        if h.main_data_len < pos:
                             nsub = -1
                     if nsub == 0 and xinfo & XACT_XINFO_HAS_SUBXACTS:
-                        if h.mainlen < pos + MinSizeOfXactSubxacts:
+                        if h.main_data_len < pos + MinSizeOfXactSubxacts:
                             nsub = -1
                         else:
                             nsub = pg_i32(m + pos)
                             pos += MinSizeOfXactSubxacts
-                            if nsub < 0 or h.mainlen < pos + 4 * nsub:
+                            if nsub < 0 or h.main_data_len < pos + 4 * nsub:
                                 nsub = -1
-                    if nsub >= 0 and xinfo & XACT_XINFO_HAS_ORIGIN and h.mainlen < pos + 4 * nsub + 16:
+                    if nsub >= 0 and xinfo & XACT_XINFO_HAS_ORIGIN and h.main_data_len < pos + 4 * nsub + 16:
                         nsub = -1  # xl_xact_origin
                 if nsub < 0:
                     catalog = _slow_end(slow, t, major, ended, is_commit) or catalog
@@ -1094,7 +971,7 @@ def catalog_records(list records, int major, nodes, list out, bint xlog_xid):
     cdef bytes rec
     cdef const unsigned char *r
     cdef unsigned int rmid, info
-    cdef RecHead h
+    cdef WdDecodedXLogRecord h
     cdef bint take
     for i in range(n):
         t = <tuple>records[i]
@@ -1109,21 +986,21 @@ def catalog_records(list records, int major, nodes, list out, bint xlog_xid):
                 # a commit without invalidations changed no catalog (the history checks its own rows' ends)
                 take = False
                 if info & XLOG_XACT_HAS_INFO:
-                    if (_parse_head(r, PyBytes_GET_SIZE(rec), major, &h) != 0
-                            or h.mainlen < MinSizeOfXactCommit + SizeOfXactXinfo):
+                    if (wd_DecodeXLogRecord(r, PyBytes_GET_SIZE(rec), major, &h) != WD_DECODE_OK
+                            or h.main_data_len < MinSizeOfXactCommit + SizeOfXactXinfo):
                         take = True  # left to the decoder, which reads it or says why not
                     else:
-                        take = (pg_u32(h.main + MinSizeOfXactCommit) & XACT_XINFO_HAS_INVALS) != 0
+                        take = (pg_u32(h.main_data + MinSizeOfXactCommit) & XACT_XINFO_HAS_INVALS) != 0
         elif rmid == RM_STANDBY_ID or rmid == RM_RELMAP_ID:
             take = True
         elif rmid == RM_HEAP_ID or rmid == RM_HEAP2_ID or rmid == RM_XLOG_ID:
-            if _parse_head(r, PyBytes_GET_SIZE(rec), major, &h) != 0:
+            if wd_DecodeXLogRecord(r, PyBytes_GET_SIZE(rec), major, &h) != WD_DECODE_OK:
                 take = True
             elif rmid == RM_XLOG_ID and (info & 0xF0) == XLOG_PARAMETER_CHANGE:
                 take = True
             elif h.nblocks:
-                take = PySet_Contains(nodes, h.rel) == 1
-                if not take and rmid == RM_XLOG_ID and xlog_xid and h.xid:
+                take = PySet_Contains(nodes, h.blocks[0].rlocator.relNumber) == 1
+                if not take and rmid == RM_XLOG_ID and xlog_xid and h.xl_xid:
                     take = True
                     xlog_xid = False
             elif rmid == RM_HEAP2_ID and (info & XLOG_HEAP_OPMASK) == XLOG_HEAP2_NEW_CID:

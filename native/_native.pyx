@@ -39,7 +39,7 @@ pg_crc32c_init()
 
 # xlog_internal.h / xlogrecord.h / memutils.h, generated from the Python modules (native/pgconsts.py)
 from pgconsts cimport RM_HEAP2_ID, RM_HEAP_ID, RM_RELMAP_ID, RM_STANDBY_ID, RM_XACT_ID, RM_XLOG_ID
-from pgconsts cimport BKPBLOCK_HAS_IMAGE, BKPBLOCK_SAME_REL, BKPIMAGE_HAS_HOLE, XLR_MAX_BLOCK_ID
+from pgconsts cimport BKPBLOCK_FLAG_MASK, BKPBLOCK_HAS_IMAGE, BKPBLOCK_SAME_REL, BKPIMAGE_HAS_HOLE, XLR_MAX_BLOCK_ID
 from pgconsts cimport (BLCKSZ, MaxAllocSize, SizeOfXLogLongPHD, SizeOfXLogShortPHD, XLP_ALL_FLAGS,
                        XLP_FIRST_IS_CONTRECORD, XLP_FIRST_IS_OVERWRITE_CONTRECORD, XLP_LONG_HEADER)
 
@@ -55,6 +55,10 @@ cdef inline int _append_record(list records, unsigned long long lsn, unsigned lo
     cdef tuple t = (lsn, raw_end, rec)
     PyObject_GC_UnTrack(<void *>t)
     return PyList_Append(records, t)
+
+
+# DecodeXLogRecord, the one of every extension (native/wd_xlogrecord.h)
+from wd_xlogrecord cimport *
 
 
 cdef extern from "wd_xlogpage.h":
@@ -328,136 +332,67 @@ cdef tuple _frame_loop(buf, const unsigned char[:] view, const unsigned char *b,
 
 
 def decode_record(bytes rec, unsigned long long lsn, unsigned long long end_lsn, int major):
+    """_pyframe.decode_record by native/wd_xlogrecord.h: a record any of whose checks fails goes to the
+    reference, which raises the error."""
     cdef const unsigned char *r = rec
-    cdef Py_ssize_t n = len(rec)
-    cdef unsigned int tot_len = pg_u32(r)
-    cdef unsigned int compressed_mask = 0x1C if major >= 15 else 0x02
-    cdef Py_ssize_t pos = 24, remaining, datatotal = 0, main_len = 0
-    cdef int block_id, max_block_id = -1, nblocks = 0
-    cdef unsigned int fork_flags, data_len, bimg_len, hole_offset, bimg_info, hole_length
-    cdef unsigned int spc = 0, db = 0, relnum = 0, blkno
-    cdef bint has_rel = False, has_image
-    cdef unsigned int origin = 0, toplevel = 0
-    # per block: id, fork_flags, data_len, bimg_len, hole_offset, bimg_info, hole_length, spc, db, rel, blkno
-    cdef unsigned int heads[33][11]
-    if tot_len != n or n < 24:
-        return _pyframe.decode_record(rec, lsn, end_lsn, major)
-    remaining = tot_len - 24
-    while remaining > datatotal:
-        block_id = r[pos]
-        pos += 1
-        remaining -= 1
-        if block_id == 255:
-            if remaining < 1:
-                return _pyframe.decode_record(rec, lsn, end_lsn, major)
-            main_len = r[pos]
-            pos += 1
-            remaining -= 1
-            datatotal += main_len
-            break
-        if block_id == 254:
-            if remaining < 4:
-                return _pyframe.decode_record(rec, lsn, end_lsn, major)
-            main_len = pg_u32(r + pos)
-            pos += 4
-            remaining -= 4
-            datatotal += main_len
-            break
-        if block_id == 253:
-            if remaining < 2:
-                return _pyframe.decode_record(rec, lsn, end_lsn, major)
-            origin = pg_u16(r + pos)
-            pos += 2
-            remaining -= 2
-            continue
-        if block_id == 252 and major >= 14:
-            if remaining < 4:
-                return _pyframe.decode_record(rec, lsn, end_lsn, major)
-            toplevel = pg_u32(r + pos)
-            pos += 4
-            remaining -= 4
-            continue
-        if block_id > 32 or block_id <= max_block_id or remaining < 3:
-            return _pyframe.decode_record(rec, lsn, end_lsn, major)
-        max_block_id = block_id
-        fork_flags = r[pos]
-        data_len = pg_u16(r + pos + 1)
-        pos += 3
-        remaining -= 3
-        if (fork_flags & 0x20 and data_len == 0) or (not fork_flags & 0x20 and data_len != 0):
-            return _pyframe.decode_record(rec, lsn, end_lsn, major)
-        datatotal += data_len
-        bimg_len = hole_offset = bimg_info = hole_length = 0
-        if fork_flags & 0x10:
-            if remaining < 5:
-                return _pyframe.decode_record(rec, lsn, end_lsn, major)
-            bimg_len = pg_u16(r + pos)
-            hole_offset = pg_u16(r + pos + 2)
-            bimg_info = r[pos + 4]
-            pos += 5
-            remaining -= 5
-            if bimg_info & compressed_mask:
-                if bimg_info & 0x01:
-                    if remaining < 2:
-                        return _pyframe.decode_record(rec, lsn, end_lsn, major)
-                    hole_length = pg_u16(r + pos)
-                    pos += 2
-                    remaining -= 2
-            else:
-                hole_length = BLCKSZ - bimg_len
-            datatotal += bimg_len
-            if bimg_info & 0x01:
-                if hole_offset == 0 or hole_length == 0 or bimg_len == BLCKSZ:
-                    return _pyframe.decode_record(rec, lsn, end_lsn, major)
-            elif hole_offset != 0 or hole_length != 0:
-                return _pyframe.decode_record(rec, lsn, end_lsn, major)
-            if bimg_info & compressed_mask and bimg_len == BLCKSZ:
-                return _pyframe.decode_record(rec, lsn, end_lsn, major)
-        if not fork_flags & 0x80:
-            if remaining < 16:
-                return _pyframe.decode_record(rec, lsn, end_lsn, major)
-            spc = pg_u32(r + pos)
-            db = pg_u32(r + pos + 4)
-            relnum = pg_u32(r + pos + 8)
-            blkno = pg_u32(r + pos + 12)
-            has_rel = True
-            pos += 16
-            remaining -= 16
-        else:
-            if not has_rel or remaining < 4:
-                return _pyframe.decode_record(rec, lsn, end_lsn, major)
-            blkno = pg_u32(r + pos)
-            pos += 4
-            remaining -= 4
-        heads[nblocks][0] = block_id
-        heads[nblocks][1] = fork_flags
-        heads[nblocks][2] = data_len
-        heads[nblocks][3] = bimg_len
-        heads[nblocks][4] = hole_offset
-        heads[nblocks][5] = bimg_info
-        heads[nblocks][6] = hole_length
-        heads[nblocks][7] = spc
-        heads[nblocks][8] = db
-        heads[nblocks][9] = relnum
-        heads[nblocks][10] = blkno
-        nblocks += 1
-    if remaining != datatotal:
-        return _pyframe.decode_record(rec, lsn, end_lsn, major)
+    cdef WdDecodedXLogRecord d
+    cdef const WdDecodedBkpBlock *blk
     cdef list blocks = []
     cdef int i
-    for i in range(nblocks):
+    if wd_DecodeXLogRecord(r, len(rec), major, &d) != WD_DECODE_OK:
+        return _pyframe.decode_record(rec, lsn, end_lsn, major)
+    for i in range(d.nblocks):
+        blk = &d.blocks[i]
         image = None
-        has_image = heads[i][1] & 0x10
-        if has_image:
-            image = rec[pos:pos + heads[i][3]]
-            pos += heads[i][3]
-        data = rec[pos:pos + heads[i][2]]
-        pos += heads[i][2]
-        blocks.append(_tuple_new(BlockRef, (heads[i][0], heads[i][1] & 0x0F, heads[i][1] & 0xF0, heads[i][7],
-                                            heads[i][8], heads[i][9], heads[i][10], has_image, heads[i][5],
-                                            heads[i][4], heads[i][6], heads[i][3], image, data)))
-    return _tuple_new(DecodedRecord, (lsn, end_lsn, tot_len, pg_u32(r + 4), pg_u64(r + 8), r[16], r[17],
-                                      pg_u32(r + 20), tuple(blocks), rec[pos:pos + main_len], origin, toplevel))
+        if blk.has_image:
+            image = rec[blk.bkp_image - r:blk.bkp_image - r + blk.bimg_len]
+        data = rec[blk.data - r:blk.data - r + blk.data_len]
+        blocks.append(_tuple_new(BlockRef, (blk.block_id, blk.forknum, blk.flags & BKPBLOCK_FLAG_MASK,
+                                            blk.rlocator.spcOid, blk.rlocator.dbOid, blk.rlocator.relNumber,
+                                            blk.blkno, blk.has_image != 0, blk.bimg_info, blk.hole_offset,
+                                            blk.hole_length, blk.bimg_len, image, data)))
+    return _tuple_new(DecodedRecord, (lsn, end_lsn, d.xl_tot_len, d.xl_xid, d.xl_prev, d.xl_info, d.xl_rmid,
+                                      d.xl_crc, tuple(blocks), rec[d.main_data - r:d.main_data - r + d.main_data_len],
+                                      d.record_origin, d.toplevel_xid))
+
+
+# WdDecodeError's names, for decoded_xlogrecord
+_DECODE_ERRORS = {WD_DECODE_OK: "WD_DECODE_OK", WD_DECODE_INVALID_LENGTH: "WD_DECODE_INVALID_LENGTH",
+                  WD_DECODE_INVALID_BLOCK_ID: "WD_DECODE_INVALID_BLOCK_ID",
+                  WD_DECODE_OUT_OF_ORDER_BLOCK_ID: "WD_DECODE_OUT_OF_ORDER_BLOCK_ID",
+                  WD_DECODE_HAS_DATA_NO_DATA: "WD_DECODE_HAS_DATA_NO_DATA",
+                  WD_DECODE_NO_HAS_DATA_BUT_DATA: "WD_DECODE_NO_HAS_DATA_BUT_DATA",
+                  WD_DECODE_HOLE_INVALID: "WD_DECODE_HOLE_INVALID",
+                  WD_DECODE_NO_HOLE_BUT_HOLE: "WD_DECODE_NO_HOLE_BUT_HOLE",
+                  WD_DECODE_COMPRESSED_FULL_IMAGE: "WD_DECODE_COMPRESSED_FULL_IMAGE",
+                  WD_DECODE_SAME_REL_NO_PREVIOUS: "WD_DECODE_SAME_REL_NO_PREVIOUS"}
+
+
+def decoded_xlogrecord(bytes rec, int major):
+    """What native/wd_xlogrecord.h makes of ``rec``, for the tests that hold it to the reference: the
+    name of its WdDecodeError, and the WdDecodedXLogRecord as a dict (None unless WD_DECODE_OK), its
+    pointers as offsets in ``rec``."""
+    cdef const unsigned char *r = rec
+    cdef WdDecodedXLogRecord d
+    cdef const WdDecodedBkpBlock *blk
+    cdef int i
+    cdef WdDecodeError err = wd_DecodeXLogRecord(r, len(rec), major, &d)
+    if err != WD_DECODE_OK:
+        return _DECODE_ERRORS[err], None
+    blocks = []
+    for i in range(d.nblocks):
+        blk = &d.blocks[i]
+        blocks.append(dict(block_id=blk.block_id, forknum=blk.forknum, flags=blk.flags, has_image=blk.has_image,
+                           apply_image=blk.apply_image, has_data=blk.has_data,
+                           rlocator=(blk.rlocator.spcOid, blk.rlocator.dbOid, blk.rlocator.relNumber),
+                           blkno=blk.blkno, bimg_len=blk.bimg_len, hole_offset=blk.hole_offset,
+                           hole_length=blk.hole_length, bimg_info=blk.bimg_info,
+                           bkp_image=blk.bkp_image - r if blk.bkp_image != NULL else None,
+                           data=blk.data - r, data_len=blk.data_len))
+    return _DECODE_ERRORS[err], dict(xl_tot_len=d.xl_tot_len, xl_xid=d.xl_xid, xl_prev=d.xl_prev, xl_info=d.xl_info,
+                              xl_rmid=d.xl_rmid, xl_crc=d.xl_crc, record_origin=d.record_origin,
+                              toplevel_xid=d.toplevel_xid, main_data=d.main_data - r,
+                              main_data_len=d.main_data_len, max_block_id=d.max_block_id, blocks=blocks)
 
 
 def pglz_decompress(src, Py_ssize_t rawsize, bint check_complete=True):

@@ -4,7 +4,7 @@
 The Cython counterpart of ``waldecode.waldump.inspect``'s pure-Python loop, which stays the
 reference.  ``Dump.run(reader)`` walks the segments ``XLogReader.segments_to_read`` hands out:
 page headers, records on one page (read in place) or across pages and segments (assembled
-in a C buffer), CRC-32C, the record's block headers (native/wd_waldump.h ``wd_decode``), then
+in a C buffer), CRC-32C, the record's block headers (native/wd_xlogrecord.h ``wd_DecodeXLogRecord``), then
 either the --stats counters per (rmid, record type) or the text line written into a C
 buffer that goes out in large blocks — no Python object per record.
 
@@ -29,31 +29,24 @@ cdef extern from "wd_crc32c.h":
     void pg_crc32c_init() nogil
     unsigned int wd_record_crc(const unsigned char *r, unsigned int tot_len) nogil
 
+# DecodeXLogRecord, the one of every extension (native/wd_xlogrecord.h)
+from wd_xlogrecord cimport WD_DECODE_OK, WdDecodedXLogRecord, wd_DecodeXLogRecord, wd_XLogRecFPILen
+
 cdef extern from "wd_waldump.h":
     ctypedef struct wd_buf:
         char *data
         size_t len
         size_t cap
-    ctypedef struct wd_rec:
-        unsigned long long lsn
-        unsigned long long end_lsn
-        unsigned long long prev
-        unsigned int tot_len
-        unsigned int xid
-        unsigned int info
-        unsigned int rmid
-        unsigned int fpi_len
     int wd_buf_reserve(wd_buf *b, size_t extra) nogil
     int wd_put(wd_buf *b, const char *s, size_t n) nogil
     int wd_printf(wd_buf *b, const char *fmt, ...) nogil
     unsigned short wd_rd16(const unsigned char *p) nogil
     unsigned int wd_rd32(const unsigned char *p) nogil
     unsigned long long wd_rd64(const unsigned char *p) nogil
-    int wd_decode(const unsigned char *r, unsigned int n, int major, wd_rec *out) nogil
-    int wd_block_refs(wd_buf *b, const wd_rec *rec, int major, int detailed) nogil
-    int wd_head(wd_buf *b, const wd_rec *rec, const char *name, size_t name_len, const char *kind,
+    int wd_block_refs(wd_buf *b, const WdDecodedXLogRecord *rec, int major, int detailed) nogil
+    int wd_head(wd_buf *b, const WdDecodedXLogRecord *rec, const char *name, size_t name_len, const char *kind,
                 size_t kind_len) nogil
-    int wd_desc(wd_buf *b, const wd_rec *rec, int major) nogil
+    int wd_desc(wd_buf *b, const WdDecodedXLogRecord *rec, int major) nogil
 
 pg_crc32c_init()
 
@@ -120,7 +113,7 @@ cdef class Dump:
     cdef const char **names         # "rmgr: %-11s len (rec/tot): " per rmid
     cdef size_t *name_lens
     cdef list keep                  # the bytes the pointers above point into
-    cdef wd_rec rec
+    cdef WdDecodedXLogRecord rec
 
     def __cinit__(self):
         self.counts = <unsigned long long *>calloc(256 * 16, sizeof(unsigned long long))
@@ -394,7 +387,7 @@ cdef class Dump:
     cdef int _record(self, const unsigned char *r, unsigned int n, unsigned long long lsn,
                      unsigned long long raw_end, path) except -1:
         cdef unsigned long long end
-        cdef unsigned int recid, rmid
+        cdef unsigned int recid, rmid, fpi_len
         cdef Py_ssize_t k
         if lsn < self.read_from:
             return 0
@@ -402,7 +395,7 @@ cdef class Dump:
         end = (raw_end + 7) & ~(<unsigned long long>7)
         if r[17] == RM_XLOG_ID and r[16] & 0xF0 == XLOG_SWITCH:
             end = (end + self.seg_size - 1) // self.seg_size * self.seg_size
-        if wd_decode(r, n, self.major, &self.rec) < 0:
+        if wd_DecodeXLogRecord(r, n, self.major, &self.rec) != WD_DECODE_OK:
             # the reference raises the error (naming the file); if it accepts the record, use it
             obj = decode_in(_pyframe.decode_record, PyBytes_FromStringAndSize(<const char *>r, n), lsn, end,
                             self.major, path)
@@ -413,24 +406,25 @@ cdef class Dump:
             self.any_read = True
             self.first_lsn = lsn
         self.last_end = end
-        rmid = self.rec.rmid
+        rmid = self.rec.xl_rmid
         if self.filter_rmid and not self.wanted[rmid]:
             return 0
-        if self.filter_xid and self.rec.xid != self.xid:
+        if self.filter_xid and self.rec.xl_xid != self.xid:
             return 0
         if not self.any_shown:
             self.any_shown = True
             self.shown_first = lsn
         self.shown_end = end
         if self.mode == MODE_STATS:
-            recid = (self.rec.info >> 4) & 0x0F
+            recid = (self.rec.xl_info >> 4) & 0x0F
             # XACT records use the first of the four bits as a flag (14+ filter it out)
             if rmid == RM_XACT_ID and self.major >= 14:
                 recid &= 0x07
             k = rmid * 16 + recid
             self.counts[k] += 1
-            self.rec_lens[k] += self.rec.tot_len - self.rec.fpi_len
-            self.fpi_lens[k] += self.rec.fpi_len
+            fpi_len = wd_XLogRecFPILen(&self.rec)
+            self.rec_lens[k] += self.rec.xl_tot_len - fpi_len
+            self.fpi_lens[k] += fpi_len
         else:
             self._line(r, n, path)
         self.shown += 1
@@ -440,13 +434,13 @@ cdef class Dump:
 
     cdef int _line(self, const unsigned char *r, unsigned int n, path) except -1:
         """XLogDumpDisplayRecord's line (waldump.format_record / format_record_bkp_details)."""
-        cdef wd_rec *rec = &self.rec
-        cdef unsigned int key = rec.rmid << 8 | rec.info
+        cdef WdDecodedXLogRecord *rec = &self.rec
+        cdef unsigned int key = rec.xl_rmid << 8 | rec.xl_info
         cdef size_t mark = self.out.len
         cdef bytes text
         if self.kinds[key] == NULL:
-            self._head_parts(rec.rmid, rec.info)
-        if wd_head(&self.out, rec, self.names[rec.rmid], self.name_lens[rec.rmid], self.kinds[key],
+            self._head_parts(rec.xl_rmid, rec.xl_info)
+        if wd_head(&self.out, rec, self.names[rec.xl_rmid], self.name_lens[rec.xl_rmid], self.kinds[key],
                    self.kind_lens[key]) < 0:
             raise MemoryError()
         if not wd_desc(&self.out, rec, self.major):

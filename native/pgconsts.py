@@ -1,4 +1,5 @@
-"""Writes native/pgconsts.pxd: the PostgreSQL constants of the pure-Python modules, for Cython.
+"""Writes native/pgconsts.pxd: the PostgreSQL constants of the pure-Python modules, for Cython, and
+native/pgconsts.h: those of ``C_SOURCES``, for the header-only C (``native/wd_xlogrecord.h``).
 
 The pure-Python modules are the one place each constant is written (named as PostgreSQL names
 it, with the header it comes from); the native code cimports the same names from the
@@ -37,6 +38,12 @@ SOURCES = (
     "waldecode/rmgr/xlog.py",
     "waldecode/rmgr/xact.py",
     "waldecode/logical/snapbuild.py",
+)
+
+# The modules whose constants the header-only C uses, as #defines of native/pgconsts.h: few, so that
+# their names (PostgreSQL's, unprefixed) cannot meet another header's
+C_SOURCES = (
+    "waldecode/wal/xlogrecord.py",
 )
 
 _BINOPS = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul, ast.FloorDiv: operator.floordiv,
@@ -109,7 +116,20 @@ def render(root: str) -> str:
     return "\n".join(out)
 
 
-def write(root: str, target: str) -> None:
+def render_c(root: str) -> str:
+    """native/pgconsts.h: a ``#define`` per constant of ``C_SOURCES``.  Cython mangles the names of the
+    enums of pgconsts.pxd, so the two never meet in an extension's C."""
+    out = ["/* Generated at build time by native/pgconsts.py from the pure-Python modules: do not edit. */",
+           "#ifndef WD_PGCONSTS_H", "#define WD_PGCONSTS_H"]
+    for rel in C_SOURCES:
+        out.append(f"\n/* {rel} */")
+        for name, v in module_constants(os.path.join(root, rel), set()).items():
+            out.append(f"#define {name} {v}" if INT_MIN <= v <= INT_MAX else f"#define {name} {v}LL")
+    out.append("\n#endif")
+    return "\n".join(out) + "\n"
+
+
+def write(root: str, target: str, render=render) -> None:
     text = render(root)
     try:
         with open(target, encoding="utf-8") as f:
@@ -124,3 +144,4 @@ def write(root: str, target: str) -> None:
 if __name__ == "__main__":
     here = os.path.dirname(os.path.abspath(__file__))
     write(os.path.dirname(here), sys.argv[1] if len(sys.argv) > 1 else os.path.join(here, "pgconsts.pxd"))
+    write(os.path.dirname(here), sys.argv[2] if len(sys.argv) > 2 else os.path.join(here, "pgconsts.h"), render_c)

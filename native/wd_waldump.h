@@ -1,6 +1,6 @@
 /*
- * pg_waldump's record line in C: the decoded record (xlogreader.c DecodeXLogRecord's
- * checks), the block-reference summary (xlogdesc.c XLogRecGetBlockRefInfo) and the
+ * pg_waldump's record line in C, of a record decoded by native/wd_xlogrecord.h (xlogreader.c
+ * DecodeXLogRecord): the block-reference summary (xlogdesc.c XLogRecGetBlockRefInfo) and the
  * descriptions of the common records (src/backend/access/rmgrdesc/ heapdesc.c,
  * nbtdesc.c, xactdesc.c, standbydesc.c, xlogdesc.c), written into a growable buffer.
  *
@@ -18,6 +18,8 @@
 #include <stdarg.h>
 #include <stdlib.h>
 #include <time.h>
+
+#include "wd_xlogrecord.h"
 
 /* -- the output buffer ------------------------------------------------------------------ */
 
@@ -140,193 +142,14 @@ static inline int wd_put_flags(wd_buf *b, uint32_t v)
     return wd_put_hex(b, v, 2);
 }
 
-/* -- the decoded record ----------------------------------------------------------------- */
+/* -- the decoded record (native/wd_xlogrecord.h) -------------------------------------------- */
 
 static inline uint16_t wd_rd16(const unsigned char *p) { uint16_t v; memcpy(&v, p, 2); return v; }
 static inline uint32_t wd_rd32(const unsigned char *p) { uint32_t v; memcpy(&v, p, 4); return v; }
 static inline uint64_t wd_rd64(const unsigned char *p) { uint64_t v; memcpy(&v, p, 8); return v; }
 
-/* src/include/access/xlogrecord.h */
-#define WD_BKPBLOCK_HAS_IMAGE 0x10
-#define WD_BKPBLOCK_HAS_DATA 0x20
-#define WD_BKPBLOCK_SAME_REL 0x80
-#define WD_BKPIMAGE_HAS_HOLE 0x01
-#define WD_BLCKSZ 8192
-
-typedef struct {
-    uint32_t block_id, forknum, fork_flags;
-    uint32_t spc, db, rel, blkno;
-    uint32_t has_image, bimg_info, hole_offset, hole_length, bimg_len;
-    uint32_t data_len;
-    const unsigned char *data;
-} wd_block;
-
-typedef struct {
-    uint64_t lsn, end_lsn, prev;
-    uint32_t tot_len, xid, crc;
-    uint32_t info, rmid;
-    uint32_t origin, toplevel_xid;
-    int nblocks;
-    uint32_t fpi_len;               /* XLogRecGetLen: the bimg_len of every image */
-    const unsigned char *main;
-    uint32_t main_len;
-    wd_block blocks[33];
-} wd_rec;
-
-/*
- * DecodeXLogRecord: 0 when the record is well formed, -1 when any of its checks fails
- * (the caller then has the reference implementation raise its error).  The checks and
- * their order are those of native/_native.pyx decode_record.
- */
-static int wd_decode(const unsigned char *r, uint32_t n, int major, wd_rec *out)
-{
-    uint32_t tot_len, compressed_mask = major >= 15 ? 0x1C : 0x02;
-    int64_t remaining, datatotal = 0;
-    uint32_t pos = 24, main_len = 0;
-    int block_id, max_block_id = -1, nblocks = 0, i;
-    uint32_t spc = 0, db = 0, relnum = 0;
-    int has_rel = 0;
-
-    if (n < 24)
-        return -1;
-    tot_len = wd_rd32(r);
-    if (tot_len != n)
-        return -1;
-    out->tot_len = tot_len;
-    out->xid = wd_rd32(r + 4);
-    out->prev = wd_rd64(r + 8);
-    out->info = r[16];
-    out->rmid = r[17];
-    out->crc = wd_rd32(r + 20);
-    out->origin = 0;
-    out->toplevel_xid = 0;
-    out->fpi_len = 0;
-    remaining = tot_len - 24;
-    while (remaining > datatotal) {
-        wd_block *bk;
-        uint32_t fork_flags, data_len;
-        block_id = r[pos];
-        pos++;
-        remaining--;
-        if (block_id == 255) {
-            if (remaining < 1)
-                return -1;
-            main_len = r[pos];
-            pos++;
-            remaining--;
-            datatotal += main_len;
-            break;
-        }
-        if (block_id == 254) {
-            if (remaining < 4)
-                return -1;
-            main_len = wd_rd32(r + pos);
-            pos += 4;
-            remaining -= 4;
-            datatotal += main_len;
-            break;
-        }
-        if (block_id == 253) {
-            if (remaining < 2)
-                return -1;
-            out->origin = wd_rd16(r + pos);
-            pos += 2;
-            remaining -= 2;
-            continue;
-        }
-        if (block_id == 252 && major >= 14) {
-            if (remaining < 4)
-                return -1;
-            out->toplevel_xid = wd_rd32(r + pos);
-            pos += 4;
-            remaining -= 4;
-            continue;
-        }
-        if (block_id > 32 || block_id <= max_block_id || remaining < 3)
-            return -1;
-        max_block_id = block_id;
-        fork_flags = r[pos];
-        data_len = wd_rd16(r + pos + 1);
-        pos += 3;
-        remaining -= 3;
-        if ((fork_flags & WD_BKPBLOCK_HAS_DATA && data_len == 0) || (!(fork_flags & WD_BKPBLOCK_HAS_DATA) && data_len != 0))
-            return -1;
-        datatotal += data_len;
-        bk = &out->blocks[nblocks];
-        bk->block_id = (uint32_t) block_id;
-        bk->fork_flags = fork_flags;
-        bk->forknum = fork_flags & 0x0F;
-        bk->data_len = data_len;
-        bk->has_image = (fork_flags & WD_BKPBLOCK_HAS_IMAGE) != 0;
-        bk->bimg_len = bk->hole_offset = bk->bimg_info = bk->hole_length = 0;
-        if (fork_flags & WD_BKPBLOCK_HAS_IMAGE) {
-            if (remaining < 5)
-                return -1;
-            bk->bimg_len = wd_rd16(r + pos);
-            bk->hole_offset = wd_rd16(r + pos + 2);
-            bk->bimg_info = r[pos + 4];
-            pos += 5;
-            remaining -= 5;
-            if (bk->bimg_info & compressed_mask) {
-                if (bk->bimg_info & WD_BKPIMAGE_HAS_HOLE) {
-                    if (remaining < 2)
-                        return -1;
-                    bk->hole_length = wd_rd16(r + pos);
-                    pos += 2;
-                    remaining -= 2;
-                }
-            } else
-                bk->hole_length = WD_BLCKSZ - bk->bimg_len;
-            datatotal += bk->bimg_len;
-            if (bk->bimg_info & WD_BKPIMAGE_HAS_HOLE) {
-                if (bk->hole_offset == 0 || bk->hole_length == 0 || bk->bimg_len == WD_BLCKSZ)
-                    return -1;
-            } else if (bk->hole_offset != 0 || bk->hole_length != 0)
-                return -1;
-            if (bk->bimg_info & compressed_mask && bk->bimg_len == WD_BLCKSZ)
-                return -1;
-        }
-        if (!(fork_flags & WD_BKPBLOCK_SAME_REL)) {
-            if (remaining < 16)
-                return -1;
-            spc = wd_rd32(r + pos);
-            db = wd_rd32(r + pos + 4);
-            relnum = wd_rd32(r + pos + 8);
-            bk->blkno = wd_rd32(r + pos + 12);
-            has_rel = 1;
-            pos += 16;
-            remaining -= 16;
-        } else {
-            if (!has_rel || remaining < 4)
-                return -1;
-            bk->blkno = wd_rd32(r + pos);
-            pos += 4;
-            remaining -= 4;
-        }
-        bk->spc = spc;
-        bk->db = db;
-        bk->rel = relnum;
-        nblocks++;
-    }
-    if (remaining != datatotal)
-        return -1;
-    for (i = 0; i < nblocks; i++) {
-        wd_block *bk = &out->blocks[i];
-        if (bk->has_image) {
-            pos += bk->bimg_len;
-            out->fpi_len += bk->bimg_len;
-        }
-        bk->data = r + pos;
-        pos += bk->data_len;
-    }
-    out->nblocks = nblocks;
-    out->main = r + pos;
-    out->main_len = main_len;
-    return 0;
-}
-
 /* XLogRecGetBlockData: the block's data, or NULL when it has none */
-static const unsigned char *wd_block_data(const wd_rec *rec, uint32_t block_id, uint32_t *len)
+static const unsigned char *wd_block_data(const WdDecodedXLogRecord *rec, uint32_t block_id, uint32_t *len)
 {
     int i;
     for (i = 0; i < rec->nblocks; i++)
@@ -350,42 +173,42 @@ static int wd_put_fork(wd_buf *b, uint32_t forknum)
     return wd_printf(b, "(invalid fork %d)", (int) forknum);
 }
 
-static int wd_block_refs(wd_buf *b, const wd_rec *rec, int major, int detailed)
+static int wd_block_refs(wd_buf *b, const WdDecodedXLogRecord *rec, int major, int detailed)
 {
     int i;
-    uint32_t apply = major >= 15 ? 0x02 : 0x04;
     for (i = 0; i < rec->nblocks; i++) {
-        const wd_block *bk = &rec->blocks[i];
+        const WdDecodedBkpBlock *bk = &rec->blocks[i];
         if (detailed) {
-            wd_printf(b, "\n\tblkref #%d: rel %u/%u/%u fork ", (int) bk->block_id, bk->spc, bk->db, bk->rel);
+            wd_printf(b, "\n\tblkref #%d: rel %u/%u/%u fork ", (int) bk->block_id, bk->rlocator.spcOid, bk->rlocator.dbOid, bk->rlocator.relNumber);
             wd_put_fork(b, bk->forknum);
             wd_printf(b, " blk %u", bk->blkno);
             if (bk->has_image) {
-                const char *verify = (bk->bimg_info & apply) ? "" : " for WAL verification";
-                int compressed = major >= 15 ? (bk->bimg_info & (0x04 | 0x08 | 0x10)) != 0 : (bk->bimg_info & 0x02) != 0;
+                const char *verify = bk->apply_image ? "" : " for WAL verification";
+                int compressed = (bk->bimg_info & WD_BKPIMAGE_COMPRESSED_MASK(major)) != 0;
                 if (compressed) {
                     /* Python's "%u" of a negative number prints it signed */
-                    long long saved = (long long) WD_BLCKSZ - bk->hole_length - bk->bimg_len;
+                    long long saved = (long long) BLCKSZ - bk->hole_length - bk->bimg_len;
                     if (major >= 15) {
-                        const char *method = (bk->bimg_info & 0x04) ? "pglz" : (bk->bimg_info & 0x08) ? "lz4"
-                            : (bk->bimg_info & 0x10) ? "zstd" : "unknown";
-                        wd_printf(b, " (FPW%s); hole: offset: %u, length: %u, compression saved: %lld, method: %s",
+                        const char *method = (bk->bimg_info & BKPIMAGE_COMPRESS_PGLZ) ? "pglz"
+                            : (bk->bimg_info & BKPIMAGE_COMPRESS_LZ4) ? "lz4"
+                            : (bk->bimg_info & BKPIMAGE_COMPRESS_ZSTD) ? "zstd" : "unknown";
+                        wd_printf(b, " (FPW%s); hole: offset: %u, length: %d, compression saved: %lld, method: %s",
                                   verify, bk->hole_offset, bk->hole_length, saved, method);
                     } else
-                        wd_printf(b, " (FPW%s); hole: offset: %u, length: %u, compression saved: %lld",
+                        wd_printf(b, " (FPW%s); hole: offset: %u, length: %d, compression saved: %lld",
                                   verify, bk->hole_offset, bk->hole_length, saved);
                 } else
-                    wd_printf(b, " (FPW%s); hole: offset: %u, length: %u", verify, bk->hole_offset, bk->hole_length);
+                    wd_printf(b, " (FPW%s); hole: offset: %u, length: %d", verify, bk->hole_offset, bk->hole_length);
             }
         } else {
             WD_PUTS(b, ", blkref #");
             wd_put_u(b, bk->block_id);
             WD_PUTS(b, ": rel ");
-            wd_put_u(b, bk->spc);
+            wd_put_u(b, bk->rlocator.spcOid);
             WD_PUTS(b, "/");
-            wd_put_u(b, bk->db);
+            wd_put_u(b, bk->rlocator.dbOid);
             WD_PUTS(b, "/");
-            wd_put_u(b, bk->rel);
+            wd_put_u(b, bk->rlocator.relNumber);
             if (bk->forknum != 0) {
                 WD_PUTS(b, " fork ");
                 wd_put_fork(b, bk->forknum);
@@ -393,7 +216,7 @@ static int wd_block_refs(wd_buf *b, const wd_rec *rec, int major, int detailed)
             WD_PUTS(b, " blk ");
             wd_put_u(b, bk->blkno);
             if (bk->has_image) {
-                if (bk->bimg_info & apply)
+                if (bk->apply_image)
                     WD_PUTS(b, " FPW");
                 else
                     WD_PUTS(b, " FPW for WAL verification");
@@ -408,21 +231,21 @@ static int wd_block_refs(wd_buf *b, const wd_rec *rec, int major, int detailed)
  * prev %X/%08X, desc: <TYPE> " (waldump._record_head); ``name`` is "rmgr: %-11s len (rec/tot): "
  * and ``kind`` "desc: TYPE ", both made once by the Python side.
  */
-static int wd_head(wd_buf *b, const wd_rec *rec, const char *name, size_t name_len, const char *kind,
+static int wd_head(wd_buf *b, const WdDecodedXLogRecord *rec, const char *name, size_t name_len, const char *kind,
                    size_t kind_len)
 {
     if (wd_buf_reserve(b, name_len + kind_len + 96) < 0)
         return -1;
     wd_put(b, name, name_len);
-    wd_put_u_w(b, rec->tot_len - rec->fpi_len, 6);
+    wd_put_u_w(b, rec->xl_tot_len - wd_XLogRecFPILen(rec), 6);
     WD_PUTS(b, "/");
-    wd_put_u_w(b, rec->tot_len, 6);
+    wd_put_u_w(b, rec->xl_tot_len, 6);
     WD_PUTS(b, ", tx: ");
-    wd_put_u_w(b, rec->xid, 10);
+    wd_put_u_w(b, rec->xl_xid, 10);
     WD_PUTS(b, ", lsn: ");
     wd_put_lsn(b, rec->lsn);
     WD_PUTS(b, ", prev ");
-    wd_put_lsn(b, rec->prev);
+    wd_put_lsn(b, rec->xl_prev);
     WD_PUTS(b, ", ");
     return wd_put(b, kind, kind_len);
 }
@@ -496,10 +319,10 @@ static int wd_relpathperm(wd_buf *b, uint32_t spc, uint32_t db, uint32_t rel, in
 }
 
 /* smgrdesc.c smgr_desc (waldecode/rmgr/smgr.py) */
-static int wd_smgr_desc(wd_buf *b, const wd_rec *rec)
+static int wd_smgr_desc(wd_buf *b, const WdDecodedXLogRecord *rec)
 {
-    const unsigned char *m = rec->main;
-    uint32_t n = rec->main_len, info = rec->info & 0xF0;
+    const unsigned char *m = rec->main_data;
+    uint32_t n = rec->main_data_len, info = rec->xl_info & 0xF0;
     if (info == 0x10) {         /* XLOG_SMGR_CREATE */
         if (n < 16)
             return 0;
@@ -574,10 +397,10 @@ static void wd_offset_array(wd_buf *b, const unsigned char *p, uint32_t count)
 }
 
 /* heapdesc.c heap_desc (waldecode/rmgr/heap.py heap_desc) */
-static int wd_heap_desc(wd_buf *b, const wd_rec *rec, int major)
+static int wd_heap_desc(wd_buf *b, const WdDecodedXLogRecord *rec, int major)
 {
-    const unsigned char *m = rec->main;
-    uint32_t n = rec->main_len, info = rec->info & 0x70;
+    const unsigned char *m = rec->main_data;
+    uint32_t n = rec->main_data_len, info = rec->xl_info & 0x70;
     int new = major >= 16;
     switch (info) {
     case 0x00:                  /* XLOG_HEAP_INSERT */
@@ -720,10 +543,10 @@ static int wd_prune_items(const unsigned char *data, uint32_t dlen, uint64_t *po
 
 /* heapdesc.c 17+ heap2_desc of PRUNE_ON_ACCESS, PRUNE_VACUUM_SCAN, PRUNE_VACUUM_CLEANUP
  * (waldecode/rmgr/heap.py _heap2_prune_desc_17, heap_xlog_deserialize_prune_and_freeze) */
-static int wd_heap2_prune_17(wd_buf *b, const wd_rec *rec)
+static int wd_heap2_prune_17(wd_buf *b, const WdDecodedXLogRecord *rec)
 {
-    const unsigned char *m = rec->main, *data;
-    uint32_t n = rec->main_len, flags, dlen = 0;
+    const unsigned char *m = rec->main_data, *data;
+    uint32_t n = rec->main_data_len, flags, dlen = 0;
     if (n < 2)
         return 0;
     flags = m[1];
@@ -774,10 +597,10 @@ static int wd_heap2_prune_17(wd_buf *b, const wd_rec *rec)
 }
 
 /* heapdesc.c heap2_desc, 14+ (waldecode/rmgr/heap.py heap2_desc) */
-static int wd_heap2_desc(wd_buf *b, const wd_rec *rec, int major)
+static int wd_heap2_desc(wd_buf *b, const WdDecodedXLogRecord *rec, int major)
 {
-    const unsigned char *m = rec->main, *data;
-    uint32_t n = rec->main_len, info = rec->info & 0x70, dlen = 0;
+    const unsigned char *m = rec->main_data, *data;
+    uint32_t n = rec->main_data_len, info = rec->xl_info & 0x70, dlen = 0;
     int new = major >= 16;
     if (major <= 13)
         return 0;
@@ -852,7 +675,7 @@ static int wd_heap2_desc(wd_buf *b, const wd_rec *rec, int major)
             return 1;
         } else {
             uint32_t ntuples = wd_rd16(m + 2);
-            int offsets = wd_block_data(rec, 0, &dlen) != NULL && !(rec->info & 0x80);
+            int offsets = wd_block_data(rec, 0, &dlen) != NULL && !(rec->xl_info & 0x80);
             if (offsets && n < 4 + 2 * ntuples)
                 return 0;
             wd_printf(b, "ntuples: %d, flags: 0x%02X", (int) ntuples, m[0]);
@@ -916,10 +739,10 @@ static int wd_delvacuum_desc(wd_buf *b, const unsigned char *data, uint32_t dlen
 }
 
 /* nbtdesc.c btree_desc, the common records (waldecode/rmgr/btree.py desc) */
-static int wd_btree_desc(wd_buf *b, const wd_rec *rec, int major)
+static int wd_btree_desc(wd_buf *b, const WdDecodedXLogRecord *rec, int major)
 {
-    const unsigned char *m = rec->main, *data;
-    uint32_t n = rec->main_len, info = rec->info & 0xF0, dlen = 0;
+    const unsigned char *m = rec->main_data, *data;
+    uint32_t n = rec->main_data_len, info = rec->xl_info & 0xF0, dlen = 0;
     int new = major >= 16;
     switch (info) {
     case 0x00:                  /* XLOG_BTREE_INSERT_LEAF */
@@ -1034,10 +857,10 @@ static int wd_timestamptz(wd_buf *b, int64_t dt)
 
 /* xactdesc.c xact_desc for COMMIT and ABORT records without relations, stats, invalidations,
  * two-phase or origin parts (waldecode/rmgr/xact.py xact_desc_commit, xact_desc_abort) */
-static int wd_xact_desc(wd_buf *b, const wd_rec *rec, int major)
+static int wd_xact_desc(wd_buf *b, const WdDecodedXLogRecord *rec, int major)
 {
-    const unsigned char *m = rec->main;
-    uint32_t n = rec->main_len, op = rec->info & 0x70, xinfo = 0, pos = 8;
+    const unsigned char *m = rec->main_data;
+    uint32_t n = rec->main_data_len, op = rec->xl_info & 0x70, xinfo = 0, pos = 8;
     int32_t nsub = 0, nmsgs = 0;
     uint32_t dbId = 0, tsId = 0;
     const unsigned char *subs = NULL;
@@ -1053,7 +876,7 @@ static int wd_xact_desc(wd_buf *b, const wd_rec *rec, int major)
         return 0;
     if (n < 8)
         return 0;
-    if (rec->info & 0x80) {     /* XLOG_XACT_HAS_INFO */
+    if (rec->xl_info & 0x80) {     /* XLOG_XACT_HAS_INFO */
         if (n < 12)
             return 0;
         xinfo = wd_rd32(m + 8);
@@ -1108,10 +931,10 @@ static int wd_xact_desc(wd_buf *b, const wd_rec *rec, int major)
 }
 
 /* standbydesc.c standby_desc: LOCK and RUNNING_XACTS (waldecode/rmgr/standby.py) */
-static int wd_standby_desc(wd_buf *b, const wd_rec *rec, int major)
+static int wd_standby_desc(wd_buf *b, const WdDecodedXLogRecord *rec, int major)
 {
-    const unsigned char *m = rec->main;
-    uint32_t n = rec->main_len, info = rec->info & 0xF0;
+    const unsigned char *m = rec->main_data;
+    uint32_t n = rec->main_data_len, info = rec->xl_info & 0xF0;
     if (info == 0x00) {         /* XLOG_STANDBY_LOCK */
         int32_t nlocks, i;
         if (n < 4)
@@ -1172,13 +995,13 @@ static int wd_standby_desc(wd_buf *b, const wd_rec *rec, int major)
  * rm_desc for the records handled here: 1 when written, 0 when the caller must use the
  * Python describer (nothing is left in the buffer then).
  */
-static int wd_desc(wd_buf *b, const wd_rec *rec, int major)
+static int wd_desc(wd_buf *b, const WdDecodedXLogRecord *rec, int major)
 {
     size_t mark = b->len;
     int done = 0;
-    switch (rec->rmid) {
+    switch (rec->xl_rmid) {
     case 0:                     /* RM_XLOG_ID: FPI and FPI_FOR_HINT describe nothing */
-        done = (rec->info & 0xF0) == 0xA0 || (rec->info & 0xF0) == 0xB0;
+        done = (rec->xl_info & 0xF0) == 0xA0 || (rec->xl_info & 0xF0) == 0xB0;
         break;
     case 1:                     /* RM_XACT_ID */
         done = wd_xact_desc(b, rec, major);

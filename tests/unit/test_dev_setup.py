@@ -39,7 +39,8 @@ def pristine(tmp_path_factory) -> Path:
     src = tmp_path_factory.mktemp("pristine")
     for name in ("dev", "pyproject.toml", "setup.py"):
         shutil.copy2(ROOT / name, src / name)
-    shutil.copytree(ROOT / "native", src / "native", ignore=shutil.ignore_patterns("*.c", "*.html", "pgconsts.pxd"))
+    shutil.copytree(ROOT / "native", src / "native", ignore=shutil.ignore_patterns("*.c", "*.html", "pgconsts.pxd",
+                                                                           "pgconsts.h"))
     shutil.copytree(ROOT / "waldecode", src / "waldecode", ignore=shutil.ignore_patterns("__pycache__"))
     return src
 

@@ -23,7 +23,7 @@ import tempfile
 from pathlib import Path
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
 import walgen
@@ -496,3 +496,146 @@ def test_huge_xlp_rem_len_on_the_start_page(impl, request, tmp_path):
     recs, stop = read(tmp_path, start_lsn=page, verify_crc=False)
     assert [r.lsn for r in recs] == [x.lsn for x in w.written[2:]]
     assert stop.kind == "end" and stop.lsn == w.written[-1].end
+
+
+# --------------------------------------------------------------------------------------------
+# native/wd_xlogrecord.h, the one DecodeXLogRecord of the extensions, against the reference
+
+# The reference's message of each WdDecodeError (waldecode/wal/_pyframe.py decode_record)
+DECODE_ERROR_MESSAGES = {
+    "WD_DECODE_INVALID_LENGTH": "record with invalid length at ",
+    "WD_DECODE_INVALID_BLOCK_ID": "invalid block_id ",
+    "WD_DECODE_OUT_OF_ORDER_BLOCK_ID": "out-of-order block_id ",
+    "WD_DECODE_HAS_DATA_NO_DATA": "BKPBLOCK_HAS_DATA set, but no data included at ",
+    "WD_DECODE_NO_HAS_DATA_BUT_DATA": "BKPBLOCK_HAS_DATA not set, but data length is ",
+    "WD_DECODE_HOLE_INVALID": "BKPIMAGE_HAS_HOLE set, but hole offset ",
+    "WD_DECODE_NO_HOLE_BUT_HOLE": "BKPIMAGE_HAS_HOLE not set, but hole offset ",
+    "WD_DECODE_COMPRESSED_FULL_IMAGE": "BKPIMAGE_COMPRESSED set, but block image length ",
+    "WD_DECODE_SAME_REL_NO_PREVIOUS": "BKPBLOCK_SAME_REL set but no previous rel at ",
+}
+
+
+@st.composite
+def record_bytes(draw):
+    """(major, bytes) of one record as walgen writes it, often damaged after its header: a field of
+    its first block header changed, bytes changed among the block headers (where the checks are),
+    cut or lengthened, xl_tot_len then
+    mostly kept equal to the bytes' length, as framing hands them out."""
+    major = draw(st.integers(13, 18))
+    rec = bytearray(walgen.assemble(draw(records(major)), draw(st.integers(0, 2**64 - 1)), major))
+    how = draw(st.sampled_from(["sound", "bytes", "bytes", "block", "block", "block", "block", "cut", "longer"]))
+    if how == "block" and len(rec) > 24 and rec[24] <= 32:
+        # one field of the first block's header, each check's own: its id, a fork_flags bit, its
+        # data length, and, with an image, a bimg_info bit or the hole offset
+        fields = [(24, 1), (25, 1), (26, 2)] + ([(30, 2), (32, 1)] if rec[25] & walgen.BKPBLOCK_HAS_IMAGE else [])
+        pos, size = draw(st.sampled_from(fields))
+        if pos == 25:
+            rec[pos] ^= draw(st.sampled_from([walgen.BKPBLOCK_HAS_IMAGE, walgen.BKPBLOCK_HAS_DATA,
+                                              walgen.BKPBLOCK_SAME_REL, 1 << draw(st.integers(0, 7))]))
+        elif size == 1:
+            rec[pos] ^= 1 << draw(st.integers(0, 7))
+        else:
+            rec[pos:pos + 2] = draw(st.sampled_from([0, 1, PAGE])).to_bytes(2, "little")
+    elif how == "bytes" and len(rec) > 24:
+        for _ in range(draw(st.integers(1, 4))):
+            # the block headers are first after the record header, and short
+            pos = draw(st.integers(24, min(len(rec) - 1, 24 + 120)))
+            rec[pos] = draw(st.integers(0, 255)) if draw(st.booleans()) else rec[pos] ^ (1 << draw(st.integers(0, 7)))
+    elif how == "cut" and len(rec) > 24:
+        del rec[draw(st.integers(24, len(rec) - 1)):]
+    elif how == "longer":
+        rec += bytes(draw(st.integers(1, 8)))
+    if draw(st.integers(0, 9)):
+        rec[0:4] = len(rec).to_bytes(4, "little")
+    return major, bytes(rec)
+
+
+@pytest.mark.skipif("cython" not in _impl.available(), reason="the Cython extension is not built")
+@settings(max_examples=1500, **SETTINGS)
+@given(case=record_bytes())
+def test_one_decode_xlog_record_agrees_with_the_reference(case):
+    """wd_DecodeXLogRecord (through _native.decoded_xlogrecord) fails the reference's check, with
+    its message, or gives every field of the reference's DecodedRecord, and what the reference does
+    not keep: has_data, apply_image (XLogRecBlockImageApply), the offsets, max_block_id."""
+    import waldecode._native as native
+    from waldecode.errors import CorruptRecordError
+    from waldecode.rmgr.rmgrdesc_utils import block_image_apply
+    from waldecode.wal import _pyframe
+
+    major, rec = case
+    err, got = native.decoded_xlogrecord(rec, major)
+    event(err)
+    if int.from_bytes(rec[:4], "little") != len(rec):
+        # framing hands every decoder exactly xl_tot_len bytes; the C calls other bytes a record of an
+        # invalid length (its callers then ask the reference, which reads xl_tot_len bytes)
+        assert err == "WD_DECODE_INVALID_LENGTH"
+        return
+    try:
+        ref = _pyframe.decode_record(rec, 0x1000028, 0x1000028 + len(rec), major)
+    except CorruptRecordError as e:
+        assert err != "WD_DECODE_OK" and got is None
+        assert str(e).startswith(DECODE_ERROR_MESSAGES[err]), (err, str(e))
+        with pytest.raises(CorruptRecordError) as native_error:
+            native.decode_record(rec, 0x1000028, 0x1000028 + len(rec), major)
+        assert str(native_error.value) == str(e)
+        return
+    assert err == "WD_DECODE_OK"
+    assert native.decode_record(rec, ref.lsn, ref.end_lsn, major) == ref
+    assert (got["xl_tot_len"], got["xl_xid"], got["xl_prev"], got["xl_info"], got["xl_rmid"], got["xl_crc"]) \
+        == (ref.xl_tot_len, ref.xl_xid, ref.xl_prev, ref.xl_info, ref.xl_rmid, ref.xl_crc)
+    assert (got["record_origin"], got["toplevel_xid"]) == (ref.origin, ref.toplevel_xid)
+    assert rec[got["main_data"]:got["main_data"] + got["main_data_len"]] == ref.main_data
+    assert got["main_data"] + got["main_data_len"] == len(rec)
+    assert got["max_block_id"] == (ref.blocks[-1].block_id if ref.blocks else -1)
+    assert len(got["blocks"]) == len(ref.blocks)
+    for g, b in zip(got["blocks"], ref.blocks):
+        assert (g["block_id"], g["forknum"], g["flags"] & 0xF0, g["flags"] & 0x0F) \
+            == (b.block_id, b.forknum, b.flags, b.forknum)
+        assert (g["rlocator"], g["blkno"]) == ((b.spcOid, b.dbOid, b.relNumber), b.blkno)
+        assert (bool(g["has_image"]), g["bimg_info"], g["hole_offset"], g["hole_length"], g["bimg_len"]) \
+            == (b.has_image, b.bimg_info, b.hole_offset, b.hole_length, b.bimg_len)
+        if b.has_image:
+            assert rec[g["bkp_image"]:g["bkp_image"] + g["bimg_len"]] == b.image
+            assert bool(g["apply_image"]) == block_image_apply(b, major)
+        else:
+            assert g["bkp_image"] is None and not g["apply_image"]
+        assert rec[g["data"]:g["data"] + g["data_len"]] == b.data
+        assert bool(g["has_data"]) == (len(b.data) > 0)
+
+
+def image_record(bimg_len: int, hole_offset: int, bimg_info: int) -> bytes:
+    """A heap record of one block with an image of these XLogRecordBlockImageHeader fields, no
+    XLogRecordBlockCompressHeader, its bytes zeros."""
+    import struct
+
+    body = struct.pack("<BBH", 0, walgen.BKPBLOCK_HAS_IMAGE, 0) \
+        + struct.pack("<HHB", bimg_len, hole_offset, bimg_info) + struct.pack("<IIII", *RELS[0], 7) + bytes(bimg_len)
+    return struct.pack("<IIQBBH", 24 + len(body), 5, 0, 0, RM_HEAP_ID, 0) + bytes(4) + body
+
+
+@pytest.mark.skipif("cython" not in _impl.available(), reason="the Cython extension is not built")
+def test_an_uncompressed_image_longer_than_a_page():
+    """An image with a hole whose bimg_len passes BLCKSZ: DecodeXLogRecord takes it (its checks do not
+    look at that), its hole length BLCKSZ - bimg_len below 0, as the reference has it."""
+    import waldecode._native as native
+    from waldecode.wal import _pyframe
+
+    rec = image_record(PAGE + 8, 100, walgen.BKPIMAGE_HAS_HOLE | walgen.BKPIMAGE_APPLY)
+    ref = _pyframe.decode_record(rec, 0x1000028, 0x1000028 + len(rec), 16)
+    assert ref.blocks[0].hole_length == -8
+    assert native.decode_record(rec, 0x1000028, 0x1000028 + len(rec), 16) == ref
+    assert native.decoded_xlogrecord(rec, 16)[1]["blocks"][0]["hole_length"] == -8
+
+
+@pytest.mark.skipif("cython" not in _impl.available(), reason="the Cython extension is not built")
+@pytest.mark.parametrize("major, bimg_info", [(16, walgen.BKPIMAGE_COMPRESS_LZ4),
+                                              (13, walgen.BKPIMAGE_IS_COMPRESSED_V13)])
+def test_a_compressed_image_of_a_whole_page(major, bimg_info):
+    """The check damage rarely reaches: a compressed image of BLCKSZ bytes."""
+    import waldecode._native as native
+    from waldecode.errors import CorruptRecordError
+
+    rec = image_record(PAGE, 0, bimg_info)
+    assert native.decoded_xlogrecord(rec, major)[0] == "WD_DECODE_COMPRESSED_FULL_IMAGE"
+    with pytest.raises(CorruptRecordError, match="^BKPIMAGE_COMPRESSED set, but block image length 8192 at 0/1000028$"):
+        native.decode_record(rec, 0x1000028, 0x1000028 + len(rec), major)
