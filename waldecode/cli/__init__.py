@@ -1,6 +1,6 @@
 """Command line: ``inspect`` (pg_waldump's output), ``decode`` (logical decoding), ``catalog``, and the
 command groups of their own modules (``spark``, ``timelines``/``diverge``/``apply``, ``bench``,
-``pgoutput-dump``).
+``pgoutput-dump``, ``table``).
 
 Errors are one line on stderr and a non-zero exit; ``--traceback`` shows the Python traceback
 instead, for debugging.  LSNs are written ``X/X`` as PostgreSQL writes them.  The options the
@@ -84,6 +84,12 @@ def _pgoutput_dump_command(sub) -> None:
     add_arguments(sub)
 
 
+def _table_command(sub) -> None:
+    from .table import add_parser  # lazy: a command group, see _COMMAND_GROUPS
+
+    add_parser(sub)
+
+
 def _forensics_commands(sub) -> None:
     from .forensics import add_apply_arguments, add_arguments  # lazy: a command group, see _COMMAND_GROUPS
 
@@ -101,6 +107,7 @@ _COMMAND_GROUPS = {
     "timelines": _forensics_commands,
     "diverge": _forensics_commands,
     "apply": _forensics_commands,
+    "table": _table_command,
 }
 
 

@@ -1,0 +1,203 @@
+"""``waldecode table`` against PostgreSQL's own point-in-time recovery (issue 23).
+
+tests/support/pitr.py starts a PostgreSQL 15 primary that archives its WAL and takes a plain base
+backup; the workload below then runs: inserts, HOT and non-HOT updates, deletes, TOASTed values
+(stored, updated, deleted), a rolled-back transaction, subtransactions rolled back and released, a
+row locked FOR UPDATE and never changed, two sessions holding FOR SHARE on rows (a locker-only
+multixact) while other transactions commit, a FOR KEY SHARE locker open while a row is updated (a
+multixact with an updater), VACUUM (pruning, dead items), VACUUM FREEZE, a column added with a
+default (attmissingval) and one dropped, a rewrite (ALTER TABLE ... TYPE), VACUUM FULL and a
+TRUNCATE.  For every target of ``PitrPrimary.targets`` (LSN, time and xid, inclusive on and off)
+the recovered cluster's ``COPY`` and ``waldecode table --format copy`` from the same backup and
+archive must hold the same rows, byte for byte, as multisets.  Targets recovery cannot reach, and a
+table that does not exist, give one error line and nothing on stdout.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+psycopg = pytest.importorskip("psycopg")
+
+from pitr import DB, PitrPrimary, Target, copy_lines  # noqa: E402
+from waldecode.cli import main  # noqa: E402
+from waldecode.pg.lsn import format_lsn  # noqa: E402
+from waldecode.redo.backup_label import read_backup_label  # noqa: E402
+
+pytestmark = [pytest.mark.server, pytest.mark.slow]
+
+SCHEMA = """
+CREATE TABLE orders (id int PRIMARY KEY, customer text, amount numeric(10,2), note text, gone int);
+ALTER TABLE orders ALTER COLUMN note SET STORAGE EXTERNAL;
+INSERT INTO orders SELECT g, 'c' || g, g * 1.5, NULL, g FROM generate_series(1, 60) g;
+INSERT INTO orders VALUES (61, E'tab\\there\\nnewline \\\\ backslash', 0, E'\\x01ctl', 0);
+"""
+
+BIG = "(SELECT string_agg(md5(g::text), '') FROM generate_series(1, {n}) g)"
+
+
+def _workload(p: PitrPrimary) -> None:
+    tx = p.transaction
+    tx("INSERT INTO orders SELECT g, 'c' || g, g * 1.5, NULL, g FROM generate_series(62, 120) g")
+    tx("UPDATE orders SET amount = amount + 1 WHERE id % 3 = 0")  # HOT: no indexed column
+    tx("DELETE FROM orders", commit=False)
+    tx("DELETE FROM orders WHERE id BETWEEN 5 AND 12")
+    tx("SAVEPOINT a", "INSERT INTO orders VALUES (500, 'lost', 1, NULL, 0)", "ROLLBACK TO SAVEPOINT a",
+       "INSERT INTO orders VALUES (501, 'kept', 2, NULL, 0)", "SAVEPOINT b",
+       "UPDATE orders SET customer = 'sub' WHERE id = 1", "RELEASE SAVEPOINT b")
+    tx("UPDATE orders SET id = id + 1000 WHERE id BETWEEN 30 AND 35")  # non-HOT: the key changes
+    tx(f"INSERT INTO orders VALUES (600, 'toast', 3, {BIG.format(n=300)}, 0)",
+       f"INSERT INTO orders VALUES (601, 'toast compressed', 3, repeat('abc', 5000), 0)")
+    tx("ALTER TABLE orders ALTER COLUMN note SET STORAGE EXTENDED",
+       "INSERT INTO orders VALUES (602, 'inline compressed', 3, repeat('xyz', 1000), 0)")
+    tx("SELECT * FROM orders WHERE id = 40 FOR UPDATE")  # a committed locker-only xmax
+    # two sessions FOR SHARE: a locker-only multixact on rows 41 and 42, held across transactions
+    a, b = p.cluster.connect(DB), p.cluster.connect(DB)
+    try:
+        for s in (a, b):
+            s.execute("BEGIN")
+            s.execute("SELECT * FROM orders WHERE id IN (41, 42) FOR SHARE")
+        tx("UPDATE orders SET customer = 'while locked' WHERE id = 43")
+        for s in (a, b):
+            s.execute("COMMIT")
+        # a key-share locker open while the row is updated: a multixact with an updater
+        a.execute("BEGIN")
+        a.execute("SELECT * FROM orders WHERE id = 44 FOR KEY SHARE")
+        tx("UPDATE orders SET customer = 'multi updated' WHERE id = 44")
+        tx("UPDATE orders SET customer = 'multi updated twice' WHERE id = 44", commit=False)
+        a.execute("COMMIT")
+    finally:
+        a.close()
+        b.close()
+    tx(f"UPDATE orders SET note = {BIG.format(n=250)} WHERE id = 600")  # a new TOAST value, the old one dead
+    tx("DELETE FROM orders WHERE id = 601")
+    for i in range(4):  # a chain of HOT updates on one page, then a read that prunes it
+        tx(f"UPDATE orders SET amount = amount + {i} WHERE id = 50")
+    p.outside("SELECT pg_switch_wal()")  # a segment of its own in the middle, for the missing-segment test
+    p.outside("SELECT count(*) FROM orders", "VACUUM orders")
+    tx("DELETE FROM orders WHERE id % 2 = 1 AND id < 100", "INSERT INTO orders VALUES (700, 'last', 4, NULL, 0)")
+    p.outside("VACUUM FREEZE orders")
+    tx("ALTER TABLE orders ADD COLUMN flag text DEFAULT 'dflt'", "ALTER TABLE orders DROP COLUMN gone")
+    tx("INSERT INTO orders VALUES (701, 'after add', 5, NULL, 'own')")
+    tx("ALTER TABLE orders ALTER COLUMN amount TYPE numeric(12,3)")  # a rewrite: a new relfilenode
+    tx("UPDATE orders SET customer = 'after rewrite' WHERE id = 2")
+    p.outside("VACUUM FULL orders")
+    tx("UPDATE orders SET customer = 'after vacuum full' WHERE id = 3")
+    tx("TRUNCATE orders", "INSERT INTO orders VALUES (800, 'after truncate', 5, NULL, 'x')")
+    tx("INSERT INTO orders VALUES (801, 'the end', 6, NULL, 'y')")
+    tx("INSERT INTO orders VALUES (802, 'the very end', 7, NULL, 'z')")
+
+
+@pytest.fixture(scope="module")
+def primary():
+    with PitrPrimary(SCHEMA, "orders") as p:
+        _workload(p)
+        p.finish()
+        yield p
+
+
+def _waldecode(p: PitrPrimary, capsys, at: str, inclusive: bool, table: str = "public.orders"):
+    """(status, stdout bytes, stderr lines) of ``waldecode table --format copy``."""
+    capsys.readouterr()
+    status = main(["table", "--backup", str(p.backup), "--table", table, "--at", at,
+                   "--inclusive", "on" if inclusive else "off", "--format", "copy", "--database", DB,
+                   str(p.archive)])
+    out = capsys.readouterr()
+    return status, out.out.encode(), out.err.splitlines()
+
+
+def test_rows_at_targets_equal_point_in_time_recovery(primary, capsys):
+    """Every target: waldecode's rows are the recovered cluster's, byte for byte, as multisets."""
+    targets = primary.targets(every=1)
+    by_kind = {k: [t for t in targets if t.kind == k] for k in ("lsn", "time", "xid")}
+    # LSN, time and xid targets spread over the workload, inclusive on and off, the last ones included
+    chosen = []
+    for kind, ts in by_kind.items():
+        step = max(1, len(ts) // 12)
+        chosen += ts[::step] + ts[-3:]
+    chosen = list(dict.fromkeys(chosen))
+    wrong, report, counts = [], [], set()
+    for target in chosen:
+        got = primary.recover(target)
+        expected = copy_lines(primary.rows_after(target.last_included))
+        assert got.lines == expected, f"the oracle disagrees with the primary at {target}"
+        status, out, err = _waldecode(primary, capsys, target.value, target.inclusive)
+        mine = copy_lines(out)
+        counts.add(len(mine))
+        report.append(f"{target}: {len(mine)} rows, recovery {len(got.lines)}")
+        if status != 0 or mine != got.lines:
+            wrong.append(f"{target}: status {status} {err}; {len(mine)} rows, recovery {len(got.lines)}: "
+                         f"only waldecode {sorted(set(mine) - set(got.lines))[:3]}, "
+                         f"only recovery {sorted(set(got.lines) - set(mine))[:3]}")
+    print("\n".join(report))
+    assert wrong == [], "\n".join(wrong)
+    assert len(chosen) >= 20 and {t.kind for t in chosen} == {"lsn", "time", "xid"}
+    assert {t.inclusive for t in chosen} == {True, False}
+    assert len(counts) >= 5, counts
+
+
+def test_inclusive_on_and_off_at_one_commit(primary, capsys):
+    """At one commit's LSN, time and xid, inclusive on shows the transaction and off does not."""
+    t = next(x for x in primary.txns if x.committed and x.index > 3)
+    for kind, value in (("lsn", format_lsn(t.lsn)), ("time", t.time), ("xid", str(t.xid))):
+        _s, on, _e = _waldecode(primary, capsys, value, True)
+        _s, off, _e = _waldecode(primary, capsys, value, False)
+        assert copy_lines(on) == primary.recover(Target(kind, value, True, t.index)).lines
+        assert copy_lines(off) == primary.recover(Target(kind, value, False, t.index - 1)).lines
+        assert copy_lines(on) != copy_lines(off)
+
+
+def test_unreachable_targets_and_unknown_table(primary, capsys):
+    """One error line, nothing on stdout, a non-zero status: where recovery itself fails (FATAL), and
+    for a table that does not exist at the target."""
+    label = read_backup_label(primary.backup)
+    last = primary.txns[-1]
+    cases = [
+        (format_lsn(primary.end_lsn + 16 * 1024 * 1024), True, "public.orders", "recovery ended before the target"),
+        (str(last.xid + 1000), True, "public.orders", "recovery ended before the target"),
+        (last.time, True, "public.orders", "recovery ended before the target"),
+        (format_lsn(label.start_lsn), False, "public.orders", "is before the consistent recovery point"),
+        (format_lsn(last.end_lsn), True, "public.nosuch", "no table public.nosuch"),
+    ]
+    for at, inclusive, table, message in cases:
+        status, out, err = _waldecode(primary, capsys, at, inclusive, table)
+        assert status != 0 and out == b"", (at, status, out[:200])
+        assert len(err) == 1 and err[0].startswith("waldecode: error: ") and message in err[0], err
+
+
+def test_missing_segment(primary, capsys, tmp_path):
+    """A segment missing from the archive between the backup and the target names the segment."""
+    segs = sorted(f for f in primary.archive.iterdir() if len(f.name) == 24)
+    label = read_backup_label(primary.backup)
+    # the segment after the backup's first: between the redo point and the target, with later ones kept
+    gone = next(f for f in segs if f.name > label.start_wal_file)
+    assert gone != segs[-1]
+    for f in segs:
+        if f != gone:
+            (tmp_path / f.name).symlink_to(f)
+    capsys.readouterr()
+    status = main(["table", "--backup", str(primary.backup), "--table", "orders", "--at",
+                   format_lsn(primary.txns[-1].end_lsn), "--database", DB, str(tmp_path)])
+    out = capsys.readouterr()
+    assert status != 0 and out.out == ""
+    err = out.err.splitlines()
+    assert len(err) == 1 and gone.name in err[0], err
+
+
+def test_other_formats(primary, capsys):
+    """csv, jsonl and sql print the same rows (one line each) as copy."""
+    at = format_lsn(primary.txns[-1].end_lsn)
+    _s, copy, _e = _waldecode(primary, capsys, at, True)
+    n = len(copy_lines(copy))
+    for fmt in ("csv", "jsonl", "sql"):
+        capsys.readouterr()
+        assert main(["table", "--backup", str(primary.backup), "--table", "orders", "--at", at,
+                     "--database", DB, "--format", fmt, str(primary.archive)]) == 0
+        assert len(capsys.readouterr().out.splitlines()) == n, fmt
+
+
+def test_time_between_commits(primary, capsys):
+    """A clock reading between two commits keeps the first, inclusive on or off (as recovery does)."""
+    t = primary.txns[5]
+    _s, out, _e = _waldecode(primary, capsys, t.after, False)
+    assert copy_lines(out) == copy_lines(t.rows)

@@ -1,0 +1,115 @@
+"""``waldecode table``: one table's rows as PostgreSQL's point-in-time recovery of a base backup to a
+target would show them (issue 23; ``redo.table`` computes them), printed as ``COPY ... TO STDOUT``
+does (``copy``, ``csv``), as JSON lines or as INSERT statements.
+
+Nothing is written unless every row was read: the output is spooled and copied out at the end, so
+that a bad target, a missing segment or an unknown table leaves only the error line on stderr.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import sys
+import tempfile
+
+from ..errors import UsageError
+from ..output.quote import quote_literal_cstr
+from ..pg.quote import quote_qualified_identifier, split_identifier_string
+from . import options as opt
+from .report import EXIT_OK
+
+FORMATS = ("copy", "csv", "jsonl", "sql")
+
+
+def add_parser(sub) -> None:
+    tab = sub.add_parser("table", help="a table's rows as point-in-time recovery to a target would show them",
+                         description="Read one table as PostgreSQL's point-in-time recovery of a base backup to "
+                                     "a target would show it, from the backup and the WAL, without a server.")
+    tab.add_argument("--backup", required=True, metavar="DIR",
+                     help="the base backup (pg_basebackup -Fp: a directory with its backup_label)")
+    tab.add_argument("--table", required=True, metavar="SCHEMA.NAME", help="the table (schema public when omitted)")
+    tab.add_argument("--at", required=True, metavar="LSN|TIME|XID",
+                     help="the recovery target: an LSN (X/X: recovery_target_lsn), an xid (recovery_target_xid) "
+                          "or a time (recovery_target_time, compared with commit timestamps; without an offset "
+                          "in the cluster's TimeZone)")
+    tab.add_argument("--inclusive", choices=("on", "off"), default="on",
+                     help="recovery_target_inclusive: stop after (on, the default) or before the target")
+    tab.add_argument("--format", choices=FORMATS, default="copy",
+                     help="copy: COPY TO STDOUT's text format (default); csv: COPY's CSV format; jsonl: one JSON "
+                          "object per row; sql: INSERT statements")
+    tab.add_argument("--database", help="the database of the table (default: the backup's only database that is "
+                                        "neither a template nor postgres)")
+    opt.add_timeline(tab)
+    opt.add_output(tab)
+    tab.add_argument("--work-dir", metavar="DIR", help="where the page store is kept while reading (default: the "
+                                                       "temporary directory)")
+    opt.add_paths(tab, help="WAL segment files or directories (the archive), from the backup's start to the target")
+    tab.set_defaults(func=cmd_table)
+
+
+def _table_name(text: str) -> tuple[str, str]:
+    parts = split_identifier_string(text, ".")
+    if not parts or len(parts) > 2:
+        raise UsageError(f"--table {text!r}: SCHEMA.NAME is needed")
+    return (parts[0], parts[1]) if len(parts) == 2 else ("public", parts[0])
+
+
+# src/backend/commands/copyto.c CopyAttributeOutText: the control characters with a letter escape
+_COPY_ESCAPES = {"\b": "\\b", "\f": "\\f", "\n": "\\n", "\r": "\\r", "\t": "\\t", "\v": "\\v", "\\": "\\\\"}
+_COPY_TRANS = str.maketrans(_COPY_ESCAPES)
+
+
+def copy_text(value: str | None) -> str:
+    """A column as COPY's text format prints it (delimiter tab, NULL ``\\N``); other control
+    characters go out as they are, as CopyAttributeOutText sends them."""
+    return "\\N" if value is None else value.translate(_COPY_TRANS)
+
+
+def copy_csv(value: str | None, single_column: bool) -> str:
+    """copyto.c CopyAttributeOutCSV with COPY's CSV defaults (delimiter ``,``, quote and escape ``"``,
+    NULL the empty string): quoted when it holds the delimiter, the quote, CR or LF, when it is the
+    empty string (which would read back as NULL), or is ``\\.`` alone on its line."""
+    if value is None:
+        return ""
+    if value == "" or any(c in value for c in ',"\r\n') or (single_column and value == "\\."):
+        return '"' + value.replace('"', '""') + '"'
+    return value
+
+
+def cmd_table(args) -> int:
+    from ..redo.table import table_as_of  # lazy: the redo engine and the catalog readers
+
+    schema, name = _table_name(args.table)
+    result = table_as_of(args.backup, args.paths, schema, name, args.at, args.inclusive == "on", database=args.database,
+                         timeline=args.timeline, work_dir=args.work_dir)
+    cols = result.columns
+    with tempfile.SpooledTemporaryFile(max_size=64 * 1024 * 1024, mode="w+b") as spool:
+        if args.format == "copy":
+            for row in result.rows:
+                spool.write(("\t".join(copy_text(v) for v in row) + "\n").encode())
+        elif args.format == "csv":
+            single = len(cols) == 1
+            for row in result.rows:
+                spool.write((",".join(copy_csv(v, single) for v in row) + "\n").encode())
+        elif args.format == "jsonl":
+            # docs/jsonl-parquet.md's columns: name, type (format_type) and the output text (null: NULL)
+            for row in result.rows:
+                obj = {"v": 1, "schema": schema, "table": name,
+                       "columns": [{"name": a.attname, "type": a.type_name, "value": v} for a, v in zip(cols, row)]}
+                spool.write((json.dumps(obj, ensure_ascii=False, separators=(",", ":")) + "\n").encode())
+        else:
+            qualified = quote_qualified_identifier(schema, name)
+            names = ", ".join(quote_qualified_identifier(None, a.attname) for a in cols)
+            for row in result.rows:
+                values = ", ".join("NULL" if v is None else quote_literal_cstr(v) for v in row)
+                spool.write(f"INSERT INTO {qualified} ({names}) VALUES ({values});\n".encode())
+        spool.seek(0)
+        if args.output:
+            with open(args.output, "wb") as f:
+                shutil.copyfileobj(spool, f)
+        else:
+            shutil.copyfileobj(spool, sys.stdout.buffer)
+            sys.stdout.buffer.flush()
+    return EXIT_OK
+

@@ -1,0 +1,305 @@
+"""One table as PostgreSQL's point-in-time recovery to a target would show it (issue 23).
+
+Owns where replay stops (xlogrecovery.c ``recoveryStopsBefore`` / ``recoveryStopsAfter`` for
+``recovery_target_lsn``, ``_time``, ``_xid`` and ``recovery_target_inclusive``), the checks recovery
+makes around it (the backup's consistency point, the end of the WAL), which relation files hold the
+table at the target (the catalog history, from the backup's catalog), and the rows visible there
+(``HeapTupleSatisfiesMVCC`` with a snapshot taken after promotion, TOAST from the redone TOAST
+relation).  Hands rows (a list of ``(Attribute, text | None)`` per row) to ``cli.table``, which
+prints them.
+
+Two passes over the WAL from the backup label's START WAL LOCATION: the first finds the stop point
+and, with the catalog history, transaction status (``clog.CommitLog``) and multixact members
+(``multixact.MultiXacts``) as of it, and the table's relation file nodes at the target; the second
+copies only those relations' files from the backup into a page store and replays their heap
+records up to the stop point.
+"""
+
+from __future__ import annotations
+
+import re
+import tempfile
+from dataclasses import dataclass
+from datetime import datetime, timedelta, timezone
+
+from ..catalog.datadir.clog import tuple_is_visible
+from ..catalog.datadir.files import data_files
+from ..catalog.datadir.heapscan import heap_page_items
+from ..catalog.model import Attribute
+from ..errors import CatalogError, CorruptRecordError, UsageError, WALError, format_lsn
+from ..heap.heaptuple import HEAP_MOVED, HEAP_XMIN_COMMITTED, HEAP_XMIN_INVALID, deform_tuple
+from ..heap.varlena import ToastPointer, decompress_toast_value
+from ..pg.lsn import parse_lsn
+from ..rmgr import RM_XACT_ID
+from ..rmgr import xact as rm_xact
+from ..types import output_text
+from ..wal.xlogreader import XLogReader
+from ..xact import xact_event
+from .backup_label import backup_end_lsn, read_backup_label, redo_checkpoint
+from .clog import CommitLog, XidStatus
+from .md import load_base_backup
+from .multixact import MultiXacts
+from .pagestore import PageStore
+from .xlogrecovery import MAIN_FORKNUM, HeapRedo
+
+__all__ = ["RecoveryTarget", "TableAsOf", "parse_target", "table_as_of"]
+
+# src/include/datatype/timestamp.h: POSTGRES_EPOCH_JDATE, TimestampTz counts microseconds from 2000-01-01
+POSTGRES_EPOCH = datetime(2000, 1, 1, tzinfo=timezone.utc)
+
+# xlogrecovery.c recoveryStopsBefore / recoveryStopsAfter consider these transaction ends
+_ENDS = (rm_xact.XLOG_XACT_COMMIT, rm_xact.XLOG_XACT_COMMIT_PREPARED, rm_xact.XLOG_XACT_ABORT,
+         rm_xact.XLOG_XACT_ABORT_PREPARED)
+
+# src/backend/catalog/toasting.c create_toast_table: chunk_id oid, chunk_seq int4, chunk_data bytea
+TOAST_ATTRIBUTES = (
+    Attribute(1, "chunk_id", 26, -1, 4, True, "i", "p", False),
+    Attribute(2, "chunk_seq", 23, -1, 4, True, "i", "p", False),
+    Attribute(3, "chunk_data", 17, -1, -1, False, "i", "p", False),
+)
+
+_LSN_RE = re.compile(r"^[0-9A-Fa-f]{1,8}/[0-9A-Fa-f]{1,8}$")
+
+
+@dataclass(frozen=True)
+class RecoveryTarget:
+    """``recovery_target_<kind>`` and ``recovery_target_inclusive``; ``value`` is an LSN (int), an xid
+    (int) or a TimestampTz (microseconds since 2000-01-01 UTC)."""
+
+    kind: str  # lsn | time | xid
+    value: int
+    inclusive: bool
+    text: str  # as the user wrote it, for messages
+
+    def __str__(self) -> str:
+        return f"{self.kind} {self.text} (inclusive {'on' if self.inclusive else 'off'})"
+
+
+def parse_target(text: str, inclusive: bool, time_zone: str = "UTC") -> RecoveryTarget:
+    """``--at``: an LSN (``X/X``), an xid (digits) or a time (ISO 8601; without an offset, in
+    ``time_zone``, as the server reads recovery_target_time in its TimeZone)."""
+    text = text.strip()
+    if _LSN_RE.match(text):
+        return RecoveryTarget("lsn", parse_lsn(text), inclusive, text)
+    if text.isdigit():
+        xid = int(text)
+        if xid > 0xFFFFFFFF:
+            raise UsageError(f"--at {text}: an xid is at most {0xFFFFFFFF}")
+        return RecoveryTarget("xid", xid, inclusive, text)
+    try:
+        # PostgreSQL prints offsets as +HH; fromisoformat takes +HH:MM
+        dt = datetime.fromisoformat(re.sub(r"([+-]\d\d)$", r"\1:00", text))
+    except ValueError:
+        raise UsageError(f"--at {text!r} is neither an LSN (X/X), an xid nor a time (YYYY-MM-DD HH:MM:SS[.ffffff]"
+                         f"[+HH[:MM]])") from None
+    if dt.tzinfo is None:
+        from zoneinfo import ZoneInfo  # lazy: only a time target without an offset
+
+        try:
+            dt = dt.replace(tzinfo=ZoneInfo(time_zone))
+        except (KeyError, ValueError) as e:
+            raise UsageError(f"--at {text!r} has no offset and the cluster's TimeZone {time_zone!r} is not known "
+                             f"here ({e}): give the offset") from None
+    return RecoveryTarget("time", (dt - POSTGRES_EPOCH) // timedelta(microseconds=1), inclusive, text)
+
+
+def _xact_end(rec, major: int):
+    """(xid, xact_time) of a commit or abort record (the prepared xid for *_PREPARED), else None."""
+    if rec.xl_rmid != RM_XACT_ID or rec.xl_info & rm_xact.XLOG_XACT_OPMASK not in _ENDS:
+        return None
+    ev = xact_event(rec, major)
+    return ev.xid, ev.parsed.xact_time
+
+
+def stops_before(target: RecoveryTarget, rec, end) -> bool:
+    """xlogrecovery.c recoveryStopsBefore: stop without applying ``rec`` (``end`` is ``_xact_end``)."""
+    if target.kind == "lsn":
+        return not target.inclusive and rec.lsn >= target.value
+    if end is None:
+        return False
+    xid, xtime = end
+    if target.kind == "xid":
+        return not target.inclusive and xid == target.value
+    # many transactions may share a commit time: inclusive stops after the last of them
+    return xtime > target.value if target.inclusive else xtime >= target.value
+
+
+def stops_after(target: RecoveryTarget, rec, end) -> bool:
+    """xlogrecovery.c recoveryStopsAfter: stop once ``rec`` is applied."""
+    if target.kind == "lsn":
+        return target.inclusive and rec.lsn >= target.value
+    return target.kind == "xid" and target.inclusive and end is not None and end[0] == target.value
+
+
+class _StatusAtTarget:
+    """What ``tuple_is_visible`` asks, answered as of the stop point: the commit log (nothing in
+    progress there commits: a snapshot after promotion) and multixacts' updaters."""
+
+    def __init__(self, clog: CommitLog, multis: MultiXacts):
+        self.clog, self.multis = clog, multis
+
+    def did_commit(self, xid: int) -> bool:
+        return self.clog.did_commit(xid)
+
+    def multixact_update_xid(self, multi: int) -> int:
+        return self.multis.update_xid(multi)
+
+
+@dataclass
+class TableAsOf:
+    relation: object  # catalog.model.Relation at the target
+    columns: list  # the Attributes printed (not dropped), attnum order
+    rows: list  # one list of output texts (None: NULL) per visible tuple
+    stop_lsn: int  # every record before it was applied
+    stopped: str  # what stopped replay, as the server's "recovery stopping" line says it
+    consistent_lsn: int
+
+
+def table_as_of(backup, paths, schema: str, name: str, at: str, inclusive: bool = True, database: str | None = None,
+                timeline: int | None = None, work_dir=None, warn=None) -> TableAsOf:
+    """The rows of ``schema.name`` as recovery of ``backup`` (a path or ``DataFiles``) with the WAL of
+    ``paths`` to the target ``at`` (``parse_target``; a time without an offset is in the backup's
+    TimeZone setting) shows them; errors name what is missing."""
+    from ..catalog.datadir import snapshot_from_datadir  # lazy: the catalog readers, only this command
+    from ..catalog.history import CatalogHistory  # lazy: as above
+
+    files = data_files(backup)
+    label = read_backup_label(files)
+    catalog = snapshot_from_datadir(files, database, warn=warn or (lambda _m: None))
+    major = catalog.major
+    target = parse_target(at, inclusive, catalog.settings.get("TimeZone") or "UTC")
+    checkpoint = redo_checkpoint(label, XLogReader(paths, start_lsn=label.start_lsn, timeline=timeline))
+    clog = CommitLog(files, checkpoint, major)
+    multis = MultiXacts(files, checkpoint)
+    history = CatalogHistory(catalog, major)
+
+    # -- pass 1: where replay stops, and what is committed there -----------------------------------
+    consistent = None
+    stop = stopped = None
+    reader = XLogReader(paths, start_lsn=label.start_lsn, timeline=timeline)
+    for rec in reader:
+        end = _xact_end(rec, major)
+        if stops_before(target, rec, end):
+            stop, stopped = rec.lsn, f"before {_what(rec, end)}"
+            break
+        history.process(rec)
+        clog.redo(rec)
+        multis.redo(rec)
+        if consistent is None and backup_end_lsn(label, rec) is not None:
+            consistent = rec.end_lsn
+        if stops_after(target, rec, end):
+            stop, stopped = rec.end_lsn, f"after {_what(rec, end)}"
+            break
+    if stop is None:
+        last = reader.last_end_lsn
+        raise WALError(f"recovery ended before the target {target} was reached: the WAL given ends at "
+                       f"{format_lsn(last) if last else format_lsn(label.start_lsn)}; the segments up to the "
+                       f"target are needed")
+    if consistent is None:
+        raise WALError(f"requested recovery stop point {format_lsn(stop)} is before the consistent recovery point "
+                       f"of the backup {files.root} (its XLOG_BACKUP_END record, after START WAL LOCATION "
+                       f"{format_lsn(label.start_lsn)}): a target after the backup's end is needed")
+
+    view = history.view(stop)
+    # ``relations`` finds the OID; ``relation`` gives it with the attributes changed since the backup
+    oid = next((r.oid for r in view.relations.values()
+                if r.nspname == schema and r.relname == name and r.relkind in ("r", "m")), None)
+    rel = view.relation(oid) if oid is not None else None
+    if rel is None:
+        raise CatalogError(f"no table {schema}.{name} in database {catalog.database} at {format_lsn(stop)} "
+                           f"(recovery stopping {stopped})")
+    spc = rel.reltablespace or catalog.database_tablespace
+    heap = (spc, catalog.database_oid, rel.relfilenode)
+    toast = None
+    if rel.reltoastrelid:
+        t = view.relation(rel.reltoastrelid)
+        if t is None:
+            raise CatalogError(f"the TOAST table {rel.reltoastrelid} of {schema}.{name} is not in the catalog at "
+                               f"{format_lsn(stop)}")
+        toast = ((t.reltablespace or catalog.database_tablespace), catalog.database_oid, t.relfilenode)
+    wanted = {heap} | ({toast} if toast else set())
+
+    # -- pass 2: the relations' pages, replayed to the stop point ---------------------------------
+    with tempfile.TemporaryDirectory(prefix="waldecode-table-", dir=work_dir) as tmp:
+        with PageStore(tmp) as store:
+            load_base_backup(store, files, major, wanted=wanted.__contains__)
+            engine = HeapRedo(store, major, wanted=wanted.__contains__)
+            for rec in XLogReader(paths, start_lsn=label.start_lsn, timeline=timeline):
+                if rec.lsn >= stop:
+                    break
+                engine.redo(rec)
+            status = _StatusAtTarget(clog, multis)
+            columns = [a for a in rel.attributes if not a.attisdropped]
+            chunks = None
+            rows = []
+            for _blkno, _offnum, values in _visible_tuples(store, heap, status, rel.attributes, f"{schema}.{name}"):
+                out = []
+                for i, att in enumerate(rel.attributes):
+                    if att.attisdropped:
+                        continue
+                    v = values[i] if i < len(values) else None
+                    if isinstance(v, ToastPointer):
+                        if chunks is None:
+                            chunks = _toast_chunks(store, toast, clog, f"TOAST table of {schema}.{name}")
+                        v = _detoast(v, chunks)
+                    out.append(None if v is None else output_text(att.atttypid, v, view))
+                rows.append(out)
+    return TableAsOf(rel, columns, rows, stop, stopped, consistent)
+
+
+def _what(rec, end) -> str:
+    if end is None:
+        return f"the record at {format_lsn(rec.lsn)}"
+    return f"the end of transaction {end[0]} at {format_lsn(rec.lsn)}"
+
+
+def _visible_tuples(store, locator, status, attributes, what: str):
+    """(blkno, offnum, values) of the tuples of relation ``locator`` visible at the target, in physical
+    order: every LP_NORMAL item on its own (HOT chains are not followed: each visible version is a row)."""
+    if locator is None:
+        return
+    for blkno in sorted(store.blocks(locator, MAIN_FORKNUM)):
+        page = bytes(store.read(locator, MAIN_FORKNUM, blkno))
+        for offnum, lp_off, lp_len, xmin, xmax, infomask2, infomask, t_hoff in heap_page_items(page, what, blkno):
+            if infomask & HEAP_MOVED and not infomask & HEAP_XMIN_COMMITTED:
+                # heapam_visibility.c checks xvac for tuples moved by a pre-9.0 VACUUM FULL: not done here
+                raise CatalogError(f"{what}: block {blkno}: tuple {offnum} was moved by a pre-9.0 VACUUM FULL "
+                                   f"(HEAP_MOVED), whose visibility is not followed")
+            if not tuple_is_visible(xmin, xmax, infomask, status):
+                continue
+            yield blkno, offnum, deform_tuple(page, infomask2, infomask, t_hoff, attributes,
+                                              start=lp_off + 23, end=lp_off + lp_len)
+
+
+def _toast_chunks(store, locator, clog: CommitLog, what: str) -> dict:
+    """chunk_id -> {chunk_seq: data} of the TOAST relation's chunks a detoasting reader sees:
+    heapam_visibility.c HeapTupleSatisfiesToast takes every tuple whose inserter did not abort."""
+    out: dict = {}
+    if locator is None:
+        return out
+    for blkno in sorted(store.blocks(locator, MAIN_FORKNUM)):
+        page = bytes(store.read(locator, MAIN_FORKNUM, blkno))
+        for offnum, lp_off, lp_len, xmin, _xmax, infomask2, infomask, t_hoff in heap_page_items(page, what, blkno):
+            if not infomask & HEAP_XMIN_COMMITTED:
+                if infomask & HEAP_XMIN_INVALID or clog.status(xmin) == XidStatus.ABORTED:
+                    continue
+            values = deform_tuple(page, infomask2, infomask, t_hoff, TOAST_ATTRIBUTES, start=lp_off + 23,
+                                  end=lp_off + lp_len)
+            if any(v is None for v in values):
+                raise CorruptRecordError(f"{what}: block {blkno}: chunk {offnum} has a NULL column")
+            chunk_id = int.from_bytes(values[0], "little")
+            seq = int.from_bytes(values[1], "little", signed=True)
+            out.setdefault(chunk_id, {})[seq] = bytes(values[2])
+    return out
+
+
+def _detoast(pointer: ToastPointer, chunks: dict) -> bytes:
+    """detoast.c toast_fetch_datum: the chunks 0..n-1 of the value, concatenated, then decompressed."""
+    parts = chunks.get(pointer.va_valueid)
+    what = f"TOAST value {pointer.va_valueid} of TOAST relation {pointer.va_toastrelid}"
+    if not parts:
+        raise CorruptRecordError(f"missing chunk number 0 for {what}")
+    for seq in range(len(parts)):
+        if seq not in parts:
+            raise CorruptRecordError(f"missing chunk number {seq} for {what}")
+    return decompress_toast_value(b"".join(parts[s] for s in range(len(parts))), pointer)
