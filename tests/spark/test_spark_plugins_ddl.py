@@ -24,19 +24,14 @@ from pathlib import Path
 
 import pytest
 
+from ddl_workload import TABLES, prepare
 from live import DB, live_cluster
 
 pytestmark = [pytest.mark.server, pytest.mark.spark, pytest.mark.slow,
               pytest.mark.skipif(not Path("/usr/lib/postgresql/15/lib/wal2json.so").exists(),
                                  reason="wal2json for PostgreSQL 15 is not installed (./dev test installs it)")]
 
-SCHEMA = """
-CREATE TABLE acct (id int PRIMARY KEY, owner text, balance numeric);
-CREATE TABLE hist (id bigserial PRIMARY KEY, acct int, delta numeric, note text);
-CREATE TABLE keep (id int PRIMARY KEY, v text);
-CREATE TABLE pt (id int PRIMARY KEY, v text);
-INSERT INTO acct SELECT g, 'owner ' || g, 100 FROM generate_series(1, 500) g;
-INSERT INTO keep SELECT g, 'k' || g FROM generate_series(1, 200) g;
+SCHEMA = TABLES + """
 CREATE PUBLICATION p_all FOR ALL TABLES;
 CREATE PUBLICATION p_some FOR TABLE acct, pt;
 """
@@ -89,19 +84,11 @@ def _filler(conn, n: int, batch: int = 300) -> None:
         conn.execute("DELETE FROM hist WHERE id = (SELECT min(id) FROM hist)")
 
 
-def _prepare(c, gid: str, statements) -> None:
-    with c.connect(DB, autocommit=False) as tp:
-        for st in statements:
-            tp.execute(st)
-        tp.execute(f"PREPARE TRANSACTION '{gid}'")
-        tp.commit()
-
-
 def _workload(c) -> None:
     with c.connect(DB) as conn, c.connect(DB, autocommit=False) as long_txn:
         long_txn.execute("INSERT INTO keep VALUES (1000, 'before the first DDL')")
         # prepared across segments and DDL commits, with DDL of its own
-        _prepare(c, "across", ["INSERT INTO pt VALUES (1, 'prepared early')",
+        prepare(c, "across", ["INSERT INTO pt VALUES (1, 'prepared early')",
                                "ALTER TABLE pt ADD COLUMN w int DEFAULT 7",
                                "INSERT INTO pt VALUES (2, 'after its own DDL', 8)"])
         for i, ddl in enumerate(DDL):
@@ -116,7 +103,7 @@ def _workload(c) -> None:
                 # rather than on the WAL; a committed change first rebuilds pt's caches after across's DDL,
                 # so that the server decodes 'rolled' as a subscriber streaming at the time would have
                 conn.execute("INSERT INTO pt VALUES (100, 'committed between the prepared ones', 1)")
-                _prepare(c, "rolled", ["INSERT INTO pt VALUES (3, 'prepared, rolled back', 9)"])
+                prepare(c, "rolled", ["INSERT INTO pt VALUES (3, 'prepared, rolled back', 9)"])
             if i == 4:
                 conn.execute("BEGIN")
                 conn.execute("ALTER TABLE acct ADD COLUMN c int DEFAULT 4")
@@ -132,7 +119,7 @@ def _workload(c) -> None:
                 conn.execute("INSERT INTO later VALUES (%s, %s)", (i, f"into later after DDL {i}"))
             if i == 8:
                 conn.execute("ROLLBACK PREPARED 'rolled'")
-                _prepare(c, "open", ["INSERT INTO pt VALUES (4, 'still prepared at the end', 10)"])
+                prepare(c, "open", ["INSERT INTO pt VALUES (4, 'still prepared at the end', 10)"])
         _filler(conn, 600)
 
 

@@ -18,18 +18,12 @@ import json
 
 import pytest
 
+from ddl_workload import TABLES, prepare
 from live import SlotRun, live_cluster
 
 pytestmark = [pytest.mark.server, pytest.mark.slow]
 
-SCHEMA = """
-CREATE TABLE acct (id int PRIMARY KEY, owner text, balance numeric);
-CREATE TABLE hist (id bigserial PRIMARY KEY, acct int, delta numeric, note text);
-CREATE TABLE keep (id int PRIMARY KEY, v text);
-CREATE TABLE pt (id int PRIMARY KEY, v text);
-INSERT INTO acct SELECT g, 'owner ' || g, 100 FROM generate_series(1, 500) g;
-INSERT INTO keep SELECT g, 'k' || g FROM generate_series(1, 200) g;
-"""
+SCHEMA = TABLES
 
 DDL = [
     "ALTER TABLE hist ADD COLUMN extra text DEFAULT 'x'",
@@ -52,14 +46,6 @@ def _filler(conn, n: int, batch: int = 200) -> None:
         conn.execute("UPDATE keep SET v = v || '.' WHERE id = %s", (i // batch % 200 + 1,))
 
 
-def _prepare(c, gid: str, statements) -> None:
-    with c.connect("live", autocommit=False) as tp:
-        for st in statements:
-            tp.execute(st)
-        tp.execute(f"PREPARE TRANSACTION '{gid}'")
-        tp.commit()
-
-
 @pytest.fixture(scope="module")
 def workloads(tmp_path_factory):
     """{two_phase: (run, WAL directory, the server's rows)}: one workload, a test_decoding slot without and
@@ -71,17 +57,17 @@ def workloads(tmp_path_factory):
         with c.connect("live") as conn, c.connect("live", autocommit=False) as long_txn:
             long_txn.execute("INSERT INTO keep VALUES (1000, 'before the first DDL')")
             # prepared across segments and DDL commits: its COMMIT PREPARED, ranges later
-            _prepare(c, "across", ["INSERT INTO pt VALUES (1, 'prepared early')",
+            prepare(c, "across", ["INSERT INTO pt VALUES (1, 'prepared early')",
                                    "INSERT INTO pt VALUES (2, 'and its second row')"])
             for i, ddl in enumerate(DDL):
                 _filler(conn, 3000)
                 conn.execute(ddl)
                 if i == 2:
                     conn.execute("COMMIT PREPARED 'across'")
-                    _prepare(c, "rolled", ["INSERT INTO pt VALUES (3, 'prepared, rolled back')"])
+                    prepare(c, "rolled", ["INSERT INTO pt VALUES (3, 'prepared, rolled back')"])
                 if i == 5:
                     conn.execute("ROLLBACK PREPARED 'rolled'")
-                    _prepare(c, "open", ["INSERT INTO pt VALUES (4, 'still prepared at the end')"])
+                    prepare(c, "open", ["INSERT INTO pt VALUES (4, 'still prepared at the end')"])
                 if i == 3:
                     conn.execute("INSERT INTO later VALUES (1, 'in the new table')")
                     long_txn.execute("INSERT INTO keep VALUES (1001, 'after three DDL')")
