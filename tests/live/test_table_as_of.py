@@ -15,10 +15,13 @@ table that does not exist, give one error line and nothing on stdout.
 
 from __future__ import annotations
 
+import shlex
+
 import pytest
 
 psycopg = pytest.importorskip("psycopg")
 
+from doc_commands import lane_command  # noqa: E402
 from pitr import DB, PitrPrimary, Target, copy_lines  # noqa: E402
 from waldecode.cli import main  # noqa: E402
 from waldecode.pg.lsn import format_lsn  # noqa: E402
@@ -130,6 +133,7 @@ def test_rows_at_targets_equal_point_in_time_recovery(primary, capsys):
                          f"only waldecode {sorted(set(mine) - set(got.lines))[:3]}, "
                          f"only recovery {sorted(set(got.lines) - set(mine))[:3]}")
     print("\n".join(report))
+    print(f"{len(chosen)} targets, row counts {sorted(counts)}")
     assert wrong == [], "\n".join(wrong)
     assert len(chosen) >= 20 and {t.kind for t in chosen} == {"lsn", "time", "xid"}
     assert {t.inclusive for t in chosen} == {True, False}
@@ -201,3 +205,20 @@ def test_time_between_commits(primary, capsys):
     t = primary.txns[5]
     _s, out, _e = _waldecode(primary, capsys, t.after, False)
     assert copy_lines(out) == copy_lines(t.rows)
+
+
+def test_documented_table_command(primary, capsys, tmp_path):
+    """docs/table-as-of.md's example, its backup, time and archive replaced by this run's: the file it
+    writes holds the rows recovery to that time (inclusive off) shows."""
+    cmd = lane_command("tests/live/test_table_as_of.py::test_documented_table_command")
+    t = next(x for x in primary.txns if x.committed and x.index > 3)
+    subst = {"/backups/base-2026-11-20": str(primary.backup), "2026-11-27 14:02:59+01": t.time,
+             "/archive/wal/": str(primary.archive)}
+    tokens = shlex.split(cmd)
+    assert tokens[0] == "waldecode" and tokens[-2] == ">"
+    capsys.readouterr()
+    assert main([subst.get(tok, tok) for tok in tokens[1:-2]]) == 0
+    (tmp_path / tokens[-1]).write_bytes(capsys.readouterr().out.encode())
+    expected = primary.recover(Target("time", t.time, False, t.index - 1))
+    assert copy_lines((tmp_path / tokens[-1]).read_bytes()) == expected.lines
+    assert expected.lines != copy_lines(t.rows)  # the transaction at that time is left out

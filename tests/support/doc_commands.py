@@ -112,6 +112,9 @@ LANE = {
         "tests/live/test_diverge.py::test_documented_diverge_json_with_the_new_primary",
     "waldecode catalog --datadir /backups/base-2026-11-20 -o app-catalog.json":
         "tests/live/test_catalog_datadir.py::test_documented_catalog_of_a_base_backup",
+    "waldecode table --backup /backups/base-2026-11-20 --table public.orders --at '2026-11-27 14:02:59+01' "
+    "--inclusive off /archive/wal/ > orders.copy":
+        "tests/live/test_table_as_of.py::test_documented_table_command",
 }
 
 #: command as the documents show it -> why it is not run here
