@@ -90,3 +90,11 @@ def test_a_damaged_archive_is_passed_over(cache_env):
     assert probe.returncode == 0, probe.stderr[-3000:]
     assert probe.stdout == "45\n"  # the JVM's complaint, if any, is not on stdout
     assert "archive not mapped" in probe.stderr
+
+
+def test_workers_import_the_installed_pyspark(spark):
+    """The lane's context runs ``spark.pydaemon``: its Python workers import pyspark from the installed
+    package, not from Spark's zip (which they compiled from source in every new worker)."""
+    files = spark.sparkContext.parallelize(range(2), 2).mapPartitions(
+        lambda _it: [__import__("pyspark").__file__]).collect()
+    assert files and not any(".zip" in f for f in files), files
