@@ -98,3 +98,27 @@ def test_workers_import_the_installed_pyspark(spark):
     files = spark.sparkContext.parallelize(range(2), 2).mapPartitions(
         lambda _it: [__import__("pyspark").__file__]).collect()
     assert files and not any(".zip" in f for f in files), files
+
+
+_NUMPY_PROBE = """
+import sys
+from py4j import protocol
+from waldecode.spark.context import spark_context, stop_context
+sc = spark_context("local[1]")
+assert sc.parallelize(range(10), 2).sum() == 45
+print("pandas" in sys.modules, "numpy" in sys.modules)
+import numpy as np
+arrays = [c for c in protocol.INPUT_CONVERTER if type(c).__name__ == "NumpyArrayConverter"]
+print(len(arrays), all(c.can_convert(np.array([1, 2])) for c in arrays), any(c.can_convert([1, 2]) for c in arrays))
+stop_context(sc)
+"""
+
+
+def test_the_context_starts_without_pandas_and_numpy_converters_still_work():
+    """pyspark's NumPy input converters import pandas to look at each argument sent to the JVM; waldecode's
+    context asks them only once NumPy is imported: none of the two is imported by starting it and running a
+    job, and afterwards a NumPy array is still recognised (and a list is not)."""
+    run = subprocess.run([sys.executable, "-c", _NUMPY_PROBE], capture_output=True, text=True, timeout=300,
+                         env=dict(os.environ, PYSPARK_PYTHON=sys.executable))
+    assert run.returncode == 0, run.stderr
+    assert run.stdout.split() == ["False", "False", "1", "True", "False"], run.stdout

@@ -60,9 +60,26 @@ def spark_context(master: str, confs: dict | None = None, app_name: str = "walde
     for key, value in {**defaults, **confs}.items():
         conf.set(key, value)
     conf.set("spark.driver.extraJavaOptions", classdata.driver_options(master, confs))
+    _numpy_checks_without_import()
     sc = SparkContext.getOrCreate(conf)
     sc.setLogLevel("ERROR")
     return sc
+
+
+def _numpy_checks_without_import() -> None:
+    """pyspark's Py4J input converters for NumPy arrays and scalars (``pyspark.sql.types``) ask, of every
+    argument sent to the JVM, whether it is one, and to know they import ``pyspark.testing.utils``, which
+    imports pandas and NumPy: 0.55 s at the context's start, in the driver's thread that phase 1 shares.
+    No object is a NumPy array or scalar while NumPy is not imported, so the check says no without
+    importing it then, and asks pyspark's once it is."""
+    from py4j import protocol  # lazy: py4j comes with the optional [spark] extra
+
+    for converter in protocol.INPUT_CONVERTER:
+        if type(converter).__name__ in ("NumpyArrayConverter", "NumpyScalarConverter") and \
+                not getattr(converter, "_waldecode_lazy", False):
+            ask = converter.can_convert
+            converter.can_convert = lambda obj, ask=ask: "numpy" in sys.modules and ask(obj)
+            converter._waldecode_lazy = True
 
 
 def local_slots(master: str) -> int | None:
