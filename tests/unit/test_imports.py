@@ -25,16 +25,11 @@ PACKAGE = Path(waldecode.__file__).resolve().parent
 NOT_CONVERTED = (
     "cli/spark.py",
     "logical/targets.py",
-    "spark/__init__.py",
-    "spark/classdata.py",
-    "spark/context.py",
     "spark/datasource.py",
     "spark/executors.py",
-    "spark/hadoopfs.py",
     "spark/job.py",
     "spark/plan.py",
     "spark/ranges.py",
-    "spark/standalone.py",
     "spark/tasks.py",
 )
 

@@ -16,8 +16,9 @@ def register(spark) -> None:
     itself (the top-level ``pyspark_waldecode`` module); this is for an editable install, whose modules
     Spark's lookup does not list, or waldecode shipped with ``--py-files``."""
     try:
+        # lazy: the data source imports pyspark and the decoder (0.2 s): importing this package must not
         from pyspark_waldecode import DefaultSource
     except ImportError:
-        from .datasource import PgWalDataSource as DefaultSource
+        from .datasource import PgWalDataSource as DefaultSource  # lazy: as above
 
     spark.dataSource.register(DefaultSource)

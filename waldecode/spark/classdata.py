@@ -26,6 +26,8 @@ import sys
 import tempfile
 import time
 
+from ..errors import Error
+
 #: the local driver JVM's options: it runs the tasks and lives for one run, so its JIT's top tier
 #: and parallel GC threads cost more CPU than they save (measured: about half the JVM's CPU on 187 MB
 #: of WAL)
@@ -106,7 +108,7 @@ def archive_path() -> str | None:
     carries a digest of both, so that another JDK or Spark gets its own."""
     java = _java()
     try:
-        import pyspark
+        import pyspark  # lazy: 0.15 s and the optional [spark] extra; --help imports this module
     except ImportError:
         return None
     if java is None:
@@ -128,8 +130,6 @@ def prepare(quiet: bool = False) -> str:
     """Write the archive (``waldecode spark prepare``): a child process starts a local context as
     ``spark decode`` does, runs a job through a Python worker and stops; its JVM writes the classes
     it loaded as it exits, which is waited for; then the file is put in place whole.  Returns its path."""
-    from ..errors import Error
-
     path = archive_path()
     if path is None:
         raise Error("no Java or no pyspark: install Java 17 and 'waldecode[spark]'")
@@ -153,9 +153,9 @@ def prepare(quiet: bool = False) -> str:
 def _dump(tmp: str) -> None:
     """The child of ``prepare``: a context with ``-XX:ArchiveClassesAtExit``, a job, a stop, and a wait for
     the JVM, which writes the archive as it exits (on its standard input's end, PythonGatewayServer)."""
-    from pyspark import SparkContext
+    from pyspark import SparkContext  # lazy: the optional [spark] extra; only the child of prepare runs this
 
-    from .context import spark_context  # imports classdata: not at the top
+    from .context import spark_context  # cycle: context imports classdata
 
     sc = spark_context("local[1]", {"spark.driver.extraJavaOptions":
                                     f"{LOCAL_JVM_OPTIONS} -XX:ArchiveClassesAtExit={tmp}"})

@@ -9,13 +9,16 @@ a Spark or Py4J failure told as ``SparkJobError`` (``spark_error``).  The comman
 
 from __future__ import annotations
 
+import importlib
 import os
 import sys
 import threading
 import time
+import warnings
 
+from .. import _impl
 from ..errors import SparkJobError, UsageError
-from . import classdata
+from . import classdata, register
 
 
 def spark_context(master: str, confs: dict | None = None, app_name: str = "waldecode"):
@@ -24,10 +27,9 @@ def spark_context(master: str, confs: dict | None = None, app_name: str = "walde
     of ``spark decode`` needs no more (a SQL session took 1.9 s more to start here: ``spark_session``
     makes one on this context when asked).  An active context is returned as it is, marked shared."""
     try:
-        from pyspark import SparkConf, SparkContext
+        from pyspark import SparkConf, SparkContext  # lazy: 0.15 s and the optional [spark] extra
     except ImportError:
         raise UsageError("pyspark is not installed: pip install 'waldecode[spark]'") from None
-    from .. import _impl
 
     active = SparkContext._active_spark_context
     if active is not None:
@@ -40,8 +42,6 @@ def spark_context(master: str, confs: dict | None = None, app_name: str = "walde
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
     if "SPARK_CONF_DIR" not in os.environ:
         os.environ["SPARK_CONF_DIR"] = classdata.conf_dir()  # empty (the log settings are a -D option)
-    import warnings
-
     warnings.filterwarnings("ignore", message="PySpark does not yet fully support pandas")
     defaults = {
         "spark.ui.enabled": "false",
@@ -97,8 +97,6 @@ def local_slots(master: str) -> int | None:
 
 def _warm_worker(_part):
     """A warm-up task: the Python worker started, with the modules the range path's tasks import."""
-    import importlib
-
     importlib.import_module("waldecode.spark.job")  # the import is the work
     return []
 
@@ -167,7 +165,7 @@ class PendingContext:
 
 def spark_session(master: str, confs: dict | None = None, app_name: str = "waldecode"):
     """A SparkSession on ``spark_context``'s context (an active session is returned as it is, marked shared)."""
-    from pyspark.sql import SparkSession
+    from pyspark.sql import SparkSession  # lazy: 0.15 s and the optional [spark] extra
 
     active = SparkSession.getActiveSession()
     if active is not None:
@@ -177,8 +175,6 @@ def spark_session(master: str, confs: dict | None = None, app_name: str = "walde
     spark = SparkSession(sc)
     # Workers do not import from their working directory (PYTHONSAFEPATH): Spark's own lookup of
     # pyspark_* modules misses an editable install's, so the session registers the source itself
-    from . import register
-
     register(spark)
     if getattr(sc, "_waldecode_shared", False):
         spark._waldecode_shared = True
@@ -188,7 +184,7 @@ def spark_session(master: str, confs: dict | None = None, app_name: str = "walde
 def active_session():
     """The SparkSession this process already has (an in-process caller's), else None."""
     try:
-        from pyspark.sql import SparkSession
+        from pyspark.sql import SparkSession  # lazy: 0.15 s and the optional [spark] extra; None without it
     except ImportError:
         return None
     return SparkSession.getActiveSession()

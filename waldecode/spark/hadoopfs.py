@@ -12,6 +12,7 @@ URIs: segment discovery is ``wal.segments.discover`` through it, the layouts and
 
 from __future__ import annotations
 
+import io
 import re
 from dataclasses import fields
 
@@ -74,7 +75,7 @@ class HadoopFS(Store):
         self._conf = sc._jsc.hadoopConfiguration()
 
     def _call(self, uri: str, fn):
-        from py4j.protocol import Py4JJavaError
+        from py4j.protocol import Py4JJavaError  # lazy: pyspark's, the optional [spark] extra (Spark calls only)
 
         try:
             path = self._jvm.org.apache.hadoop.fs.Path(uri)
@@ -115,8 +116,6 @@ class HadoopFS(Store):
     def open(self, location: str, offset: int = 0, length: int | None = None):
         """The file's bytes from ``offset``, read whole: backup sets are read by the driver through
         waldecode's own stores (local paths, s3://), never through Hadoop."""
-        import io
-
         if self.kind(location) != "file":
             raise FileNotFoundError(location)
         data = self.read(location)

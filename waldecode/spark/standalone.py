@@ -134,7 +134,7 @@ class StandaloneCluster:
 
     def start(self) -> None:
         try:
-            import pyspark
+            import pyspark  # lazy: 0.15 s and the optional [spark] extra
         except ImportError:
             raise UsageError("pyspark is not installed: pip install 'waldecode[spark]'") from None
         spark_class = os.path.join(os.path.dirname(pyspark.__file__), "bin", "spark-class")
