@@ -27,10 +27,7 @@ NOT_CONVERTED = (
     "logical/targets.py",
     "spark/datasource.py",
     "spark/executors.py",
-    "spark/job.py",
     "spark/plan.py",
-    "spark/ranges.py",
-    "spark/tasks.py",
 )
 
 _REASON = re.compile(r"#\s*(lazy|cycle):\s*\S")

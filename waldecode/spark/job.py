@@ -24,6 +24,7 @@ The executors that run the task functions below are ``executors.SparkExecutor`` 
 from __future__ import annotations
 
 import functools
+import gc
 import os
 import shutil
 import sys
@@ -33,6 +34,7 @@ import time
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
 
+from .. import _impl
 from ..catalog import Catalog
 from ..errors import Error, UsageError, format_lsn
 from ..output.base import CatalogView
@@ -97,16 +99,12 @@ def plan_scan(segments: SegmentSet, start: int | None, end_lsn: int | None, per_
     if last_segno is not None:
         last = max(first, min(last, last_segno))
     runs = [(s, min(s + per_run - 1, last)) for s in range(first, last + 1, per_run)]
-    from .. import _impl
-
     return Scan(segments, runs, start, end_lsn, database, filtered_origins, _impl.IMPL)
 
 
 def use_impl(name: str) -> None:
     """Run this task with the driver's implementation (WALDECODE_IMPL on executors makes a missing
     Cython extension fail at import; this makes a test's choice reach them)."""
-    from .. import _impl
-
     if _impl.IMPL != name:
         _impl.use(name)
 
@@ -115,8 +113,6 @@ def settle_gc() -> None:
     """In a task's Python worker: collections less often (``cli._settle_gc``'s reason: millions of
     short-lived tuples, hardly any cycles; the defaults cost a tenth of the CPU and more as the
     driver's plan grows)."""
-    import gc
-
     gc.set_threshold(50_000, 20, 20)
 
 

@@ -41,7 +41,11 @@ from array import array
 from bisect import bisect_left, bisect_right
 from dataclasses import dataclass
 
+from ..catalog.history import CatalogHistory
 from ..errors import Error
+from ..logical.session import DecodeResult, decode_wal
+from ..output.base import OutputWriter
+from ..output.test_decoding import TestDecoding
 from ..rmgr import RM_HEAP2_ID, RM_HEAP_ID, RM_RELMAP_ID, RM_STANDBY_ID, RM_XACT_ID, RM_XLOG_ID
 from ..rmgr.heap import XLOG_HEAP2_NEW_CID, XLOG_HEAP_OPMASK
 from ..rmgr.xlog import XLOG_PARAMETER_CHANGE
@@ -56,6 +60,8 @@ from ..rmgr.xact import (
     XLOG_XACT_PREPARE,
     parse_commit_or_abort,
 )
+from ..wal.xlogreader import decode_in
+from ..xact import xact_event
 from . import tasks
 
 _TWO_PHASE = frozenset((XLOG_XACT_PREPARE, XLOG_XACT_COMMIT_PREPARED, XLOG_XACT_ABORT_PREPARED))
@@ -249,10 +255,6 @@ def catalog_history(catalog, runs_records, major: int, spans: list, warn=None):
     them; or a string saying why it cannot stand for that one: a transaction that wrote rows of a tracked
     catalog committed (as phase 1 saw) without its commit among these records, so without invalidations,
     which ``catalog_records`` counts on (its history would have taken its rows for a crashed one's)."""
-    from ..catalog.history import CatalogHistory
-    from ..xact import xact_event
-    from ..wal.xlogreader import decode_in
-
     history = CatalogHistory(catalog, major, warn=warn)
     decode = tasks._impl.decode_record
     writers: set = set()  # xids of the catalog rows taken
@@ -407,10 +409,6 @@ def decode_range(segments, catalog, make_plugin, plugin_options, r: Range, *, tw
     ``DecodeResult`` the driver combines and checks.  ``history``: the catalog history of the whole WAL
     read (``plan.FrozenCatalogHistory``, the driver's) when the catalog changes in it: the range decodes
     each transaction with the catalog in force for it, as the single process does."""
-    from ..output.base import OutputWriter
-    from ..output.test_decoding import TestDecoding
-    from ..logical.session import decode_wal
-
     out = None
     if make_plugin is TestDecoding:
         out = OutputWriter(writer.write_block)
@@ -504,8 +502,6 @@ def read_done(directory: str, rng: int) -> bytes | None:
 def combine(plan: RangePlan, summaries: dict, end_lsn: int | None):
     """The ``DecodeResult`` of the whole run from the ranges' summaries, or (None, reason) when a range
     shows the range path does not give the single-process output (the caller takes the event path)."""
-    from ..logical.session import DecodeResult
-
     ranges = plan.ranges
     for r in ranges:
         s = summaries.get(r.rng)

@@ -31,10 +31,12 @@ writing into a part file per range: the partition's output, in commit order.
 from __future__ import annotations
 
 import copyreg
+import heapq
 import os
 import pickle
 import struct
 import zlib
+from itertools import groupby
 
 from .. import _impl
 from ..errors import Error, format_lsn
@@ -47,8 +49,11 @@ from ..rmgr import (
     RM_XACT_ID,
     RM_XLOG_ID,
 )
-from ..output.base import Transaction
+from ..output.base import CatalogView, OutputWriter, Transaction
+from ..output.test_decoding import TestDecoding
+from ..logical.apply import Replayer
 from ..logical.decode import HEAP2_EXTRACTORS, HEAP2_IGNORED, HEAP_EXTRACTORS, HEAP_IGNORED, message_changes
+from ..logical.reorderbuffer import Change, change_size, changes_of_batch, new_change_store
 from ..rmgr import heap as rm_heap
 from ..rmgr.heap import XLOG_HEAP_OPMASK
 from ..rmgr.xlog import XLOG_PARAMETER_CHANGE
@@ -389,7 +394,7 @@ def pack(obj, compress: bool = True) -> bytes:
     try:
         data = pickle.dumps(obj, protocol=pickle.HIGHEST_PROTOCOL)
     except (pickle.PicklingError, AttributeError, TypeError):
-        from pyspark import cloudpickle
+        from pyspark import cloudpickle  # lazy: pyspark (0.15 s, the optional [spark] extra), only for closures
 
         data = cloudpickle.dumps(obj, protocol=pickle.HIGHEST_PROTOCOL)
     return zlib.compress(data, 1) if compress else data
@@ -412,8 +417,6 @@ def change_blobs(rows, run: int):
     its first and last), in the reorder buffer's spill format (``reorderbuffer.changes_to_batch``).
     An xid's blobs sorted by (lo, seq) give its changes in LSN order; a transaction's member xids
     are merged by LSN in phase 2 (``merged_changes``)."""
-    from ..logical.reorderbuffer import change_size, new_change_store
-
     groups: dict = {}  # xid -> [store, next seq, lo, hi, bytes]
     held = 0
 
@@ -454,8 +457,6 @@ def change_blobs(rows, run: int):
 def _blob_changes(n: int, blob: bytes, after: int, cutoff: int | None, trim: bool):
     """A blob's changes: a ``ChangeBuffer`` under Cython (which the replayer reads natively), else
     Change tuples; with ``trim``, only those after ``after`` and before ``cutoff``."""
-    from ..logical.reorderbuffer import changes_of_batch
-
     changes = changes_of_batch(blob, n)
     if trim:
         return [c for c in changes if c.lsn > after and (cutoff is None or c.lsn < cutoff)]
@@ -465,10 +466,6 @@ def _blob_changes(n: int, blob: bytes, after: int, cutoff: int | None, trim: boo
 def _with_invalidations(changes, invals: list):
     """A replay's changes with its invalidation changes among them by LSN, each after a change of the same
     LSN, as ``ReorderBuffer.iter_changes`` merges them (Change tuples: a ``ChangeBuffer`` taken apart)."""
-    import heapq
-
-    from ..logical.reorderbuffer import Change
-
     flat = (c for item in changes for c in ((item,) if isinstance(item, Change) else item))
     return heapq.merge(flat, invals, key=lambda c: c.lsn)
 
@@ -478,8 +475,6 @@ def merged_changes(rows, cutoff: int | None):
     LSN order, as items ``Replayer.replay`` takes (Change tuples, or ``ChangeBuffer``s under Cython):
     member xids' blobs that overlap are merged by LSN, as ``ReorderBuffer.iter_changes`` merges
     subtransactions, holding only the blobs open at the current LSN."""
-    import heapq
-
     native = _impl.logical() is not None
     it = iter(rows)
     pending = next(it, None)
@@ -617,12 +612,6 @@ def decode_rows(rows, ctx: Phase2, open_writer) -> dict:
     the single-process decoder runs them, each range's output going to ``open_writer(range)``.
     Returns {range: {"lines", "warnings", "error"}}; an error ends the partition (what came before
     it is written)."""
-    from itertools import groupby
-
-    from ..output.base import CatalogView, OutputWriter
-    from ..output.test_decoding import TestDecoding
-    from ..logical.apply import Replayer
-
     current = [None]
     writer_out = None
     if ctx.make_plugin is TestDecoding:
