@@ -25,8 +25,6 @@ PACKAGE = Path(waldecode.__file__).resolve().parent
 NOT_CONVERTED = (
     "cli/spark.py",
     "logical/targets.py",
-    "spark/datasource.py",
-    "spark/executors.py",
     "spark/plan.py",
 )
 

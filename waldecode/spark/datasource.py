@@ -35,14 +35,25 @@ decode`` does both on the executors, and streams).
 from __future__ import annotations
 
 import base64
+import datetime
 import os
 import re
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
-from ..errors import Error, RangeRefusedError
+from ..catalog import Catalog
+from ..errors import Error, RangeRefusedError, UsageError, format_lsn
+from ..output import UNCHANGED_TOAST
+from ..output.base import CatalogView
 from ..output.rows import leading_fields_ddl
 from ..output.test_decoding import TestDecoding
+
+try:
+    from pyspark.sql.datasource import (DataSource, DataSourceReader, EqualTo, GreaterThan, GreaterThanOrEqual, In,
+                                        InputPartition, LessThan, LessThanOrEqual)
+except ImportError:  # waldecode without its spark extra: the module still imports (and no filter is one of these)
+    DataSource = DataSourceReader = InputPartition = object
+    EqualTo = GreaterThan = GreaterThanOrEqual = In = LessThan = LessThanOrEqual = ()
 
 # The fields of output.rows (what decode --parquet and --format jsonl write) lead, after the output order
 SCHEMA = ("position long, seq long, " + leading_fields_ddl() + ", "
@@ -75,12 +86,10 @@ class RowPlugin(TestDecoding):
         super().__init__(self._emit)
 
     def startup(self, options, catalog):
-        import dataclasses
-
         opts = super().startup(options, catalog)
         # Each change's column values are wanted, not only its line: the Python path (change())
         self._typeout_module = None
-        return dataclasses.replace(opts, receive_wal_tuples=False)
+        return replace(opts, receive_wal_tuples=False)
 
     def _emit(self, line: str) -> None:
         self._out((line, self._fields))
@@ -135,8 +144,6 @@ class RowPlugin(TestDecoding):
     def _values(self, catalog, rel, values):
         if values is None:
             return None
-        from ..output import UNCHANGED_TOAST
-
         ctx = catalog.output_context()
         out = []
         for att, v in zip(rel.attributes, values):
@@ -200,8 +207,6 @@ class RowSink:
 
 
 def _row_tuple(r: dict):
-    import datetime
-
     ts = r.get("commit_time")
     when = (datetime.datetime(2000, 1, 1, tzinfo=datetime.timezone.utc) + datetime.timedelta(microseconds=ts)
             if ts else None)
@@ -218,9 +223,6 @@ def _bool(value, default=False) -> bool:
 
 def commit_lsn_bounds(filters) -> tuple:
     """(lowest, highest) commit LSN that ``filters`` (ANDed Spark filters) let through; None: unbounded."""
-    from pyspark.sql.datasource import (EqualTo, GreaterThan, GreaterThanOrEqual, In, LessThan,
-                                        LessThanOrEqual)
-
     lo = hi = None
     for f in filters:
         if getattr(f, "attribute", None) != ("commit_lsn",):
@@ -268,8 +270,8 @@ class _Read:
 
 
 def _read_options(options: dict) -> _Read:
-    from ..catalog import Catalog
-    from ..errors import UsageError
+    # Spark's lookup of Python data sources imports this module (pyspark_waldecode) in every session:
+    # lazy: the WAL reader (13 ms), only when a read is planned
     from ..wal.segments import discover
     from ..wal.xlogreader import parse_lsn
     from .hadoopfs import is_uri
@@ -303,10 +305,10 @@ def plan_partitions(options: dict, bounds: tuple = (None, None)) -> list:
     WAL up to its commit record, so segments after the highest commit LSN are not read (unless
     ``includeUncommitted``: what is still open depends on where reading stops), and what only
     prints outside the bounds is not decoded; Spark still applies the filters to what is left."""
+    # lazy: the decoder and spark.job (60 ms), only when a read is planned (see _read_options)
     from ..catalog.choose import check_snapshot
     from ..logical.session import VersionMismatchError, version_mismatch
     from ..logical.startpoint import reading_start
-    from ..output.base import CatalogView
     from .job import _segments_per_run, plan_scan
 
     req = _read_options(options)
@@ -369,8 +371,7 @@ def _plan_by_ranges(req: _Read, scan, start_plan, bounds: tuple) -> list | None:
     the first range's own partition, by ``range_refusal`` on what its decoding reached.  Where the plan
     alone cannot tell (no slot to start as: reading from the input's first record, or an input that
     does not reach back far enough), the first range is always decoded, so that its check is made."""
-    from dataclasses import replace
-
+    # lazy: as in plan_partitions
     from . import ranges as _ranges
     from . import tasks
     from . import plan as _plan
@@ -440,7 +441,7 @@ def _end_after(segments, lsn: int) -> int | None:
     """The first record start after ``lsn`` (None: the input ends before one): as a reading end, it takes in
     every record that starts at or before ``lsn`` (reading stops before a record that ends past its end,
     ``FrameState.end_lsn``), and no other."""
-    from ..wal.xlogreader import XLogReader
+    from ..wal.xlogreader import XLogReader  # lazy: as in _read_options
 
     seg_size = segments.seg_size
     segno = lsn // seg_size
@@ -461,6 +462,7 @@ def _consistent_lsn(segments, start_plan, read_start: int, until: int) -> int | 
     """Where the first range's snapshot builder becomes consistent, as the reading start's plan tells (0:
     from its first record, a slot's restart LSN given), or for a slot created where reading starts, the
     builder's own transitions over the running-xacts records read up to ``until``; None: not before."""
+    # lazy: as in plan_partitions
     from ..logical.startpoint import consistent_point, running_xacts_of
     from ..rmgr import RM_STANDBY_ID
     from ..wal.xlogreader import read_segment
@@ -485,6 +487,7 @@ def _consistent_lsn(segments, start_plan, read_start: int, until: int) -> int | 
 def _plan_by_events(req: _Read, scan, refused, start_plan, read_from, bounds: tuple) -> list:
     """The event path (``plan``): phase 1 for the driver and the driver's pass in this process; one partition
     per output range of events, with the events whose rows fall within ``bounds``."""
+    # lazy: as in plan_partitions
     from . import plan as _plan
     from . import tasks
     from .executors import LocalExecutor
@@ -538,7 +541,7 @@ def options_key(options: dict, lower: str) -> str:
 
 def read_partition(shared: bytes, part: bytes):
     """The rows of one partition (in the executor)."""
-    from . import tasks
+    from . import tasks  # lazy: the decoder (30 ms), in a partition's task only (see _read_options)
 
     scan, ctx = tasks.unpack(shared)
     if isinstance(ctx, RangeJob):
@@ -550,7 +553,7 @@ def read_partition(shared: bytes, part: bytes):
 def _range_rows(scan, job: RangeJob, r, verify):
     """One range decoded by the single-process decoder, restarted at its start; its rows once
     ``ranges.range_refusal`` accepts it (a refusal or error fails the query: no row is left out)."""
-    from . import ranges as _ranges
+    from . import ranges as _ranges  # lazy: as in read_partition
 
     if verify is not None:
         _read_through(scan.segments, *verify)
@@ -571,8 +574,7 @@ def _range_rows(scan, job: RangeJob, r, verify):
 def _read_through(segments, start: int | None, end: int | None) -> None:
     """Read [start, end) as decode reads it (CRC checks, every record's layout), where the commit_lsn filters
     left ranges out: were reading to stop there, decode would print nothing after it."""
-    from ..errors import format_lsn
-    from ..wal.xlogreader import XLogReader
+    from ..wal.xlogreader import XLogReader  # lazy: as in _read_options
 
     reader = XLogReader(segments=segments, start_lsn=start, end_lsn=end)
     for _rec in reader:
@@ -585,6 +587,7 @@ def _read_through(segments, start: int | None, end: int | None) -> None:
 
 def _event_rows(scan, ctx, part):
     """The rows of one output range of the event path."""
+    # lazy: as in read_partition
     from . import tasks
     from .job import phase2_rows, scan_blobs
 
@@ -599,12 +602,6 @@ def _event_rows(scan, ctx, part):
         yield _row_tuple(r)
 
 
-try:
-    from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
-except ImportError:  # waldecode without its spark extra: the module still imports
-    DataSource = DataSourceReader = InputPartition = object
-
-
 def rebuild(kind: str, state: dict):
     """A reader or partition from its pickled state (``_Pickled``)."""
     cls = {"reader": PgWalReader, "filtering": PgWalFilteringReader, "partition": PgWalPartition}[kind]
@@ -617,7 +614,7 @@ def _rebuilder():
     """``pyspark_waldecode.rebuild`` when that module is installed (it keeps a worker's working
     directory from shadowing the installed package: see its docstring), else ``rebuild``."""
     try:
-        import pyspark_waldecode
+        import pyspark_waldecode  # cycle: it imports this module
     except ImportError:
         return rebuild
     return pyspark_waldecode.rebuild
@@ -714,7 +711,7 @@ class SurfacedError(Error):
 
 def surfaced(e: Error, warnings=()) -> SurfacedError:
     """``e`` and the warnings decode would have printed before it, as an exception Spark passes on."""
-    from . import tasks
+    from . import tasks  # lazy: as in read_partition
 
     blob = base64.b64encode(tasks.pack((e, list(warnings)))).decode("ascii")
     return SurfacedError(f"{e} (waldecode-error:{blob}:end)")
@@ -731,7 +728,7 @@ def _surfacing(rows):
 
 def error_in(exc: BaseException) -> tuple:
     """(the waldecode error a Spark exception carries (``surfaced``), its warnings); (None, [])."""
-    from . import tasks
+    from . import tasks  # lazy: as in read_partition
 
     m = _SURFACED.search(str(exc))
     return tasks.unpack(base64.b64decode(m.group(1))) if m else (None, [])

@@ -19,7 +19,9 @@ import threading
 import time
 from dataclasses import replace
 
+from .. import _impl
 from ..errors import SparkJobError
+from ..faults import crashpoint
 from ..wal.storage import Store
 from . import plan as _plan
 from . import ranges as _ranges
@@ -125,7 +127,7 @@ class SparkExecutor:
     @property
     def spark(self):
         if self._spark is None:
-            from pyspark.sql import SparkSession
+            from pyspark.sql import SparkSession  # lazy: the optional [spark] extra; LocalExecutor runs without it
 
             self._spark = SparkSession(self.sc)
         return self._spark
@@ -152,7 +154,7 @@ class SparkExecutor:
         bc = self.spark.sparkContext.broadcast(want)
 
         def assign(batches):
-            import pyarrow as pa
+            import pyarrow as pa  # lazy: pyarrow (0.13 s, the optional [spark] extra), in Spark's tasks only
 
             wanted = bc.value
             schema = _schema(RUN_FILE_SCHEMA)
@@ -174,9 +176,7 @@ class SparkExecutor:
         """Phase 1 as one Spark job, each run read once: its change blobs into a persisted DataFrame (phase
         2's input), its control items into a file under ``directory``, which this generator yields from
         in run order while later runs are still being read (the driver's pass overlaps phase 1)."""
-        import threading
-
-        from pyspark import StorageLevel
+        from pyspark import StorageLevel  # lazy: the optional [spark] extra; LocalExecutor runs without it
 
         self.release()
         for run in range(len(scan.runs)):  # a previous pass's (new catalog relfilenodes make another)
@@ -262,6 +262,7 @@ class SparkExecutor:
         return partition_keys(n)
 
     def phase2(self, scan: Scan, p: _plan.Plan, ctx: tasks.Phase2, directory: str) -> list:
+        # lazy: pyarrow and pyspark (0.3 s, the optional [spark] extra); LocalExecutor runs without them
         import pyarrow as pa
         from pyspark.sql import functions as F
 
@@ -299,13 +300,9 @@ class SparkExecutor:
                    .select("key", "rng", "order", "lo", "hi", "after", trim.alias("trim"), "seq", "n", "blob"))
 
         def decode(batches):
+            # lazy: pyarrow and pyspark (0.3 s, the optional [spark] extra); LocalExecutor runs without them
             import pyarrow as pa
-
-            from .. import _impl
-
             from pyspark import TaskContext
-
-            from ..faults import crashpoint
 
             use_impl(impl)
             settle_gc()
@@ -433,7 +430,7 @@ class SparkExecutor:
             return self.sc.parallelize(order, len(order)).mapPartitions(local).collect()
 
         def hadoop(batches):
-            import pyarrow as pa
+            import pyarrow as pa  # lazy: pyarrow (0.13 s, the optional [spark] extra), in Spark's tasks only
 
             for key, blob in fn(_run_inputs(batches, bc.value)):
                 yield pa.RecordBatch.from_pylist([{"key": key, "blob": blob}], schema=_schema(KEYED_SCHEMA))
@@ -466,8 +463,6 @@ class SparkExecutor:
     def _decode_on_driver(self, scan: Scan, r: _ranges.Range, ctx: tasks.Phase2, directory: str, two_phase: bool,
                           include_uncommitted: bool):
         """One range decoded in this process, as a task decodes it (its part file and summary file)."""
-        from .. import _impl
-
         make_plugin, staged = ctx.make_plugin, None
         files_dir = files_directory(make_plugin)
         if files_dir is not None:
@@ -489,9 +484,7 @@ class SparkExecutor:
                                                                       include_uncommitted))))
 
         def decode(runs):
-            from .. import _impl
-            from ..faults import crashpoint
-            from pyspark import TaskContext
+            from pyspark import TaskContext  # lazy: the optional [spark] extra; LocalExecutor runs without it
 
             c, rngs, tp, unc = _context(bc_ctx)
             use_impl(bc.value.impl)
@@ -520,7 +513,7 @@ class SparkExecutor:
         of the attempts that made them kept."""
         files_dir = files_directory(ctx.make_plugin)
         if files_dir is not None:
-            keep_staged_files(files_dir, {staged for _info, _impl, staged in results.values()})
+            keep_staged_files(files_dir, {staged for _info, _which, staged in results.values()})
         out = {}
         for i, (info, impl, _staged) in results.items():
             self.impl_seen.add(impl)
@@ -594,7 +587,7 @@ def _attempt_plugin(make_plugin, task):
 
 def _batch(cols, schema):
     """An Arrow record batch of ``schema`` from its columns as Python lists."""
-    import pyarrow as pa
+    import pyarrow as pa  # lazy: pyarrow (0.13 s, the optional [spark] extra), in Spark's tasks only
 
     return pa.RecordBatch.from_arrays([pa.array(c, t) for c, t in zip(cols, schema.types)], schema=schema)
 
@@ -672,7 +665,7 @@ def _schema(ddl: str):
     """The Arrow schema of a DDL string (docs/spark-decode.md: batches must match the declared types exactly)."""
     s = _schemas.get(ddl)
     if s is None:
-        import pyarrow as pa
+        import pyarrow as pa  # lazy: pyarrow (0.13 s, the optional [spark] extra), in Spark's tasks only
 
         types = {"long": pa.int64(), "int": pa.int32(), "boolean": pa.bool_(), "binary": pa.binary(),
                  "string": pa.string()}
