@@ -23,7 +23,6 @@ PACKAGE = Path(waldecode.__file__).resolve().parent
 # rest was converted (issue 22): convert them, then delete their lines here.  (The new redo package had no import
 # inside a function left to explain by then.)
 NOT_CONVERTED = (
-    "cli/spark.py",
     "logical/targets.py",
     "spark/plan.py",
 )

@@ -12,17 +12,23 @@ one line too, without a Java stack trace.
 from __future__ import annotations
 
 import errno
+import functools
 import os
 import shutil
 import sys
 import zlib
 
-from .. import argtypes
+from .. import _impl, argtypes
 from . import options as opt
+from .decode import _settle_gc, fit_catalog, parquet_conflicts, reading_from, require_pgoutput_options, time_bounds
+from .options import plugin_options
+from .report import _say, report_decode_result, warning_printer
 from ..spark import classdata
 from ..spark.context import PendingContext, active_session, spark_error
 from ..errors import Error, SparkJobError, UsageError
 from ..output import plugin_class
+from ..wal.segments import discover
+from ..wal.storage import has_store
 
 #: below this much WAL one process beats Spark's fixed costs, whatever the cluster (docs/spark-decode.md)
 SMALL_INPUT = 128 << 20
@@ -178,8 +184,6 @@ class _NoTextOutput:
 
 def _check_impl(seen: set, quiet: bool) -> None:
     """The executors must have run the driver's implementation (--py-files loses Cython: docs/spark-decode.md)."""
-    from .. import _impl
-
     if seen and seen != {_impl.IMPL}:
         raise SparkJobError(f"the executors ran the {', '.join(sorted(seen))} implementation, this process the "
                             f"{_impl.IMPL} one: install waldecode (with its Cython extension) on every node")
@@ -193,15 +197,12 @@ def cmd_spark_prepare(args) -> int:
 
 
 def cmd_spark_decode(args) -> int:
+    # --help builds this module's arguments too:
+    # lazy: the decoder and the Spark path (catalog.choose, spark.job, executors: 70 ms), this command only
     from ..catalog.choose import check_snapshot, open_catalog_source
-    from .decode import _settle_gc, fit_catalog, parquet_conflicts, reading_from, require_pgoutput_options, time_bounds
-    from .options import plugin_options
-    from .report import _say, report_decode_result, warning_printer
     from ..logical.startpoint import reading_start
-    from ..wal.segments import discover
-    from ..wal.storage import has_store
-    from ..spark.hadoopfs import discover_hadoop, is_uri
     from ..spark.executors import SparkExecutor
+    from ..spark.hadoopfs import discover_hadoop, is_uri
     from ..spark.job import decode_spark
 
     def fit(segments):
@@ -237,9 +238,7 @@ def cmd_spark_decode(args) -> int:
     plugin = plugin_class(args.format)
     make_plugin = plugin
     if args.parquet:
-        import functools
-
-        from ..output.parquet import ParquetOutput, prepare_directory
+        from ..output.parquet import ParquetOutput, prepare_directory  # lazy: 50 ms, only --parquet
 
         parquet_conflicts(args)
         prepare_directory(args.parquet)
@@ -292,7 +291,7 @@ def cmd_spark_decode(args) -> int:
                        "warm_up": (spark.warm_seconds or 0.0) if own_session else 0.0}
             _write_timings(args.timings, {**started, **executor.timings}, executor, segments)
         if args.parquet:
-            from ..output.parquet import unify_dataset
+            from ..output.parquet import unify_dataset  # lazy: only --parquet
 
             unify_dataset(args.parquet)  # as decode does: one schema per table
         if executor.fallback is not None and not args.quiet:
@@ -308,7 +307,7 @@ def cmd_spark_decode(args) -> int:
 
 def _write_timings(path: str, phases: dict, executor, segments) -> None:
     """``--timings FILE``: the phases' wall seconds, the path taken, the cores and the bytes of WAL read."""
-    import json
+    import json  # lazy: 2 ms, only --timings (spark prepare and this group's --help do not load it)
 
     doc = {"phases": {k: round(v, 3) for k, v in phases.items()}, "method": executor.method,
            "cores": executor.slots, "ranges": getattr(executor, "ranges", 1),
