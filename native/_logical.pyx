@@ -15,7 +15,7 @@ visibility, row locks) are passed over.  A transaction's first record (of no top
 registers it as the tracker and the reorder buffer would.  A plain COMMIT (``_Decoding.commit``
 says which: no subtransaction, invalidation, catalog change, origin, two-phase part, of our
 database, nothing spilled, every change a row the plugin's row writer prints) is written
-whole here — the plugin's BEGIN and COMMIT lines (``txn_writer``), its rows (``row_writer``,
+whole here — the plugin's BEGIN and COMMIT lines (``txn_lines``), its rows (``row_writer``,
 as ``replay`` below appends them) — and the transaction forgotten, as the decoder, the
 tracker and an idle catalog history would.  Every other record — standby and XLOG records,
 other commits, aborts, catalog pages the catalog history follows, subtransactions, anything
@@ -29,7 +29,6 @@ from cpython.dict cimport PyDict_GetItem, PyDict_Next, PyDict_SetItem
 from cpython.mem cimport PyMem_Free, PyMem_Malloc, PyMem_Realloc
 from cpython.ref cimport PyObject
 from cpython.set cimport PySet_Contains, PySet_Discard
-from libc.stdio cimport snprintf
 from libc.stdlib cimport qsort
 from libc.string cimport memcpy, memset
 
@@ -361,17 +360,13 @@ cdef class _Decoding:
     cdef object replayer
     cdef object plugin
     cdef object output                  # the plugin's OutputWriter
-    cdef object out_write               # its buffer's write
     cdef object out_buf                 # its buffer
     cdef Py_ssize_t block_size          # its block size
     cdef Py_ssize_t unreported          # row lines appended and not yet told to the plugin (rows_written)
     cdef object targets                 # Replayer.row_targets: (spc, relnumber) -> row_target's answer
     cdef object row_target
     cdef object toast                   # apply.ToastLookup of a transaction that wrote no TOAST value
-    cdef bytes begin_word
-    cdef bytes commit_word
-    cdef bint with_xids
-    cdef bint skip_empty
+    cdef object lines_begin, lines_rows, lines_commit  # the plugin's ``txn_lines`` (a _typeout.TxnLines)
 
     cdef refresh(self):
         d = self.decoder
@@ -402,7 +397,7 @@ cdef class _Decoding:
         return not self.replayer.watching() and (h is None or h.idle())
 
     cdef init_commits(self):
-        """Whether ``commit`` may write plain commits: the plugin gives a ``txn_writer``, the replayer
+        """Whether ``commit`` may write plain commits: the plugin gives ``txn_lines``, the replayer
         takes WAL tuples, and the transaction tracker's listeners are the decoder, which does nothing
         at a commit, and the catalog history, whose ``txn_committed`` ``catalog_quiet`` answers for."""
         from waldecode.catalog.history import CatalogHistory
@@ -413,8 +408,8 @@ cdef class _Decoding:
         self.commits = False
         self.replayer = r = d.replayer
         self.plugin = d.plugin
-        txn_writer = getattr(self.plugin, "txn_writer", None)
-        if txn_writer is None or not r.wal_tuples or r.history is not d.history:
+        txn_lines = getattr(self.plugin, "txn_lines", None)
+        if txn_lines is None or not r.wal_tuples or r.history is not d.history:
             return
         if type(d).txn_committed is not TransactionListener.txn_committed:
             return
@@ -424,14 +419,12 @@ cdef class _Decoding:
         for listener in d.txns.listeners:
             if listener is not d and listener is not d.history:
                 return
-        w = txn_writer()
+        w = txn_lines()
         if w is None:
             return
-        self.begin_word, self.commit_word, self.with_xids, self.skip_empty, self.output = w
-        if len(self.begin_word) > 16 or len(self.commit_word) > 16:
-            return
+        lines, self.output = w
+        self.lines_begin, self.lines_rows, self.lines_commit = lines.begin, lines.rows_begin, lines.commit
         self.out_buf = self.output.buffer
-        self.out_write = self.out_buf.write
         self.block_size = self.output.block_size
         self.targets = r.row_targets
         self.row_target = r.row_target
@@ -727,11 +720,9 @@ cdef class _Decoding:
         are told to the plugin (``rows_written``) once a block is full, and at the end of the
         records (``report``)."""
         cdef Py_ssize_t pos = 0, i = 0
-        cdef bint begun = False
+        cdef bint rows = False
         cdef const unsigned char *p
-        if not self.skip_empty:
-            self.line(self.begin_word, xid)
-            begun = True
+        self.lines_begin(xid)
         while pos < store.used:
             p = store.data + pos
             pos += _change_size(p)
@@ -740,17 +731,16 @@ cdef class _Decoding:
             if target is False:
                 continue
             append, out, head, _flush_at = <tuple>target
-            if not begun:
-                self.line(self.begin_word, xid)
-                begun = True
+            if not rows:
+                self.lines_rows()
+                rows = True
             try:
                 append(out, head, p[8], _part_bytes(p, 0, SizeOfQueuedChange),
                        _part_bytes(p, 1, SizeOfQueuedChange + _part(p, 0)), self.toast, True)
             except WALError as e:
                 raise self.replayer.row_error(pg_u32(p + 9), pg_u32(p + 13), e, pg_u64(p)) from None
             self.unreported += 1
-        if begun:
-            self.line(self.commit_word, xid)
+        self.lines_commit()
         if len(self.out_buf) >= self.block_size:
             self.report()
         return 0
@@ -766,16 +756,6 @@ cdef class _Decoding:
             self.output.wrote()
         return 0
 
-    cdef int line(self, bytes word, unsigned int xid) except -1:
-        """``word``, `` <xid>`` with include-xids, a newline (at most 16 + 11 + 1 bytes)."""
-        cdef char buf[32]
-        cdef Py_ssize_t n = PyBytes_GET_SIZE(word)
-        memcpy(buf, PyBytes_AS_STRING(word), n)
-        if self.with_xids:
-            n += snprintf(buf + n, 12, " %u", xid)
-        buf[n] = b'\n'
-        self.out_write(PyBytes_FromStringAndSize(buf, n + 1))
-        return 0
 
 
 def decode_framed(decoder, list records, unsigned long long start, int major, slow, after=None,

@@ -327,6 +327,54 @@ cdef inline int ob_putc(OutBuf o, char c) except -1:
     return 0
 
 
+# -- a transaction's ends ------------------------------------------------------------------------
+
+@cython.final
+cdef class TxnLines:
+    """test_decoding's lines at a transaction's ends (pg_decode_begin_txn, pg_decode_commit_txn) for the
+    decoder's native commit path, which writes a plain committed transaction whole and calls, as the
+    plugin callbacks are called: ``begin(xid)`` at its start, ``rows_begin()`` before its first row line,
+    ``commit()`` at its end.  A line is the word, `` <xid>`` with include-xids, a newline; with
+    skip-empty-xacts the BEGIN waits for the first row, and a transaction without one writes nothing.
+    The decoder never spells a line: the plugin gives this object (``TestDecoding.txn_lines``)."""
+
+    cdef OutBuf out
+    cdef bytes begin_word, commit_word
+    cdef bint with_xids, skip_empty, begun
+    cdef unsigned int xid
+
+    def __init__(self, OutBuf out, bytes begin_word, bytes commit_word, bint with_xids, bint skip_empty):
+        if len(begin_word) > 16 or len(commit_word) > 16:
+            raise ValueError("a transaction's words are at most 16 bytes")
+        self.out, self.begin_word, self.commit_word = out, begin_word, commit_word
+        self.with_xids, self.skip_empty = with_xids, skip_empty
+        self.begun = False
+
+    cdef int line(self, bytes word) except -1:
+        cdef char buf[32]
+        cdef Py_ssize_t n = PyBytes_GET_SIZE(word)
+        memcpy(buf, PyBytes_AS_STRING(word), n)
+        if self.with_xids:
+            n += snprintf(buf + n, 12, " %u", self.xid)
+        buf[n] = b'\n'
+        return ob_put(self.out, buf, n + 1)
+
+    def begin(self, unsigned int xid):
+        self.xid = xid
+        self.begun = not self.skip_empty
+        if self.begun:
+            self.line(self.begin_word)
+
+    def rows_begin(self):
+        if not self.begun:
+            self.begun = True
+            self.line(self.begin_word)
+
+    def commit(self):
+        if self.begun:
+            self.line(self.commit_word)
+
+
 # -- numbers as text -----------------------------------------------------------------------------
 
 cdef inline int put_lit(OutBuf o, const char *s) except -1:

@@ -330,7 +330,7 @@ def test_commits_the_native_path_leaves_to_the_decoder(case, tmp_path):
     assert out == reference(stream, options, spill_dir=str(tmp_path), **kw)
 
 
-def test_a_plugin_without_a_txn_writer_has_its_commits_decoded_in_python(tmp_path):
+def test_a_plugin_without_txn_lines_has_its_commits_decoded_in_python(tmp_path):
     rows: list[str] = []
     stream = build([("row", 0, "insert", False, False, 0), ("commit", 0, "plain")])
     slow, _taken, _out = run_loop(stream, plugin=TestDecoding(rows.append), spill_dir=str(tmp_path))

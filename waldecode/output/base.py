@@ -35,6 +35,13 @@ decoded at COMMIT PREPARED rather than at PREPARE.
 
 Where a plugin writes is its own affair; ``OutputWriter`` is a place that takes lines as bytes
 in large blocks, with a buffer native code appends to (test_decoding's native path).
+
+A plugin may also offer the native decoding loop (``waldecode._logical``) an optional capability,
+which replaces ``begin``, ``change_tuples`` and ``commit`` for the plain commits that loop writes
+whole (docs/native.md): ``row_writer(catalog, relation)`` (its native row appender, the output
+buffer, the table's head), ``txn_lines()`` (a ``_typeout.TxnLines`` writing its lines at a
+transaction's ends, and the ``OutputWriter``), ``rows_begin(txn)`` and ``rows_written(n)``; a plugin
+without them, or returning None, has every transaction go through the callbacks above.
 """
 
 from __future__ import annotations

@@ -326,21 +326,22 @@ class TestDecoding(OutputPlugin):
         _rel, _view, head, desc = self._native_relation(catalog, relation)
         return desc.append_change, self.output.buffer, head, self.output.block_size
 
-    def txn_writer(self):
-        """For the decoder's native commit path (``waldecode._logical``), which writes a plain
-        committed transaction whole: (b"BEGIN", b"COMMIT", include-xids, skip-empty-xacts, the
-        OutputWriter) — its lines are the word, `` <xid>`` with include-xids, a newline; with
-        skip-empty-xacts none for a transaction that wrote no row — or None when ``begin`` and
-        ``commit`` write more than that (include-timestamp) or rows are not appended natively.
-        That path tells ``rows_written`` what it appended; it leaves ``_wrote_changes``, which
-        only means something between ``begin`` and the end of a transaction."""
+    def txn_lines(self):
+        """For the decoder's native commit path (``waldecode._logical``), which writes a plain committed
+        transaction whole: (a ``_typeout.TxnLines`` writing this plugin's BEGIN and COMMIT lines into the
+        output buffer, the OutputWriter), or None when ``begin`` and ``commit`` write more than those
+        lines (include-timestamp, a subclass) or rows are not appended natively.  That path tells
+        ``rows_written`` what it appended; it leaves ``_wrote_changes``, which only means something
+        between ``begin`` and the end of a transaction."""
         cls = type(self)
         if not (cls.begin is TestDecoding.begin and cls.commit is TestDecoding.commit
                 and cls.rows_begin is TestDecoding.rows_begin):
             return None  # a subclass that does more at a transaction's ends
         if self.output is None or self._typeout_module is None or self.include_timestamp:
             return None
-        return b"BEGIN", b"COMMIT", self.include_xids, self.skip_empty_xacts, self.output
+        lines = self._typeout_module.TxnLines(self.output.buffer, b"BEGIN", b"COMMIT", self.include_xids,
+                                              self.skip_empty_xacts)
+        return lines, self.output
 
     def rows_begin(self, txn: Transaction) -> None:
         """A row change of ``txn`` is about to be appended by the replayer's loop."""
