@@ -19,7 +19,7 @@ from ..pg.quote import quote_qualified_identifier, split_identifier_string
 from . import options as opt
 from .report import EXIT_OK
 
-FORMATS = ("copy", "csv", "jsonl", "sql")
+FORMATS = ("copy", "csv", "jsonl", "sql", "parquet")
 
 
 def add_parser(sub) -> None:
@@ -37,7 +37,7 @@ def add_parser(sub) -> None:
                      help="recovery_target_inclusive: stop after (on, the default) or before the target")
     tab.add_argument("--format", choices=FORMATS, default="copy",
                      help="copy: COPY TO STDOUT's text format (default); csv: COPY's CSV format; jsonl: one JSON "
-                          "object per row; sql: INSERT statements")
+                          "object per row; sql: INSERT statements; parquet: one Parquet file (needs --output)")
     tab.add_argument("--database", help="the database of the table (default: the backup's only database that is "
                                         "neither a template nor postgres)")
     opt.add_timeline(tab)
@@ -81,27 +81,32 @@ def cmd_table(args) -> int:
     from ..redo.table import table_as_of  # lazy: the redo engine and the catalog readers
 
     schema, name = _table_name(args.table)
+    if args.format == "parquet" and not args.output:
+        raise UsageError("--format parquet needs --output FILE")
     result = table_as_of(args.backup, args.paths, schema, name, args.at, args.inclusive == "on", database=args.database,
                          timeline=args.timeline, work_dir=args.work_dir)
     cols = result.columns
+    if args.format == "parquet":
+        return _write_parquet(result, args.output)
+    rows = result.text_rows()
     with tempfile.SpooledTemporaryFile(max_size=64 * 1024 * 1024, mode="w+b") as spool:
         if args.format == "copy":
-            for row in result.rows:
+            for row in rows:
                 spool.write(("\t".join(copy_text(v) for v in row) + "\n").encode())
         elif args.format == "csv":
             single = len(cols) == 1
-            for row in result.rows:
+            for row in rows:
                 spool.write((",".join(copy_csv(v, single) for v in row) + "\n").encode())
         elif args.format == "jsonl":
             # docs/jsonl-parquet.md's columns: name, type (format_type) and the output text (null: NULL)
-            for row in result.rows:
+            for row in rows:
                 obj = {"v": 1, "schema": schema, "table": name,
                        "columns": [{"name": a.attname, "type": a.type_name, "value": v} for a, v in zip(cols, row)]}
                 spool.write((json.dumps(obj, ensure_ascii=False, separators=(",", ":")) + "\n").encode())
         else:
             qualified = quote_qualified_identifier(schema, name)
             names = ", ".join(quote_qualified_identifier(None, a.attname) for a in cols)
-            for row in result.rows:
+            for row in rows:
                 values = ", ".join("NULL" if v is None else quote_literal_cstr(v) for v in row)
                 spool.write(f"INSERT INTO {qualified} ({names}) VALUES ({values});\n".encode())
         spool.seek(0)
@@ -113,3 +118,44 @@ def cmd_table(args) -> int:
             sys.stdout.buffer.flush()
     return EXIT_OK
 
+
+
+def _write_parquet(result, path: str) -> int:
+    """One Parquet file: a field per column, typed as ``decode --parquet`` types them
+    (``output.parquet.arrow_column``; the output text where no lossless type exists), and ``_text``,
+    the output text of the values a typed column cannot hold (as ``new_text``: numeric NaN,
+    infinities, a timestamp out of Arrow's range).  Written to a temporary name, renamed at the end."""
+    import os  # lazy: only --format parquet
+
+    import pyarrow.parquet as pq  # lazy: pyarrow, only --format parquet
+
+    from ..errors import format_lsn  # lazy: as above
+    from ..output.parquet import _array, _Columns, _pa  # lazy: as above
+    from ..types import output_text  # lazy: as above
+
+    pa = _pa()
+
+    catalog = result.catalog
+    columns = _Columns(catalog, result.relation, lambda typeoid, v: output_text(typeoid, v, catalog))
+    # _Columns indexes the relation's attributes (dropped ones included); the rows hold the others only
+    kept = [i for i, a in enumerate(result.relation.attributes) if not a.attisdropped]
+    typed_rows, texts = [], []
+    for row in result.values:
+        full = [None] * len(result.relation.attributes)
+        for i, v in zip(kept, row):
+            full[i] = v
+        out, text, _size = columns.values(full, None, None)
+        typed_rows.append(out)
+        texts.append(text)
+    fields = list(columns.struct) if columns.struct is not None else []
+    arrays = [_array(pa, f.type, [r[k] for r in typed_rows]) for k, f in enumerate(fields)]
+    text_type = pa.map_(pa.string(), pa.string())
+    table = pa.Table.from_arrays(arrays + [_array(pa, text_type, texts)],
+                                 schema=pa.schema(fields + [pa.field("_text", text_type)]))
+    meta = {"waldecode.relation": f"{result.relation.nspname}.{result.relation.relname}",
+            "waldecode.columns": json.dumps(columns.described), "waldecode.stop_lsn": format_lsn(result.stop_lsn)}
+    table = table.replace_schema_metadata(meta)
+    tmp = path + ".tmp"
+    pq.write_table(table, tmp)
+    os.replace(tmp, path)
+    return EXIT_OK

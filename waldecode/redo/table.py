@@ -12,7 +12,8 @@ Two passes over the WAL from the backup label's START WAL LOCATION: the first fi
 and, with the catalog history, transaction status (``clog.CommitLog``) and multixact members
 (``multixact.MultiXacts``) as of it, and the table's relation file nodes at the target; the second
 copies only those relations' files from the backup into a page store and replays their heap
-records up to the stop point.
+records up to the stop point.  A segment missing after the stop point is no concern (recovery
+never asks for it); one before it is a ``MissingSegmentError`` naming it.
 """
 
 from __future__ import annotations
@@ -148,11 +149,18 @@ class _StatusAtTarget:
 @dataclass
 class TableAsOf:
     relation: object  # catalog.model.Relation at the target
+    catalog: object  # the catalog in force at the stop (types, settings for the output functions)
     columns: list  # the Attributes printed (not dropped), attnum order
-    rows: list  # one list of output texts (None: NULL) per visible tuple
+    values: list  # one list per visible tuple: per column None (NULL), bytes or a MissingValue, de-TOASTed
     stop_lsn: int  # every record before it was applied
     stopped: str  # what stopped replay, as the server's "recovery stopping" line says it
     consistent_lsn: int
+
+    def text_rows(self):
+        """Each row's columns as the server's output functions print them (None: NULL)."""
+        cols, catalog = self.columns, self.catalog
+        for row in self.values:
+            yield [None if v is None else output_text(a.atttypid, v, catalog) for a, v in zip(cols, row)]
 
 
 def table_as_of(backup, paths, schema: str, name: str, at: str, inclusive: bool = True, database: str | None = None,
@@ -168,7 +176,8 @@ def table_as_of(backup, paths, schema: str, name: str, at: str, inclusive: bool 
     catalog = snapshot_from_datadir(files, database, warn=warn or (lambda _m: None))
     major = catalog.major
     target = parse_target(at, inclusive, catalog.settings.get("TimeZone") or "UTC")
-    checkpoint = redo_checkpoint(label, XLogReader(paths, start_lsn=label.start_lsn, timeline=timeline))
+    checkpoint = redo_checkpoint(label, XLogReader(paths, start_lsn=label.start_lsn, timeline=timeline,
+                                                   read_to_gap=True))
     clog = CommitLog(files, checkpoint, major)
     multis = MultiXacts(files, checkpoint)
     history = CatalogHistory(catalog, major)
@@ -176,7 +185,7 @@ def table_as_of(backup, paths, schema: str, name: str, at: str, inclusive: bool 
     # -- pass 1: where replay stops, and what is committed there -----------------------------------
     consistent = None
     stop = stopped = None
-    reader = XLogReader(paths, start_lsn=label.start_lsn, timeline=timeline)
+    reader = XLogReader(paths, start_lsn=label.start_lsn, timeline=timeline, read_to_gap=True)
     for rec in reader:
         end = _xact_end(rec, major)
         if stops_before(target, rec, end):
@@ -191,10 +200,10 @@ def table_as_of(backup, paths, schema: str, name: str, at: str, inclusive: bool 
             stop, stopped = rec.end_lsn, f"after {_what(rec, end)}"
             break
     if stop is None:
-        last = reader.last_end_lsn
+        why = f" ({reader.stop.reason})" if reader.stop is not None else ""
+        last = reader.last_end_lsn or label.start_lsn
         raise WALError(f"recovery ended before the target {target} was reached: the WAL given ends at "
-                       f"{format_lsn(last) if last else format_lsn(label.start_lsn)}; the segments up to the "
-                       f"target are needed")
+                       f"{format_lsn(last)}{why}; the segments up to the target are needed")
     if consistent is None:
         raise WALError(f"requested recovery stop point {format_lsn(stop)} is before the consistent recovery point "
                        f"of the backup {files.root} (its XLOG_BACKUP_END record, after START WAL LOCATION "
@@ -224,7 +233,9 @@ def table_as_of(backup, paths, schema: str, name: str, at: str, inclusive: bool 
         with PageStore(tmp) as store:
             load_base_backup(store, files, major, wanted=wanted.__contains__)
             engine = HeapRedo(store, major, wanted=wanted.__contains__)
-            for rec in XLogReader(paths, start_lsn=label.start_lsn, timeline=timeline):
+            # up to the stop: a stop at a segment's end (after an XLOG_SWITCH) needs nothing of the next
+            for rec in XLogReader(paths, start_lsn=label.start_lsn, end_lsn=stop, timeline=timeline,
+                                  read_to_gap=True):
                 if rec.lsn >= stop:
                     break
                 engine.redo(rec)
@@ -242,9 +253,9 @@ def table_as_of(backup, paths, schema: str, name: str, at: str, inclusive: bool 
                         if chunks is None:
                             chunks = _toast_chunks(store, toast, clog, f"TOAST table of {schema}.{name}")
                         v = _detoast(v, chunks)
-                    out.append(None if v is None else output_text(att.atttypid, v, view))
+                    out.append(v)
                 rows.append(out)
-    return TableAsOf(rel, columns, rows, stop, stopped, consistent)
+    return TableAsOf(rel, view, columns, rows, stop, stopped, consistent)
 
 
 def _what(rec, end) -> str:
