@@ -25,6 +25,7 @@ psycopg = pytest.importorskip("psycopg")
 from doc_commands import lane_command  # noqa: E402
 from pitr import DB, PitrPrimary, Target, copy_lines  # noqa: E402
 from waldecode.cli import main  # noqa: E402
+from waldecode.cli.table import copy_csv, copy_text  # noqa: E402
 from waldecode.pg.lsn import format_lsn  # noqa: E402
 from waldecode.redo.backup_label import read_backup_label  # noqa: E402
 
@@ -245,3 +246,22 @@ def test_documented_table_command(primary, capsys, tmp_path):
     expected = primary.recover(Target("time", t.time, False, t.index - 1))
     assert copy_lines((tmp_path / tokens[-1]).read_bytes()) == expected.lines
     assert expected.lines != copy_lines(t.rows)  # the transaction at that time is left out
+
+
+def test_copy_escapes_as_the_server(primary):
+    """The text and CSV escaping of the columns, against the server's own COPY of the same values
+    (every ASCII character, quotes, delimiters, line breaks, the empty string, NULL, and ``\\.``)."""
+    values = [None, "", "\\.", "plain", 'a,b', 'say "hi"', "x\ry", "tab\there", "é ü 中"] + \
+        [f"<{chr(c)}>" for c in range(1, 128)]
+    conn = primary.conn
+    for fmt, escape in (("text", copy_text), ("csv", lambda v: copy_csv(v, True))):
+        with conn.cursor() as cur:
+            with cur.copy(f"COPY (SELECT v FROM unnest(%s::text[]) WITH ORDINALITY AS u(v, n) ORDER BY n) "
+                          f"TO STDOUT (FORMAT {fmt})", (values,)) as cp:
+                server = b"".join(bytes(b) for b in cp)
+        assert server == "".join(escape(v) + "\n" for v in values).encode(), fmt
+    # two columns: ``\\.`` needs no quotes when it is not alone on its line
+    with conn.cursor() as cur:
+        with cur.copy("COPY (SELECT '\\.', 'x') TO STDOUT (FORMAT csv)") as cp:
+            server = b"".join(bytes(b) for b in cp)
+    assert server == (",".join(copy_csv(v, False) for v in ("\\.", "x")) + "\n").encode()
