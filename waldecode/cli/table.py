@@ -2,8 +2,9 @@
 target would show them (issue 23; ``redo.table`` computes them), printed as ``COPY ... TO STDOUT``
 does (``copy``, ``csv``), as JSON lines or as INSERT statements.
 
-Nothing is written unless every row was read: the output is spooled and copied out at the end, so
-that a bad target, a missing segment or an unknown table leaves only the error line on stderr.
+Nothing is written unless every row was read: the rows are spooled (to a temporary file past 64 MiB)
+as they are read and copied out at the end, so that a bad target, a missing segment or an unknown
+table leaves only the error line on stderr.
 """
 
 from __future__ import annotations
@@ -83,32 +84,14 @@ def cmd_table(args) -> int:
     schema, name = _table_name(args.table)
     if args.format == "parquet" and not args.output:
         raise UsageError("--format parquet needs --output FILE")
-    result = table_as_of(args.backup, args.paths, schema, name, args.at, args.inclusive == "on", database=args.database,
-                         timeline=args.timeline, work_dir=args.work_dir)
-    cols = result.columns
+    run = dict(database=args.database, timeline=args.timeline, work_dir=args.work_dir)
     if args.format == "parquet":
+        result = table_as_of(args.backup, args.paths, schema, name, args.at, args.inclusive == "on", **run)
         return _write_parquet(result, args.output)
-    rows = result.text_rows()
+    line = _line_writer(args.format, schema, name)
     with tempfile.SpooledTemporaryFile(max_size=64 * 1024 * 1024, mode="w+b") as spool:
-        if args.format == "copy":
-            for row in rows:
-                spool.write(("\t".join(copy_text(v) for v in row) + "\n").encode())
-        elif args.format == "csv":
-            single = len(cols) == 1
-            for row in rows:
-                spool.write((",".join(copy_csv(v, single) for v in row) + "\n").encode())
-        elif args.format == "jsonl":
-            # docs/jsonl-parquet.md's columns: name, type (format_type) and the output text (null: NULL)
-            for row in rows:
-                obj = {"v": 1, "schema": schema, "table": name,
-                       "columns": [{"name": a.attname, "type": a.type_name, "value": v} for a, v in zip(cols, row)]}
-                spool.write((json.dumps(obj, ensure_ascii=False, separators=(",", ":")) + "\n").encode())
-        else:
-            qualified = quote_qualified_identifier(schema, name)
-            names = ", ".join(quote_qualified_identifier(None, a.attname) for a in cols)
-            for row in rows:
-                values = ", ".join("NULL" if v is None else quote_literal_cstr(v) for v in row)
-                spool.write(f"INSERT INTO {qualified} ({names}) VALUES ({values});\n".encode())
+        table_as_of(args.backup, args.paths, schema, name, args.at, args.inclusive == "on",
+                    on_row=lambda result, row: spool.write(line(result, result.texts(row)).encode()), **run)
         spool.seek(0)
         if args.output:
             with open(args.output, "wb") as f:
@@ -118,6 +101,28 @@ def cmd_table(args) -> int:
             sys.stdout.buffer.flush()
     return EXIT_OK
 
+
+def _line_writer(fmt: str, schema: str, name: str):
+    """(result, the row's output texts) -> the line ``fmt`` prints for it."""
+    if fmt == "copy":
+        return lambda _result, row: "\t".join(copy_text(v) for v in row) + "\n"
+    if fmt == "csv":
+        return lambda result, row: ",".join(copy_csv(v, len(result.columns) == 1) for v in row) + "\n"
+    if fmt == "jsonl":
+        # docs/jsonl-parquet.md's columns: name, type (format_type) and the output text (null: NULL)
+        def jsonl(result, row):
+            obj = {"v": 1, "schema": schema, "table": name,
+                   "columns": [{"name": a.attname, "type": a.type_name, "value": v}
+                               for a, v in zip(result.columns, row)]}
+            return json.dumps(obj, ensure_ascii=False, separators=(",", ":")) + "\n"
+        return jsonl
+    qualified = quote_qualified_identifier(schema, name)
+
+    def insert(result, row):
+        names = ", ".join(quote_qualified_identifier(None, a.attname) for a in result.columns)
+        values = ", ".join("NULL" if v is None else quote_literal_cstr(v) for v in row)
+        return f"INSERT INTO {qualified} ({names}) VALUES ({values});\n"
+    return insert
 
 
 def _write_parquet(result, path: str) -> int:

@@ -152,22 +152,23 @@ class TableAsOf:
     catalog: object  # the catalog in force at the stop (types, settings for the output functions)
     columns: list  # the Attributes printed (not dropped), attnum order
     values: list  # one list per visible tuple: per column None (NULL), bytes or a MissingValue, de-TOASTed
+    # (empty when ``table_as_of`` handed each row to ``on_row`` instead)
     stop_lsn: int  # every record before it was applied
     stopped: str  # what stopped replay, as the server's "recovery stopping" line says it
     consistent_lsn: int
 
-    def text_rows(self):
-        """Each row's columns as the server's output functions print them (None: NULL)."""
-        cols, catalog = self.columns, self.catalog
-        for row in self.values:
-            yield [None if v is None else output_text(a.atttypid, v, catalog) for a, v in zip(cols, row)]
+    def texts(self, row: list) -> list:
+        """A row's columns as the server's output functions print them (None: NULL)."""
+        catalog = self.catalog
+        return [None if v is None else output_text(a.atttypid, v, catalog) for a, v in zip(self.columns, row)]
 
 
 def table_as_of(backup, paths, schema: str, name: str, at: str, inclusive: bool = True, database: str | None = None,
-                timeline: int | None = None, work_dir=None, warn=None) -> TableAsOf:
+                timeline: int | None = None, work_dir=None, warn=None, on_row=None) -> TableAsOf:
     """The rows of ``schema.name`` as recovery of ``backup`` (a path or ``DataFiles``) with the WAL of
     ``paths`` to the target ``at`` (``parse_target``; a time without an offset is in the backup's
-    TimeZone setting) shows them; errors name what is missing."""
+    TimeZone setting) shows them; errors name what is missing.  ``on_row(result, values)``, when
+    given, takes each row as it is read (the result's ``values`` stay empty: rows are not held)."""
     from ..catalog.datadir import snapshot_from_datadir  # lazy: the catalog readers, only this command
     from ..catalog.history import CatalogHistory  # lazy: as above
 
@@ -241,8 +242,9 @@ def table_as_of(backup, paths, schema: str, name: str, at: str, inclusive: bool 
                 engine.redo(rec)
             status = _StatusAtTarget(clog, multis)
             columns = [a for a in rel.attributes if not a.attisdropped]
+            result = TableAsOf(rel, view, columns, [], stop, stopped, consistent)
+            add = result.values.append if on_row is None else (lambda row: on_row(result, row))
             chunks = None
-            rows = []
             for _blkno, _offnum, values in _visible_tuples(store, heap, status, rel.attributes, f"{schema}.{name}"):
                 out = []
                 for i, att in enumerate(rel.attributes):
@@ -254,8 +256,8 @@ def table_as_of(backup, paths, schema: str, name: str, at: str, inclusive: bool 
                             chunks = _toast_chunks(store, toast, clog, f"TOAST table of {schema}.{name}")
                         v = _detoast(v, chunks)
                     out.append(v)
-                rows.append(out)
-    return TableAsOf(rel, view, columns, rows, stop, stopped, consistent)
+                add(out)
+    return result
 
 
 def _what(rec, end) -> str:
