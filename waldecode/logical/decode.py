@@ -265,6 +265,14 @@ class NotDecoded(NamedTuple):
         return f"transaction {self.xid}{gid} {self.outcome} at {format_lsn(self.lsn)}, not decoded: {self.reason}"
 
 
+def plugin_replayer(decoder: "LogicalDecoder") -> Replayer:
+    """The replayer a ``LogicalDecoder`` builds for itself: each committed transaction's changes decoded
+    with the catalog history's view (the snapshot without one) and given to the decoder's plugin."""
+    options = decoder.plugin_options
+    return Replayer(decoder.catalog, decoder.plugin, decoder.snapshot, options.receive_rewrites,
+                    history=decoder.history, warn=decoder.warn, wal_tuples=options.receive_wal_tuples)
+
+
 class LogicalDecoder(TransactionListener):
     """LogicalDecodingProcessRecord for one database, as a slot created at the first record read.
 
@@ -277,26 +285,37 @@ class LogicalDecoder(TransactionListener):
                  spill_threshold: int = DEFAULT_SPILL_THRESHOLD, memory_budget: int = DEFAULT_MEMORY_BUDGET,
                  segment_size: int,
                  start_decoding_at: int = 0, assume_consistent: bool = False, major: int | None = None,
-                 catalog_history=True, on_warning=None):
-        """``catalog_history``: True, the decoder's own, following the catalog through the records it
+                 catalog_history=True, on_warning=None, reorder_buffer: ReorderBuffer | None = None,
+                 snapbuilder: SnapBuilder | None = None, tracker: TransactionTracker | None = None,
+                 replayer=plugin_replayer):
+        """The parts the decoder drives, as decode.c's LogicalDecodingContext holds them, may be given;
+        by default it builds its own from the arguments above.  ``reorder_buffer``, ``snapbuilder``,
+        ``tracker``: a ``ReorderBuffer``, ``SnapBuilder``, ``TransactionTracker`` (Spark's driver gives a
+        reorder buffer that counts changes instead of keeping them); the native fast path keeps these
+        three parts' state itself, so it runs only while each is of exactly those classes.
+        ``catalog_history``: True, the decoder's own, following the catalog through the records it
         takes; False, none; or a history built elsewhere that takes no records and answers for the whole
-        WAL read (``spark.plan.FrozenCatalogHistory``: the driver's, for Spark's ranges)."""
+        WAL read (``spark.plan.FrozenCatalogHistory``: the driver's, for Spark's ranges).  ``replayer``:
+        called with the decoder, its other parts built, it returns what replays committed transactions
+        (``plugin_replayer``, or Spark driver's, which records them)."""
         self.catalog = catalog
         self.database = catalog.database_oid
         self.plugin = plugin
         # CreateDecodingContext: the plugin's startup parses its options before anything is decoded
-        snapshot = CatalogView(catalog, at=self._view_at)
-        plugin_opts = plugin.startup(dict(plugin_options or {}), snapshot) or OutputPluginOptions()
-        self.two_phase = (two_phase or plugin_opts.two_phase) and plugin.supports_two_phase()
+        self.snapshot = CatalogView(catalog, at=self._view_at)
+        self.plugin_options = plugin.startup(dict(plugin_options or {}), self.snapshot) or OutputPluginOptions()
+        self.two_phase = (two_phase or self.plugin_options.two_phase) and plugin.supports_two_phase()
         self.major = major or catalog.major
-        self.rb = ReorderBuffer(spill_dir, spill_threshold, memory_budget, segment_size=segment_size)
+        if reorder_buffer is None:
+            reorder_buffer = ReorderBuffer(spill_dir, spill_threshold, memory_budget, segment_size=segment_size)
+        self.rb = reorder_buffer
         # Catalog cache invalidations as logical decoding executes them, for a plugin that hears them
         # (``invalidate``): a transaction's own at their records among its changes and at its end, and those
         # distributed into it by catalog changes committed while it was open, as its server's minor
         # release does (reorderbuffer.invalidation_distribution)
         self.hears_invalidations = _hears_invalidations(plugin)
         self.distribution = _distribution(catalog) if self.hears_invalidations else None
-        self.snapbuild = SnapBuilder(start_decoding_at, assume_consistent)
+        self.snapbuild = SnapBuilder(start_decoding_at, assume_consistent) if snapbuilder is None else snapbuilder
         # The confirmed position asked for: every commit from it on must be decoded, or reported
         self.requested_start = start_decoding_at or None
         self.not_decoded: list[NotDecoded] = []
@@ -305,7 +324,8 @@ class LogicalDecoder(TransactionListener):
         self.warnings: list[str] = []  # every Diagnostic, in order
         self.diagnostics = Diagnostics()  # the same, by cause
         self.on_warning = on_warning
-        self.txns = TransactionTracker(self.major)  # the one transaction tracker: the history listens to it
+        # the one transaction tracker: the history listens to it
+        self.txns = TransactionTracker(self.major) if tracker is None else tracker
         self.txns.subscribe(self)
         if catalog_history is True:
             history = CatalogHistory(catalog, self.major, warn=self.warn, txns=self.txns)
@@ -316,8 +336,10 @@ class LogicalDecoder(TransactionListener):
             self.warn(history.inactive_reason)
             history = None
         self.history = history
-        self.replayer = Replayer(catalog, plugin, snapshot, plugin_opts.receive_rewrites, history=history,
-                                 warn=self.warn, wal_tuples=plugin_opts.receive_wal_tuples)
+        self.replayer = replayer(self)
+        # decode_framed's native loop reads and writes these parts' state as their own classes keep it
+        self.native_parts = (type(self.rb) is ReorderBuffer and type(self.snapbuild) is SnapBuilder
+                             and type(self.txns) is TransactionTracker)
         self.crashed: list = []  # transactions dropped by ReorderBufferAbortOld (reorderbuffer.TXN)
         self._filter_origin = plugin.filter_by_origin  # FilterByOrigin, asked per change
         self._dispatch = {
@@ -333,9 +355,9 @@ class LogicalDecoder(TransactionListener):
         """CatalogView.at: the committed catalog at ``lsn``, from the history once there is one."""
         history = getattr(self, "history", None)
         if history is None:
-            return self.replayer.snapshot
+            return self.snapshot
         view = history.view(lsn, 0)
-        return self.replayer.snapshot if view is self.catalog else CatalogView(view, view.output_context)
+        return self.snapshot if view is self.catalog else CatalogView(view, view.output_context)
 
     def warn(self, message: str) -> None:
         """A diagnostic (``diagnostics.Diagnostic``, or a plain message: one that fails the run)."""
@@ -383,7 +405,7 @@ class LogicalDecoder(TransactionListener):
             if after is not None:
                 after(r)
 
-        logical = _impl.logical()
+        logical = _impl.logical() if self.native_parts else None
         if logical is not None:
             tick = None
             if after is not None:

@@ -119,7 +119,7 @@ def decode_wal(source, catalog: Catalog, plugin, *, plugin_options: dict | None 
     finally:
         if records is not reader:
             records.close()  # the progress line goes before anything else is printed
-        result.open_transactions = decoder.finish(include_uncommitted, hint=_start_hint(plan, segments),
+        result.open_transactions = decoder.finish(include_uncommitted, hint=start_hint(plan, segments),
                                                   ended=ended)
         result.stop = reader.stop
         result.last_end_lsn = reader.last_end_lsn
@@ -131,7 +131,7 @@ def decode_wal(source, catalog: Catalog, plugin, *, plugin_options: dict | None 
     return result
 
 
-def _start_hint(plan: StartPlan | None, segments: SegmentSet) -> str:
+def start_hint(plan: StartPlan | None, segments: SegmentSet) -> str:
     """What to do when no consistent point was reached: a usable start when the input holds one."""
     if plan is None or plan.reaches:
         return "start earlier or read further"

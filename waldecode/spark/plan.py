@@ -3,8 +3,8 @@
 Owns the event path's driver pass (docs/spark-decode.md): the control items phase 1 ships (whole
 transaction, standby, message and catalog records; markers for everything else, see
 ``tasks``) are fed in LSN order to the single-process decoder itself, ``decode.LogicalDecoder``,
-with two seams replaced: changes are counted rather than queued (they stay on the
-executors), and the replayer records *what* it would replay instead of replaying it.  So
+given two parts of its own: a reorder buffer that counts changes rather than keeping them (they stay
+on the executors), and a replayer that records *what* it would replay instead of replaying it.  So
 the snapshot builder, the transaction outcomes (subtransactions, aborts, prepares,
 crashes, skips, database and origin filters) and the catalog history are the decoder's
 own, unchanged.  The pass hands phase 2 a ``Plan``:
@@ -28,7 +28,8 @@ from ..logical.decode import LogicalDecoder
 from ..errors import Error
 from ..output.base import OutputPlugin, OutputPluginOptions
 from ..catalog.choose import check_snapshot
-from ..logical.session import DecodeResult, _start_hint
+from ..logical.reorderbuffer import Change, ReorderBuffer
+from ..logical.session import DecodeResult, start_hint
 from ..logical.snapbuild import SNAPBUILD_CONSISTENT, SNAPBUILD_FULL_SNAPSHOT, xid_precedes
 
 
@@ -46,7 +47,7 @@ class FrozenCatalogHistory:
     (broadcast to phase 2): the callbacks into the driver's decoder are dropped."""
 
     def __init__(self, history):
-        history.warn = history.redo.warn = history.timeline.warn = history.timeline.facts.warn = None
+        history.set_warn(None)
         self.history = history
 
     @property
@@ -171,12 +172,24 @@ class RecordingPlugin(OutputPlugin):
         pass
 
 
+class CountingReorderBuffer(ReorderBuffer):
+    """The driver's reorder buffer: a change is counted on its transaction (``TXN.nentries``, which the
+    replay events and the output ranges' weights read), not kept: the changes stay on the executors."""
+
+    def queue_change(self, xid: int, change: Change) -> None:
+        self.count_changes(xid, change.lsn, 1)
+
+    def count_changes(self, xid: int, lsn: int, n: int) -> None:
+        """``n`` changes of ``xid`` (phase 1 counted them), its transaction made at ``lsn`` if new."""
+        self.txn_by_xid(xid, True, lsn).nentries += n
+
+
 class RecordingReplayer:
-    """Stands for ``replay.Replayer`` on the driver: records the replay (``("replay", txn, prepare,
-    end call, member xids, changes, invalidation changes)``) where the single-process decoder would run
-    it.  The invalidation changes (the transaction's own at its command boundaries and those distributed
-    into it, ``ReorderBuffer.iter_changes``) are few and go with the event: phase 2's blobs hold the
-    row changes only."""
+    """Stands for ``apply.Replayer`` on the driver (``LogicalDecoder(replayer=RecordingReplayer)``): records
+    the replay (``("replay", txn, prepare, end call, member xids, changes, invalidation changes)``) where the
+    single-process decoder would run it.  The invalidation changes (the transaction's own at its command
+    boundaries and those distributed into it, ``ReorderBuffer.iter_changes``) are few and go with the
+    event: phase 2's blobs hold the row changes only."""
 
     def __init__(self, decoder: "DriverDecoder"):
         self.decoder = decoder
@@ -207,23 +220,17 @@ class RecordingReplayer:
 class DriverDecoder(LogicalDecoder):
     """``LogicalDecoder`` fed control items: changes are counted, not queued; replays are recorded."""
 
-    def __init__(self, catalog: Catalog, plugin: OutputPlugin, **kw):
-        super().__init__(catalog, RecordingPlugin(plugin), **kw)
+    def __init__(self, catalog: Catalog, plugin: OutputPlugin, *, segment_size: int, **kw):
+        super().__init__(catalog, RecordingPlugin(plugin), segment_size=segment_size,
+                         reorder_buffer=CountingReorderBuffer(segment_size=segment_size),
+                         replayer=RecordingReplayer, **kw)
         self.timeline = CatalogTimelineBuilder(self.history)
-        self.replayer = RecordingReplayer(self)
         sb = self.snapbuild
         self.transitions = [(-1, sb.state, sb.next_phase_at)]
 
     @property
     def events(self) -> list:
         return self.plugin.events
-
-    def _queue(self, rec, extract) -> None:
-        if self._filter_origin(rec.origin):
-            return
-        n = len(extract(rec, self.database))
-        if n:
-            self.rb.txn_by_xid(rec.xl_xid, True, rec.lsn).nentries += n
 
     def item(self, lsn: int, item) -> None:
         kind = item[0]
@@ -238,7 +245,7 @@ class DriverDecoder(LogicalDecoder):
         elif kind == "c":
             xid, n = item[1], item[2]
             if self.snapbuild.state >= SNAPBUILD_FULL_SNAPSHOT and self._process_change(xid, lsn) and n:
-                self.rb.txn_by_xid(xid, True, lsn).nentries += n
+                self.rb.count_changes(xid, lsn, n)
         elif kind == "a":
             self.txns.assign(item[1], item[2], lsn)  # the reorder buffer hears of it from the tracker
         else:
@@ -302,7 +309,7 @@ def run_driver_pass(items, catalog: Catalog, plugin: OutputPlugin, *, plugin_opt
         error = e
         cutoff = lsn
     # as decode_wal: an error that stopped reading is reported alone
-    result.open_transactions = decoder.finish(include_uncommitted, hint=_start_hint(start_plan, segments),
+    result.open_transactions = decoder.finish(include_uncommitted, hint=start_hint(start_plan, segments),
                                               ended=error is None)
     result.not_decoded = decoder.not_decoded
     result.ended_early = list(decoder.finished_early.values())

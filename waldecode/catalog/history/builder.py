@@ -106,6 +106,11 @@ class CatalogHistory(TransactionListener):
         state["tracker"] = None
         return state
 
+    def set_warn(self, warn) -> None:
+        """Report to ``warn`` from now on, as its parts do (the redo, the timeline and its base facts):
+        None drops the callback into the decoder that built it, for a history handed on for queries."""
+        self.warn = self.redo.warn = self.timeline.warn = self.timeline.facts.warn = warn
+
     @property
     def active(self) -> bool:
         return bool(self.redo.layouts)
