@@ -40,7 +40,7 @@ from wd_xlogrecord cimport WD_DECODE_OK, WdDecodedBkpBlock, WdDecodedXLogRecord,
 from bisect import bisect_left
 
 from waldecode.errors import WALError
-from waldecode.logical.apply import UNMAPPED
+from waldecode.logical.replay import UNMAPPED
 from waldecode.logical.reorderbuffer import TXN, Change
 
 # A NamedTuple's own __new__ is Python code (a frame per call)
@@ -401,7 +401,7 @@ cdef class _Decoding:
         takes WAL tuples, and the transaction tracker's listeners are the decoder, which does nothing
         at a commit, and the catalog history, whose ``txn_committed`` ``catalog_quiet`` answers for."""
         from waldecode.catalog.history import CatalogHistory
-        from waldecode.logical.apply import ToastLookup
+        from waldecode.logical.replay import ToastLookup
         from waldecode.xact import TransactionListener
 
         d = self.decoder

@@ -608,7 +608,7 @@ def test_python_implementation_does_not_load_it():
     import subprocess
     import sys
 
-    code = ("import sys; import waldecode.cli, waldecode.logical.session, waldecode.logical.apply, waldecode.output.test_decoding; "
+    code = ("import sys; import waldecode.cli, waldecode.logical.session, waldecode.logical.replay, waldecode.output.test_decoding; "
             "from waldecode import _impl; assert _impl.typeout() is None; "
             "assert 'waldecode._typeout' not in sys.modules, 'imported'")
     env = dict(os.environ, WALDECODE_IMPL="python")

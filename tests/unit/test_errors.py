@@ -29,7 +29,7 @@ def test_every_exception_class_of_the_library_is_a_waldecode_error():
 
 
 @pytest.mark.parametrize("module,name", [
-    ("waldecode.logical.apply", "DecodeError"), ("waldecode.logical.decode", "DecodeError"),
+    ("waldecode.logical.replay", "DecodeError"), ("waldecode.logical.decode", "DecodeError"),
     ("waldecode.catalog", "CatalogError"), ("waldecode.logical.reorderbuffer", "SpillError"),
     ("waldecode.types", "TypeOutputError"), ("waldecode.output", "OutputPluginError"),
     ("waldecode.cli", "UsageError"),

@@ -29,7 +29,7 @@ TRUNCATE = "TRUNCATE"
 #: a key standing for every row of a table (a TRUNCATE touches them all)
 ALL_ROWS = ("*",)
 
-#: the warning of a change the decoder skipped (logical.apply.Replayer._skip): what it names
+#: the warning of a change the decoder skipped (logical.replay.Replayer._skip): what it names
 _SKIPPED = re.compile(r"could not (?:map filenumber (?P<filenumber>\d+/\d+/\d+)|open relation with OID (?P<oid>\d+))"
                       r".*? of transaction (?P<xid>\d+) at (?P<lsn>[0-9A-F]+/[0-9A-F]+): (?P<why>.*); change skipped",
                       re.S)

@@ -26,7 +26,7 @@ from ..catalog.history import CatalogHistory
 from ..errors import DecodeError, format_lsn
 from ..xact import RunningXacts, TransactionListener, TransactionTracker, XactEvent  # noqa: F401
 from ..output.base import CatalogView, OutputPlugin, OutputPluginOptions, Transaction
-from .apply import Replayer
+from .replay import Replayer
 from .diagnostics import Diagnostics
 from .reorderbuffer import (
     REORDER_BUFFER_CHANGE_DELETE,

@@ -2,7 +2,7 @@
 
 The contract every plugin follows is ``output.base.OutputPlugin`` (PostgreSQL's
 OutputPluginCallbacks); a plugin receives transactions, relations and decoded tuples
-from ``waldecode.logical.apply``, never WAL.  A tuple is a list of column values in attnum
+from ``waldecode.logical.replay``, never WAL.  A tuple is a list of column values in attnum
 order: None (NULL), ``UNCHANGED_TOAST``, a missing-value marker from
 ``waldecode.heap.heaptuple``, or the datum's bytes.  Each plugin quotes values its own way.
 """

@@ -51,7 +51,7 @@ from ..rmgr import (
 )
 from ..output.base import CatalogView, OutputWriter, Transaction
 from ..output.test_decoding import TestDecoding
-from ..logical.apply import Replayer
+from ..logical.replay import Replayer
 from ..logical.decode import HEAP2_EXTRACTORS, HEAP2_IGNORED, HEAP_EXTRACTORS, HEAP_IGNORED, message_changes
 from ..logical.reorderbuffer import Change, change_size, changes_of_batch, new_change_store
 from ..rmgr import heap as rm_heap
