@@ -16,7 +16,7 @@ import pytest
 
 from live import DB, SlotRun, live_cluster
 from waldecode import _impl
-from waldecode.logical import apply
+from waldecode.logical import replay
 from waldecode.logical.reorderbuffer import REORDER_BUFFER_CHANGE_DELETE
 from waldecode.logical.session import decode_wal
 from waldecode.output.base import OutputWriter
@@ -127,14 +127,14 @@ def test_ddl_workload_decodes_natively(cluster, tmp_path, two_phase, monkeypatch
     expected_bytes = "".join(line + "\n" for line in expected).encode("utf-8", "surrogateescape")
 
     python_rows = []
-    reference = apply.Replayer.apply_change
+    reference = replay.Replayer.apply_change
 
     def counting(self, txn, change, state):
         if change.action <= REORDER_BUFFER_CHANGE_DELETE:
             python_rows.append((change.lsn, change.relNumber, change.action))
         return reference(self, txn, change, state)
 
-    monkeypatch.setattr(apply.Replayer, "apply_change", counting)
+    monkeypatch.setattr(replay.Replayer, "apply_change", counting)
     previous = _impl.IMPL
     try:
         for impl in _impl.available():

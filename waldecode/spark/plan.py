@@ -185,7 +185,7 @@ class CountingReorderBuffer(ReorderBuffer):
 
 
 class RecordingReplayer:
-    """Stands for ``apply.Replayer`` on the driver (``LogicalDecoder(replayer=RecordingReplayer)``): records
+    """Stands for ``replay.Replayer`` on the driver (``LogicalDecoder(replayer=RecordingReplayer)``): records
     the replay (``("replay", txn, prepare, end call, member xids, changes, invalidation changes)``) where the
     single-process decoder would run it.  The invalidation changes (the transaction's own at its command
     boundaries and those distributed into it, ``ReorderBuffer.iter_changes``) are few and go with the
