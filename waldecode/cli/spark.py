@@ -316,7 +316,7 @@ def _write_timings(path: str, phases: dict, executor, segments) -> None:
            "overlapped": ["context", "warm_up"], "phase1_driver_runs": getattr(executor, "driver_runs", 0),
            "phase1_driver_cpu": round(getattr(executor, "driver_cpu", 0.0), 3),
            "phase2_driver_ranges": getattr(executor, "driver_ranges", 0),
-           "range_tasks": getattr(executor.timings, "range_tasks", [])}
+           "range_tasks": executor.timings.range_tasks}
     with open(path, "w", encoding="utf-8") as f:
         json.dump(doc, f, indent=1)
 
@@ -329,10 +329,10 @@ def _note_size(segments, quiet: bool, master: str) -> None:
         print(f"waldecode: note: {size >> 20} MB of WAL: below about {SMALL_INPUT >> 20} MB a single process "
               "('waldecode decode') is faster than Spark", file=sys.stderr)
     elif master.startswith("local") and size < LOCAL_BREAK_EVEN:
-        # Measured (pgbench WAL, 2 cores, the range path, the class-data archive prepared, the context started
-        # while phase 1 reads on the driver, 2026-11-28): 2.0 GiB decode 11.8 s, local[2] 12.5 s; 3.9 GiB
-        # decode 32.3 s, local[2] 24.0 s: even between 2 and 4 GiB (it was 5-8 GiB with a context started
-        # before phase 1 and a catalog pass of its own). Spark's fixed costs (JVM, context, the workers'
-        # start) are what one process does not pay
+        # Measured (pgbench WAL, 2 cores, the range path, the class-data archive prepared, the driver
+        # reading phase 1 and decoding ranges while the context starts, benchmarks/README.md, 2026-11-28):
+        # 2.0 GiB decode 7.5 s, local[2] 8.4 s; 3.9 GiB decode 14.4 s, local[2] 13.5 s: even between 2 and
+        # 4 GiB (it was 5-8 GiB with a context started before phase 1 and a catalog pass of its own).
+        # Spark's fixed costs (JVM, context, the workers' start) are what one process does not pay
         print(f"waldecode: note: {size >> 30} GiB of WAL: on one machine a single process ('waldecode decode') "
               f"is faster than Spark below about {LOCAL_BREAK_EVEN >> 30} GiB", file=sys.stderr)

@@ -308,7 +308,7 @@ class SparkExecutor:
             settle_gc()
             c = _context(bc_ctx)
             task = TaskContext.get()
-            make_plugin, staged = _attempt_plugin(c.make_plugin, task)
+            make_plugin, staged = _staged_plugin(c.make_plugin, _attempt_name(task))
             if staged is not None:
                 c = tasks.Phase2(c.catalog, make_plugin, c.plugin_options, c.timeline, c.cutoff)
             rows = (row for batch in batches
@@ -357,14 +357,11 @@ class SparkExecutor:
         (``PendingContext``), the driver reads runs itself, from the first, and the tasks take the runs left
         once it is up: on a small archive phase 1 ends before the context does (a local run is read as
         fast as by a task, and the JVM's start leaves a core idle for seconds)."""
-        done: dict = {}
-        if self._pending is not None and not isinstance(scan.segments, HadoopSegmentSet):
-            cpu = time.thread_time()
-            while len(done) < len(scan.runs) and not self._pending.ready():
-                done[len(done)] = run_spans(scan, len(done), nodes)
-            self.driver_runs, self.driver_cpu = len(done), time.thread_time() - cpu
-            if len(done) == len(scan.runs):
-                return [done[i] for i in range(len(done))]
+        cpu = time.thread_time()
+        done = self._runs_on_driver(scan, lambda run: run_spans(scan, run, nodes))
+        self.driver_runs, self.driver_cpu = len(done), time.thread_time() - cpu
+        if len(done) == len(scan.runs):
+            return [done[i] for i in range(len(done))]
         bc = self.sc.broadcast(scan)
 
         def phase1(runs):
@@ -385,12 +382,9 @@ class SparkExecutor:
         """The catalog pass of the range path: a task per run, the records the catalog history needs
         collected (``ranges.run_catalog_records``; a few per DDL statement and checkpoint).  While the
         context is still starting, the driver reads runs itself, as in ``spans``."""
-        done: dict = {}
-        if self._pending is not None and not isinstance(scan.segments, HadoopSegmentSet):
-            while len(done) < len(scan.runs) and not self._pending.ready():
-                done[len(done)] = run_catalog_records(scan, len(done), nodes)
-            if len(done) == len(scan.runs):
-                return [done[i] for i in range(len(done))]
+        done = self._runs_on_driver(scan, lambda run: run_catalog_records(scan, run, nodes))
+        if len(done) == len(scan.runs):
+            return [done[i] for i in range(len(done))]
         bc = self.sc.broadcast(scan)
 
         def records(runs):
@@ -407,10 +401,14 @@ class SparkExecutor:
             done[run] = tasks.unpack(blob)
         return [done[i] for i in range(len(scan.runs))]
 
-    def _starting(self) -> bool:
-        """Whether the context is still starting (and its workers warming up): the driver reads and decodes
-        meanwhile."""
-        return self._pending is not None and not self._pending.ready()
+    def _runs_on_driver(self, scan: Scan, read) -> dict:
+        """{run: ``read(run)``} for the runs the driver reads itself, from the first, while the context is
+        still starting (local segments only: a Hadoop input is read by the tasks)."""
+        done: dict = {}
+        if self._pending is not None and not isinstance(scan.segments, HadoopSegmentSet):
+            while len(done) < len(scan.runs) and not self._pending.ready():
+                done[len(done)] = read(len(done))
+        return done
 
     def _map_runs(self, scan: Scan, bc, fn, last_first: bool = False, skip: int = 0) -> list:
         """``fn`` over (run, scan to read it with) in a task per run of ``scan`` (``bc``: ``scan`` broadcast),
@@ -445,35 +443,22 @@ class SparkExecutor:
         and the job takes the ranges left once it is up: on 2 cores phase 1 ends seconds before the context
         and its warmed workers do, and that core would be idle."""
         results: dict = {}
-        driver = _DriverRanges(self, rplan) if self._starting() and not isinstance(scan.segments, HadoopSegmentSet) \
-            else None
+        driver = None
+        if self._pending is not None and not self._pending.ready() and not isinstance(scan.segments, HadoopSegmentSet):
+            driver = _DriverRanges(self._pending, rplan)
         if driver is not None:
             # the job is submitted from another thread as soon as the context is up, with the ranges the
             # driver has not taken, so that the range the driver is decoding then does not hold it back
             driver.start(lambda skip: self._decode_ranges(scan, rplan, ctx, directory, two_phase,
                                                           include_uncommitted, skip))
             for r in driver.claimed():
-                results[r.rng] = self._decode_on_driver(scan, r, ctx, directory, two_phase, include_uncommitted)
+                results[r.rng], _blob = _decode_part(scan.segments, ctx, r, two_phase, include_uncommitted,
+                                                     directory, f"driver-{r.rng}", on_driver=True)
             results.update(driver.join())
             self.driver_ranges = driver.taken
         else:
             results = self._decode_ranges(scan, rplan, ctx, directory, two_phase, include_uncommitted, 0)
         return self._range_results(results, ctx)
-
-    def _decode_on_driver(self, scan: Scan, r: _ranges.Range, ctx: tasks.Phase2, directory: str, two_phase: bool,
-                          include_uncommitted: bool):
-        """One range decoded in this process, as a task decodes it (its part file and summary file)."""
-        make_plugin, staged = ctx.make_plugin, None
-        files_dir = files_directory(make_plugin)
-        if files_dir is not None:
-            staged = os.path.join(files_dir, ATTEMPTS_DIR, f"driver-{r.rng}")
-            make_plugin = functools.partial(make_plugin, directory=staged)
-        info = _ranges.decode_range(scan.segments, ctx.catalog, make_plugin, ctx.plugin_options, r,
-                                    two_phase=two_phase, include_uncommitted=include_uncommitted,
-                                    writer=tasks.PartWriter(directory, r.rng), history=ctx.timeline)
-        info["on_driver"] = True
-        _ranges.write_done(directory, r.rng, tasks.pack((info, _impl.IMPL, staged)))
-        return info, _impl.IMPL, staged
 
     def _decode_ranges(self, scan: Scan, rplan: _ranges.RangePlan, ctx: tasks.Phase2, directory: str,
                        two_phase: bool, include_uncommitted: bool, skip: int) -> dict:
@@ -491,12 +476,7 @@ class SparkExecutor:
             settle_gc()
             task = TaskContext.get()
             for i, rs in runs:
-                make_plugin, staged = _attempt_plugin(c.make_plugin, task)
-                info = _ranges.decode_range(rs.segments, c.catalog, make_plugin, c.plugin_options, rngs[i],
-                                            two_phase=tp, include_uncommitted=unc,
-                                            writer=tasks.PartWriter(directory, i), history=c.timeline)
-                blob = tasks.pack((info, _impl.IMPL, staged))
-                _ranges.write_done(directory, i, blob)  # for the driver appending ranges as they end
+                _summary, blob = _decode_part(rs.segments, c, rngs[i], tp, unc, directory, _attempt_name(task))
                 if task.attemptNumber() == 0:
                     crashpoint("spark-phase2-first-attempt")  # the retry test: a task lost after its output
                 yield i, blob
@@ -528,11 +508,12 @@ class _DriverRanges:
     runs ``job(skip)`` in a thread once the context is up, over the ranges from ``skip`` on, the ones the
     driver has not claimed by then."""
 
-    def __init__(self, executor, rplan: _ranges.RangePlan):
-        self._pending = executor._pending
+    def __init__(self, pending: PendingContext, rplan: _ranges.RangePlan):
+        # pending.ready() only ever turns true: once the job has seen it, under the lock, the driver sees it
+        # too and claims no more
+        self._pending = pending
         self._ranges = rplan.ranges
         self._lock = threading.Lock()
-        self._closed = False  # the job took the rest: the driver claims no more
         self.taken = 0  # ranges claimed by the driver
         self._result: dict = {}
         self._error: BaseException | None = None
@@ -546,7 +527,6 @@ class _DriverRanges:
                         if self.taken >= len(self._ranges):
                             return  # the driver took them all
                         if self._pending.ready():
-                            self._closed = True
                             skip = self.taken
                             break
                     time.sleep(0.02)
@@ -560,8 +540,7 @@ class _DriverRanges:
     def claimed(self):
         while True:
             with self._lock:
-                if self._closed or self.taken >= len(self._ranges) or self._pending.ready():
-                    self._closed = True
+                if self.taken >= len(self._ranges) or self._pending.ready():
                     return
                 r = self._ranges[self.taken]
                 self.taken += 1
@@ -574,15 +553,38 @@ class _DriverRanges:
         return self._result
 
 
-def _attempt_plugin(make_plugin, task):
-    """(make_plugin, staged directory) for this task attempt: a file-writing plugin writes into a directory
-    of the attempt's own, whose files the driver keeps only when the attempt succeeded, so a failed or
-    speculative attempt leaves no duplicate rows behind (None: a line-writing plugin)."""
+def _staged_plugin(make_plugin, attempt: str):
+    """(make_plugin, staged directory) for one attempt (a task attempt's ``partition-attempt id``, or the
+    driver's ``driver-<range>``): a file-writing plugin writes into a directory of the attempt's own, whose
+    files the driver keeps only when the attempt succeeded, so a failed or speculative attempt leaves no
+    duplicate rows behind (None: a line-writing plugin)."""
     files_dir = files_directory(make_plugin)
     if files_dir is None:
         return make_plugin, None
-    staged = os.path.join(files_dir, ATTEMPTS_DIR, f"{task.partitionId()}-{task.taskAttemptId()}")
+    staged = os.path.join(files_dir, ATTEMPTS_DIR, attempt)
     return functools.partial(make_plugin, directory=staged), staged
+
+
+def _decode_part(segments, ctx: tasks.Phase2, r: _ranges.Range, two_phase: bool, include_uncommitted: bool,
+                 directory: str, attempt: str, on_driver: bool = False) -> tuple:
+    """Range ``r`` decoded by the single-process decoder into its part file under ``directory``, by a task
+    or by the driver (``on_driver``, which ``--timings`` reports): its (summary, implementation, staged
+    directory) and those packed, as written beside the part for the driver appending ranges as they end."""
+    make_plugin, staged = _staged_plugin(ctx.make_plugin, attempt)
+    info = _ranges.decode_range(segments, ctx.catalog, make_plugin, ctx.plugin_options, r, two_phase=two_phase,
+                                include_uncommitted=include_uncommitted, writer=tasks.PartWriter(directory, r.rng),
+                                history=ctx.timeline)
+    if on_driver:
+        info["on_driver"] = True
+    result = (info, _impl.IMPL, staged)
+    blob = tasks.pack(result)
+    _ranges.write_done(directory, r.rng, blob)
+    return result, blob
+
+
+def _attempt_name(task) -> str:
+    """A Spark task attempt's name among the staged directories: its partition and attempt id."""
+    return f"{task.partitionId()}-{task.taskAttemptId()}"
 
 
 def _batch(cols, schema):

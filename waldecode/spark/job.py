@@ -58,7 +58,9 @@ class PhaseTimes(dict):
     appending part files); the event path's ``driver_pass`` (its phase 1 included) and ``phase2``.
     ``range_tasks``: each range's task, as the range path last ran them."""
 
-    range_tasks: list = []
+    def __init__(self):
+        super().__init__()
+        self.range_tasks: list = []
 
     @contextmanager
     def phase(self, name: str):

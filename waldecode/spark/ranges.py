@@ -371,13 +371,14 @@ def _bounds(spans: list, nranges: int, start_lsn: int | None, end_lsn: int | Non
     """The starts of the ranges after the first: run starts (the xids open there are known) splitting the
     work into shares as equal as the runs allow, a run's work its commits plus its bytes
     (``COMMITS_PER_MIB``), each after ``start_lsn``."""
-    if nranges <= 1 or not any(s.ended_commit.count(1) for s in spans):
+    commits = [s.ended_commit.count(1) for s in spans]
+    if nranges <= 1 or not any(commits):
         return []
     weights = []
     following = end_lsn
-    for s in reversed(spans):  # a run's bytes: from its first record to the next run's (the last: to the end)
+    for s, count in zip(reversed(spans), reversed(commits)):  # a run's bytes: to the next run's first record
         size = following - s.first_lsn if s.first_lsn is not None and following is not None else 0
-        weights.append(s.ended_commit.count(1) + COMMITS_PER_MIB * size / (1 << 20))
+        weights.append(count + COMMITS_PER_MIB * size / (1 << 20))
         following = s.first_lsn if s.first_lsn is not None else following
     weights.reverse()
     total = sum(weights)
