@@ -21,19 +21,9 @@ no longer exists: both are errors, as GetMultiXactIdMembers raises them ("has no
 from __future__ import annotations
 
 import os
-import struct
 from typing import NamedTuple
 
-from ..catalog.datadir.clog import (
-    MULTIXACT_FLAGBYTES_PER_GROUP,
-    MULTIXACT_MEMBERGROUP_SIZE,
-    MULTIXACT_MEMBERGROUPS_PER_PAGE,
-    MULTIXACT_MEMBERS_PER_MEMBERGROUP,
-    MULTIXACT_MEMBERS_PER_PAGE,
-    SLRU_PAGES_PER_SEGMENT,
-    TransactionStatus,
-)
-from ..catalog.datadir.control import BLCKSZ
+from ..catalog.datadir.clog import TransactionStatus
 from ..errors import CatalogError, CorruptRecordError, format_lsn
 from ..pg.transam import InvalidTransactionId, multixact_precedes
 from ..rmgr import RM_MULTIXACT_ID
@@ -57,8 +47,6 @@ MaxMultiXactId = 0xFFFFFFFF
 
 #: MultiXactStatus as pg_get_multixact_members() names it (multixact.c mxstatus_to_string)
 MULTIXACT_STATUS_NAMES = {0: "keysh", 1: "sh", 2: "fornokeyupd", 3: "forupd", 4: "nokeyupd", 5: "upd"}
-
-_u32 = struct.Struct("<I")
 
 
 class Member(NamedTuple):
@@ -155,24 +143,18 @@ class MultiXacts:
         # every member of a multixact before nextMulti lies before nextMultiOffset
         if count == 0 or count > (self.checkpoint.next_multi_offset - start) & 0xFFFFFFFF:
             raise CatalogError(f"{offsets_dir}: impossible member range {start}..{end} for multixact {multi}")
-        members_dir = os.path.join("pg_multixact", "members")
         out = []
         for i in range(count):
             offset = (start + i) & 0xFFFFFFFF
-            pageno = offset // MULTIXACT_MEMBERS_PER_PAGE
-            group = (offset // MULTIXACT_MEMBERS_PER_MEMBERGROUP) % MULTIXACT_MEMBERGROUPS_PER_PAGE
-            in_group = offset % MULTIXACT_MEMBERS_PER_MEMBERGROUP
-            pos = (pageno % SLRU_PAGES_PER_SEGMENT) * BLCKSZ + group * MULTIXACT_MEMBERGROUP_SIZE
-            path, data = self.files._segment(members_dir, pageno // SLRU_PAGES_PER_SEGMENT)
-            if data is None or pos + MULTIXACT_MEMBERGROUP_SIZE > len(data):
+            path, member = self.files._multixact_member(offset)
+            if member is None:
                 raise CatalogError(f"{path}: member {offset} of multixact {multi} is missing")
-            xid = _u32.unpack_from(data, pos + MULTIXACT_FLAGBYTES_PER_GROUP + 4 * in_group)[0]
+            status, xid = member
             if xid == InvalidTransactionId:
                 if offset == 0:  # slot zero is never used: the offsets wrapped around past it
                     continue
                 raise CatalogError(f"{path}: member {offset} of multixact {multi} has no xid")
-            status = data[pos + in_group]  # MXACT_MEMBER_BITS_PER_XACT: one flag byte per member
-            if status > MultiXactStatusUpdate:
+            if status > MultiXactStatusUpdate:  # MXACT_MEMBER_BITS_PER_XACT: one flag byte per member
                 raise CatalogError(f"{path}: member {offset} of multixact {multi} has status {status}, "
                                    f"not a MultiXactStatus")
             out.append(Member(xid, status))

@@ -140,20 +140,29 @@ class TransactionStatus:
             offset = (start + i) & 0xFFFFFFFF
             if offset == 0:  # offset 0 is never used (wraparound skips it)
                 continue
-            pageno = offset // MULTIXACT_MEMBERS_PER_PAGE
-            group = (offset // MULTIXACT_MEMBERS_PER_MEMBERGROUP) % MULTIXACT_MEMBERGROUPS_PER_PAGE
-            in_group = offset % MULTIXACT_MEMBERS_PER_MEMBERGROUP
-            pos = (pageno % SLRU_PAGES_PER_SEGMENT) * BLCKSZ + group * MULTIXACT_MEMBERGROUP_SIZE
-            path, data = self._segment(os.path.join("pg_multixact", "members"), pageno // SLRU_PAGES_PER_SEGMENT)
-            if data is None or pos + MULTIXACT_MEMBERGROUP_SIZE > len(data):
+            path, member = self._multixact_member(offset)
+            if member is None:
                 if not before_checkpoint:
                     return InvalidTransactionId
                 raise CatalogError(f"{path}: members of multixact {multi} are missing")
-            status = data[pos + in_group]
-            xid = struct.unpack_from("<I", data, pos + MULTIXACT_FLAGBYTES_PER_GROUP + 4 * in_group)[0]
+            status, xid = member
             if status > MultiXactStatusForUpdate:
                 return xid
         return InvalidTransactionId
+
+    def _multixact_member(self, offset: int) -> tuple[str, tuple[int, int] | None]:
+        """(the pg_multixact/members file, (status flag byte, xid)) of the member at ``offset``: members
+        are stored in groups of 4 flag bytes and 4 xids (multixact.c); None when its page is not in the
+        files."""
+        pageno = offset // MULTIXACT_MEMBERS_PER_PAGE
+        group = (offset // MULTIXACT_MEMBERS_PER_MEMBERGROUP) % MULTIXACT_MEMBERGROUPS_PER_PAGE
+        in_group = offset % MULTIXACT_MEMBERS_PER_MEMBERGROUP
+        pos = (pageno % SLRU_PAGES_PER_SEGMENT) * BLCKSZ + group * MULTIXACT_MEMBERGROUP_SIZE
+        path, data = self._segment(os.path.join("pg_multixact", "members"), pageno // SLRU_PAGES_PER_SEGMENT)
+        if data is None or pos + MULTIXACT_MEMBERGROUP_SIZE > len(data):
+            return path, None
+        return path, (data[pos + in_group],
+                      struct.unpack_from("<I", data, pos + MULTIXACT_FLAGBYTES_PER_GROUP + 4 * in_group)[0])
 
     def _multixact_offset(self, multi: int) -> int | None:
         """pg_multixact/offsets entry of ``multi``; None when its page is not in the files."""
