@@ -52,6 +52,12 @@ class DecodeError(WALError):
     """The WAL cannot be decoded with this catalog (unknown relation, impossible TOAST sequence, ...)."""
 
 
+class TargetBeforeBackupError(WALError):
+    """A recovery target this backup cannot reach: recovery would stop before the backup is consistent
+    (xlogrecovery.c "requested recovery stop point is before consistent recovery point"), or the
+    target transaction ended before it; an earlier backup may reach it."""
+
+
 class CatalogError(Error):
     """A catalog snapshot cannot be taken or read, or does not fit the WAL."""
 

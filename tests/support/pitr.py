@@ -144,6 +144,10 @@ class PitrPrimary:
     table: str
     settings: dict = field(default_factory=dict)
     before_backup: Callable | None = None  # called with the primary after ``schema``, before the backup
+    # more archive_command steps after the copy into ``archive`` (shell lines, ``$1`` = %p, ``$2`` = %f),
+    # made from the temporary directory before the server starts: a backup tool's archive beside it
+    archive_also: Callable | None = None
+    archive_script_name: str = "archive.sh"  # pgBackRest's backup wants "pgbackrest" in archive_command
     txns: list = field(default_factory=list)
 
     def __enter__(self) -> "PitrPrimary":
@@ -154,7 +158,8 @@ class PitrPrimary:
             self.archive = self.base / "archive"
             self.archive.mkdir()
             bt.chown_to_server(self.archive)
-            command = bt.archive_script(self.base / "archive.sh", [bt.copy_to(self.archive)])
+            also = self.archive_also(self.base) if self.archive_also is not None else []
+            command = bt.archive_script(self.base / self.archive_script_name, [bt.copy_to(self.archive), *also])
             settings = {"archive_mode": "on", "archive_command": command, "track_commit_timestamp": "on",
                         **self.settings}
             try:

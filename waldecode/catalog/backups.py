@@ -66,6 +66,16 @@ class Backup:
             self._source.close()
             self._source = None
 
+    @property
+    def archive(self) -> str:
+        """Where the tool keeps the cluster's WAL beside this backup: pgBackRest's ``archive/<stanza>``
+        (the repository holds ``archive/`` beside ``backup/<stanza>/<label>``), barman's server
+        directory (``wals/`` beside ``base/<id>``), as ``wal.archive`` reads them."""
+        s = self.store
+        if self.tool == "pgBackRest":
+            return s.join(s.parent(s.parent(s.parent(self.path.rstrip("/")))), "archive", self.group)
+        return s.parent(s.parent(self.path.rstrip("/")))
+
     def describe(self) -> str:
         stop = format_lsn(self.stop_lsn) if self.stop_lsn is not None else "an unknown LSN"
         return f"{self.tool} backup {self.label} ({self.type}), stopped at {stop}"
@@ -306,12 +316,15 @@ def list_backups(path, stanza: str | None = None, options: InputOptions = DEFAUL
     return sorted(backups, key=_order)
 
 
-def find_backup(path, stanza: str | None = None, label: str | None = None, before_lsn: int | None = None,
-                before_time: datetime | None = None, options: InputOptions = DEFAULT_OPTIONS) -> Backup:
-    """The backup to read at ``path`` (a local path or an object store's URL, reached as ``options``
-    say): the one labelled ``label``, else the latest whose stop LSN (its consistency point) is at or
-    before ``before_lsn`` and whose stop time is at or before ``before_time`` (aware, or UTC), else the
-    latest.  ``CatalogError`` in one line otherwise."""
+def backup_candidates(path, stanza: str | None = None, label: str | None = None, before_lsn: int | None = None,
+                      before_time: datetime | None = None, options: InputOptions = DEFAULT_OPTIONS
+                      ) -> tuple[str, list[Backup], list[Backup]]:
+    """(what ``path`` is, for messages; its backups, or the one labelled ``label``, oldest first; those
+    among them whose stop LSN, their consistency point, is at or before ``before_lsn`` and whose stop
+    time is at or before ``before_time`` (aware, or UTC), the best first: the latest stop).  The last
+    list is empty when none fits; ``CatalogError`` in one line when ``path`` holds no usable backup or
+    none labelled ``label``.  ``path`` is a local path or an object store's URL, reached as ``options``
+    say."""
     path = os.fspath(path)
     what, backups = _locate(path, stanza, store_for(path, options))
     backups.sort(key=_order)
@@ -322,29 +335,48 @@ def find_backup(path, stanza: str | None = None, label: str | None = None, befor
         if not chosen:
             raise CatalogError(f"{what}: no backup {label!r} (backups: {', '.join(b.label for b in backups)})")
         backups = chosen
+    return what, backups, fitting_backups(backups, before_lsn, before_time)
+
+
+def fitting_backups(backups: list[Backup], before_lsn: int | None = None, before_time: datetime | None = None
+                    ) -> list[Backup]:
+    """Those of ``backups`` (oldest first) whose stop LSN, their consistency point, is at or before
+    ``before_lsn`` and whose stop time is at or before ``before_time`` (aware, or UTC), the best first:
+    the latest stop."""
     if before_time is not None and before_time.tzinfo is None:
         before_time = before_time.replace(tzinfo=timezone.utc)
+    fits = backups
     if before_lsn is not None:
-        fits = [b for b in backups if b.stop_lsn is not None and b.stop_lsn <= before_lsn]
-        if not fits:
-            raise CatalogError(f"{what}: no backup{' ' + label if label else ''} stopped at or before "
-                               f"{format_lsn(before_lsn)} ({_earliest(backups, 'lsn')})")
-        backups = sorted(fits, key=lambda b: (b.stop_lsn, _order(b)))
+        fits = sorted((b for b in fits if b.stop_lsn is not None and b.stop_lsn <= before_lsn),
+                      key=lambda b: (b.stop_lsn, _order(b)))
     if before_time is not None:
-        fits = [b for b in backups if b.stop_time is not None and b.stop_time <= before_time]
-        if not fits:
-            raise CatalogError(f"{what}: no backup{' ' + label if label else ''} stopped at or before "
-                               f"{before_time.isoformat()} ({_earliest(backups, 'time')})")
-        backups = fits
-    return backups[-1]
+        fits = [b for b in fits if b.stop_time is not None and b.stop_time <= before_time]
+    return fits[::-1]
 
 
-def _earliest(backups: list[Backup], by: str) -> str:
-    if by == "lsn":
-        b = min(backups, key=lambda b: (b.stop_lsn is None, b.stop_lsn or 0))
-        return f"the earliest, {b.label}, stopped at {format_lsn(b.stop_lsn) if b.stop_lsn is not None else '?'}"
-    b = min(backups, key=_order)
-    return f"the earliest, {b.label}, stopped at {b.stop_time.isoformat() if b.stop_time else '?'}"
+def find_backup(path, stanza: str | None = None, label: str | None = None, before_lsn: int | None = None,
+                before_time: datetime | None = None, options: InputOptions = DEFAULT_OPTIONS) -> Backup:
+    """The backup to read at ``path`` (a local path or an object store's URL, reached as ``options``
+    say): the one labelled ``label``, else the latest whose stop LSN (its consistency point) is at or
+    before ``before_lsn`` and whose stop time is at or before ``before_time`` (aware, or UTC), else the
+    latest.  ``CatalogError`` in one line otherwise."""
+    what, backups, fits = backup_candidates(path, stanza, label, before_lsn, before_time, options)
+    if not fits:
+        before = format_lsn(before_lsn) if before_lsn is not None else None
+        if before_time is not None:
+            when = (before_time if before_time.tzinfo else before_time.replace(tzinfo=timezone.utc)).isoformat()
+            before = when if before is None else f"{before} and {when}"
+        raise CatalogError(f"{what}: no backup{' ' + label if label else ''} stopped at or before {before} "
+                           f"({earliest(backups)})")
+    return fits[0]
+
+
+def earliest(backups: list[Backup]) -> str:
+    """The earliest backup of ``backups`` and where it stopped, for the message of a point before them all."""
+    b = min(backups, key=lambda b: (b.stop_lsn is None, b.stop_lsn or 0, _order(b)))
+    lsn = format_lsn(b.stop_lsn) if b.stop_lsn is not None else "an unknown LSN"
+    when = f" ({b.stop_time.isoformat()})" if b.stop_time is not None else ""
+    return f"the earliest, {b.label}, stopped at {lsn}{when}"
 
 
 def datadir_backup(path) -> Backup | None:

@@ -7,6 +7,7 @@ import sys
 
 from .. import argtypes
 from ..errors import CatalogError, UsageError, format_lsn
+from . import options as opt
 
 
 def add_parser(sub) -> None:
@@ -28,7 +29,7 @@ def add_parser(sub) -> None:
 
         return before_arg(text)
 
-    cat.add_argument("--backup-set", metavar="LABEL", help="with --backup: the backup to read, by its label")
+    opt.add_backup_set(cat)
     cat.add_argument("--before", metavar="LSN|TIME", type=before_arg,
                      help="with --backup: the latest backup whose stop LSN (its consistency point) is at or before "
                           "LSN, or that stopped at or before TIME (ISO 8601; UTC unless it gives an offset)")

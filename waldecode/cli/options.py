@@ -18,8 +18,15 @@ CATALOG_HELP = ("catalog snapshot written by 'waldecode catalog' (relations, typ
                 "the reading start is used")
 
 
-def add_paths(parser, help: str = "WAL segment files or directories") -> None:
-    parser.add_argument("paths", nargs="+", metavar="PATH", help=help)
+def add_paths(parser, help: str = "WAL segment files or directories", required: bool = True) -> None:
+    parser.add_argument("paths", nargs="+" if required else "*", metavar="PATH", help=help)
+
+
+def add_backup_set(parser, also: str = "") -> None:
+    """``--backup-set LABEL``: one backup of the repository ``--backup`` names (``catalog``, ``table``)."""
+    parser.add_argument("--backup-set", metavar="LABEL",
+                        help="with --backup: the backup to read, by its label (pgBackRest's set label, barman's "
+                             "backup id)" + also)
 
 
 def add_catalog(parser, required: bool = False, also: str = "") -> None:

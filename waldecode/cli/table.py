@@ -14,6 +14,7 @@ import shutil
 import sys
 import tempfile
 
+from .. import argtypes
 from ..errors import UsageError
 from ..output.quote import quote_literal_cstr
 from ..pg.quote import quote_qualified_identifier, split_identifier_string
@@ -27,8 +28,11 @@ def add_parser(sub) -> None:
     tab = sub.add_parser("table", help="a table's rows as point-in-time recovery to a target would show them",
                          description="Read one table as PostgreSQL's point-in-time recovery of a base backup to "
                                      "a target would show it, from the backup and the WAL, without a server.")
-    tab.add_argument("--backup", required=True, metavar="DIR",
-                     help="the base backup (pg_basebackup -Fp: a directory with its backup_label)")
+    tab.add_argument("--backup", required=True, metavar="PATH",
+                     help="the base backup (pg_basebackup -Fp: a directory with its backup_label), or a pgBackRest "
+                          "repository (its root, backup/<stanza>, or one set) or a barman server or backup "
+                          "directory: then the latest backup consistent at or before the target is read")
+    opt.add_backup_set(tab, also="; else the latest consistent at or before the target")
     tab.add_argument("--table", required=True, metavar="SCHEMA.NAME", help="the table (schema public when omitted)")
     tab.add_argument("--at", required=True, metavar="LSN|TIME|XID",
                      help="the recovery target: an LSN (X/X: recovery_target_lsn), an xid (recovery_target_xid) "
@@ -45,7 +49,11 @@ def add_parser(sub) -> None:
     opt.add_output(tab)
     tab.add_argument("--work-dir", metavar="DIR", help="where the page store is kept while reading (default: the "
                                                        "temporary directory)")
-    opt.add_paths(tab, help="WAL segment files or directories (the archive), from the backup's start to the target")
+    opt.add_paths(tab, required=False,
+                  help="WAL segment files or directories (the archive), from the backup's start to the target; "
+                       "with a repository as --backup, by default its archive")
+    # --stanza, and how to reach a repository in object storage (--backup s3://bucket/repo)
+    argtypes.add_input_options(tab)
     tab.set_defaults(func=cmd_table)
 
 
@@ -79,19 +87,21 @@ def copy_csv(value: str | None, single_column: bool) -> str:
 
 
 def cmd_table(args) -> int:
-    from ..redo.table import table_as_of  # lazy: the redo engine and the catalog readers
-
     schema, name = _table_name(args.table)
     if args.format == "parquet" and not args.output:
         raise UsageError("--format parquet needs --output FILE")
-    run = dict(database=args.database, timeline=args.timeline, work_dir=args.work_dir)
+    run = dict(database=args.database, timeline=args.timeline, work_dir=args.work_dir,
+               options=argtypes.input_options(args))
+    read = _reader(args)
     if args.format == "parquet":
-        result = table_as_of(args.backup, args.paths, schema, name, args.at, args.inclusive == "on", **run)
+        result = read(args.backup, args.paths, schema, name, args.at, args.inclusive == "on", **run)
+        _say_backup(result)
         return _write_parquet(result, args.output)
     line = _line_writer(args.format, schema, name)
     with tempfile.SpooledTemporaryFile(max_size=64 * 1024 * 1024, mode="w+b") as spool:
-        table_as_of(args.backup, args.paths, schema, name, args.at, args.inclusive == "on",
-                    on_row=lambda result, row: spool.write(line(result, result.texts(row)).encode()), **run)
+        result = read(args.backup, args.paths, schema, name, args.at, args.inclusive == "on",
+                      on_row=lambda result, row: spool.write(line(result, result.texts(row)).encode()), **run)
+        _say_backup(result)
         spool.seek(0)
         if args.output:
             with open(args.output, "wb") as f:
@@ -100,6 +110,31 @@ def cmd_table(args) -> int:
             shutil.copyfileobj(spool, sys.stdout.buffer)
             sys.stdout.buffer.flush()
     return EXIT_OK
+
+
+def _reader(args):
+    """``table_as_of`` for a plain base backup (a local directory holding PG_VERSION), else
+    ``table_from_repository`` with the repository options bound."""
+    import functools
+    import os
+
+    from ..redo.table import table_as_of, table_from_repository  # lazy: the redo engine and the catalog readers
+
+    if os.path.isfile(os.path.join(args.backup, "PG_VERSION")):
+        if args.backup_set or args.stanza:
+            raise UsageError("--backup-set and --stanza go with a pgBackRest or barman repository as --backup, "
+                             f"not with the base backup {args.backup}")
+        if not args.paths:
+            raise UsageError(f"the WAL from the start of the base backup {args.backup} to the target is needed: "
+                             "give the archive as PATH")
+        return table_as_of
+    return functools.partial(table_from_repository, stanza=args.stanza, label=args.backup_set)
+
+
+def _say_backup(result) -> None:
+    """One line on stderr naming the repository's backup read (nothing for a plain base backup)."""
+    if result.backup is not None:
+        print(f"waldecode: table from {result.backup.describe()}", file=sys.stderr)
 
 
 def _line_writer(fmt: str, schema: str, name: str):

@@ -27,13 +27,16 @@ from ..catalog.datadir.clog import tuple_is_visible
 from ..catalog.datadir.files import data_files
 from ..catalog.datadir.heapscan import heap_page_items
 from ..catalog.model import Attribute
-from ..errors import CatalogError, CorruptRecordError, UsageError, WALError, format_lsn
+from ..errors import CatalogError, CorruptRecordError, TargetBeforeBackupError, UsageError, WALError, format_lsn
 from ..heap.heaptuple import HEAP_MOVED, HEAP_XMIN_COMMITTED, HEAP_XMIN_INVALID, deform_tuple
 from ..heap.varlena import ToastPointer, decompress_toast_value
 from ..pg.lsn import parse_lsn
+from ..pg.transam import xid_precedes
 from ..rmgr import RM_XACT_ID
 from ..rmgr import xact as rm_xact
 from ..types import output_text
+from ..wal.segments import discover
+from ..wal.storage import DEFAULT_OPTIONS, InputOptions
 from ..wal.xlogreader import XLogReader
 from ..xact import xact_event
 from .backup_label import backup_end_lsn, read_backup_label, redo_checkpoint
@@ -43,7 +46,7 @@ from .multixact import MultiXacts
 from .pagestore import PageStore
 from .xlogrecovery import MAIN_FORKNUM, HeapRedo
 
-__all__ = ["RecoveryTarget", "TableAsOf", "parse_target", "table_as_of"]
+__all__ = ["RecoveryTarget", "TableAsOf", "parse_target", "table_as_of", "table_from_repository"]
 
 # src/include/datatype/timestamp.h: POSTGRES_EPOCH_JDATE, TimestampTz counts microseconds from 2000-01-01
 POSTGRES_EPOCH = datetime(2000, 1, 1, tzinfo=timezone.utc)
@@ -74,6 +77,11 @@ class RecoveryTarget:
 
     def __str__(self) -> str:
         return f"{self.kind} {self.text} (inclusive {'on' if self.inclusive else 'off'})"
+
+    @property
+    def time(self) -> datetime:
+        """A time target's value as an aware datetime (UTC)."""
+        return POSTGRES_EPOCH + timedelta(microseconds=self.value)
 
 
 def parse_target(text: str, inclusive: bool, time_zone: str = "UTC") -> RecoveryTarget:
@@ -156,6 +164,7 @@ class TableAsOf:
     stop_lsn: int  # every record before it was applied
     stopped: str  # what stopped replay, as the server's "recovery stopping" line says it
     consistent_lsn: int
+    backup: object = None  # catalog.backups.Backup: the repository's backup read (None: a plain base backup)
 
     def texts(self, row: list) -> list:
         """A row's columns as the server's output functions print them (None: NULL)."""
@@ -163,12 +172,15 @@ class TableAsOf:
         return [None if v is None else output_text(a.atttypid, v, catalog) for a, v in zip(self.columns, row)]
 
 
-def table_as_of(backup, paths, schema: str, name: str, at: str, inclusive: bool = True, database: str | None = None,
-                timeline: int | None = None, work_dir=None, warn=None, on_row=None) -> TableAsOf:
+def table_as_of(backup, paths, schema: str, name: str, at: str | RecoveryTarget, inclusive: bool = True,
+                database: str | None = None, timeline: int | None = None, work_dir=None, warn=None, on_row=None,
+                options: InputOptions = DEFAULT_OPTIONS) -> TableAsOf:
     """The rows of ``schema.name`` as recovery of ``backup`` (a path or ``DataFiles``) with the WAL of
-    ``paths`` to the target ``at`` (``parse_target``; a time without an offset is in the backup's
-    TimeZone setting) shows them; errors name what is missing.  ``on_row(result, values)``, when
-    given, takes each row as it is read (the result's ``values`` stay empty: rows are not held)."""
+    ``paths`` (any input ``decode`` takes, reached as ``options`` say) to the target ``at`` (a
+    ``RecoveryTarget``, or its text for ``parse_target``: a time without an offset is in the backup's
+    TimeZone setting) shows them; errors name what is missing, ``TargetBeforeBackupError`` a target
+    this backup cannot reach.  ``on_row(result, values)``, when given, takes each row as it is read
+    (the result's ``values`` stay empty: rows are not held)."""
     from ..catalog.datadir import snapshot_from_datadir  # lazy: the catalog readers, only this command
     from ..catalog.history import CatalogHistory  # lazy: as above
 
@@ -176,17 +188,25 @@ def table_as_of(backup, paths, schema: str, name: str, at: str, inclusive: bool 
     label = read_backup_label(files)
     catalog = snapshot_from_datadir(files, database, warn=warn or (lambda _m: None))
     major = catalog.major
-    target = parse_target(at, inclusive, catalog.settings.get("TimeZone") or "UTC")
-    checkpoint = redo_checkpoint(label, XLogReader(paths, start_lsn=label.start_lsn, timeline=timeline,
-                                                   read_to_gap=True))
+    target = at if isinstance(at, RecoveryTarget) else parse_target(at, inclusive,
+                                                                     catalog.settings.get("TimeZone") or "UTC")
+    segments = discover(paths, timeline, options)  # once: every pass reads the same files
+    checkpoint = redo_checkpoint(label, XLogReader(segments=segments, start_lsn=label.start_lsn, read_to_gap=True))
     clog = CommitLog(files, checkpoint, major)
+    if target.kind == "xid" and xid_precedes(target.value, clog.next_xid) \
+            and clog.status(target.value) in (XidStatus.COMMITTED, XidStatus.ABORTED):
+        # the backup's pg_xact (copied before the backup ended) already holds its end: recovery from this
+        # backup stops before its consistency point, or never meets the end record (it is before the redo point)
+        raise TargetBeforeBackupError(f"transaction {target.value} ended before the backup {files.root} was "
+                                      f"consistent (its pg_xact holds the end; START WAL LOCATION "
+                                      f"{format_lsn(label.start_lsn)}): a backup taken before it is needed")
     multis = MultiXacts(files, checkpoint)
     history = CatalogHistory(catalog, major)
 
     # -- pass 1: where replay stops, and what is committed there -----------------------------------
     consistent = None
     stop = stopped = None
-    reader = XLogReader(paths, start_lsn=label.start_lsn, timeline=timeline, read_to_gap=True)
+    reader = XLogReader(segments=segments, start_lsn=label.start_lsn, read_to_gap=True)
     for rec in reader:
         end = _xact_end(rec, major)
         if stops_before(target, rec, end):
@@ -206,9 +226,10 @@ def table_as_of(backup, paths, schema: str, name: str, at: str, inclusive: bool 
         raise WALError(f"recovery ended before the target {target} was reached: the WAL given ends at "
                        f"{format_lsn(last)}{why}; the segments up to the target are needed")
     if consistent is None:
-        raise WALError(f"requested recovery stop point {format_lsn(stop)} is before the consistent recovery point "
-                       f"of the backup {files.root} (its XLOG_BACKUP_END record, after START WAL LOCATION "
-                       f"{format_lsn(label.start_lsn)}): a target after the backup's end is needed")
+        raise TargetBeforeBackupError(f"requested recovery stop point {format_lsn(stop)} is before the consistent "
+                                      f"recovery point of the backup {files.root} (its XLOG_BACKUP_END record, after "
+                                      f"START WAL LOCATION {format_lsn(label.start_lsn)}): a target after the "
+                                      f"backup's end is needed")
 
     view = history.view(stop)
     # ``relations`` finds the OID; ``relation`` gives it with the attributes changed since the backup
@@ -235,8 +256,7 @@ def table_as_of(backup, paths, schema: str, name: str, at: str, inclusive: bool 
             load_base_backup(store, files, major, wanted=wanted.__contains__)
             engine = HeapRedo(store, major, wanted=wanted.__contains__)
             # up to the stop: a stop at a segment's end (after an XLOG_SWITCH) needs nothing of the next
-            for rec in XLogReader(paths, start_lsn=label.start_lsn, end_lsn=stop, timeline=timeline,
-                                  read_to_gap=True):
+            for rec in XLogReader(segments=segments, start_lsn=label.start_lsn, end_lsn=stop, read_to_gap=True):
                 if rec.lsn >= stop:
                     break
                 engine.redo(rec)
@@ -258,6 +278,50 @@ def table_as_of(backup, paths, schema: str, name: str, at: str, inclusive: bool 
                     out.append(v)
                 add(out)
     return result
+
+
+def table_from_repository(path, paths, schema: str, name: str, at: str, inclusive: bool = True,
+                          stanza: str | None = None, label: str | None = None,
+                          options: InputOptions = DEFAULT_OPTIONS, **kw) -> TableAsOf:
+    """``table_as_of`` from a backup of a pgBackRest repository (root, stanza or set) or a barman server
+    or backup directory at ``path``, chosen as an operator restoring to the target would choose it: the
+    one labelled ``label``, else the latest whose consistency point is at or before the target (its
+    stop LSN for an LSN target, its stop time for a time target: ``catalog.backups.fitting_backups``,
+    the rule ``catalog --backup --before`` follows; any backup for an xid target).  A backup that turns
+    out not to reach the target (``TargetBeforeBackupError``: a stop time the tool rounds to the second,
+    a transaction that ended before it) gives way to the one before it.  The WAL is ``paths``, or,
+    when none is given, the archive the tool keeps beside the backup (``Backup.archive``).  A time
+    without an offset is in the TimeZone of the newest backup's configuration files, which recovery
+    reads it in.  The result's ``backup`` is the backup read."""
+    from ..catalog.backups import backup_candidates, earliest, fitting_backups  # lazy: only with a repository
+    from ..catalog.datadir.settings import read_settings  # lazy: as above
+
+    what, backups, _latest_first = backup_candidates(path, stanza, label, options=options)
+    try:
+        zone = read_settings(backups[-1].source).get("TimeZone") or "UTC"
+        target = parse_target(at, inclusive, zone)
+        if target.kind == "lsn":
+            fits = fitting_backups(backups, before_lsn=target.value)
+        elif target.kind == "time":
+            fits = fitting_backups(backups, before_time=target.time)
+        else:
+            fits = backups[::-1]
+        why = "every backup's stop LSN or time is after the target"
+        for backup in fits:
+            try:
+                result = table_as_of(backup.source, paths or [backup.archive], schema, name, target,
+                                     options=options, **kw)
+            except TargetBeforeBackupError as e:
+                why = e.reason
+                backup.close()
+                continue
+            result.backup = backup
+            return result
+        raise TargetBeforeBackupError(f"{what}: no backup{' ' + label if label else ''} is consistent before the "
+                                      f"target {target} ({earliest(backups)}): {why}")
+    finally:
+        for b in backups:
+            b.close()
 
 
 def _what(rec, end) -> str:
