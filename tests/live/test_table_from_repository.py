@@ -18,6 +18,7 @@ an unknown ``--backup-set`` are one error line each.
 from __future__ import annotations
 
 import os
+import shlex
 from datetime import timedelta
 
 import pytest
@@ -25,6 +26,7 @@ import pytest
 psycopg = pytest.importorskip("psycopg")
 
 import backup_tools as bt  # noqa: E402
+from doc_commands import lane_command  # noqa: E402
 from pitr import PitrPrimary, Target, copy_lines  # noqa: E402
 from waldecode.catalog.backups import list_backups  # noqa: E402
 from waldecode.catalog.datadir.files import PgBackRestSet  # noqa: E402
@@ -245,3 +247,42 @@ def test_target_before_every_backup_and_unknown_label(repos, capsys):
     status, out, err = _table(capsys, r.repo, format_lsn(p.txns[-1].end_lsn), True, "--backup-set", "nosuch")
     assert status != 0 and out == b""
     assert len(err) == 1 and "no backup 'nosuch'" in err[0] and r.pgbackrest["full"] in err[0], err
+
+
+def _documented(capsys, cmd: str, subst: dict) -> tuple[list[str], bytes, list[str]]:
+    """A command of docs/table-as-of.md (``lane_command``'s), its placeholders replaced, run in-process:
+    (the argv after ``waldecode``, stdout, stderr lines)."""
+    tokens = shlex.split(cmd)
+    assert tokens[0] == "waldecode"
+    argv = [subst.get(tok, tok) for tok in tokens[1:]]
+    if argv[-2:-1] == [">"]:
+        argv = argv[:-2]  # the redirection: stdout is captured
+    capsys.readouterr()
+    assert main(argv) == 0
+    out = capsys.readouterr()
+    return argv, out.out.encode(), out.err.splitlines()
+
+
+def test_documented_pgbackrest_table_command(repos, capsys):
+    """The pgBackRest example of docs/table-as-of.md, at the time of a commit after the incremental set
+    (inclusive on, the default): the rows of the recovery to that time, read from the incremental set."""
+    r = repos
+    t = r.p.txns[r.b[0]]
+    cmd = lane_command("tests/live/test_table_from_repository.py::test_documented_pgbackrest_table_command")
+    _argv, out, err = _documented(capsys, cmd,
+                                  {"/var/lib/pgbackrest": r.repo, "2026-11-27 14:02:59+01": t.time})
+    assert copy_lines(out) == _recover(r, Target("time", t.time, True, t.index)).lines
+    assert f" backup {r.pgbackrest['incr']} " in err[0]
+
+
+def test_documented_barman_table_command(repos, capsys):
+    """The barman example of docs/table-as-of.md, its backup id the first backup's and its LSN the end
+    of the last transaction: the first backup is read, as asked, and the rows are the primary's."""
+    r = repos
+    last = r.p.txns[-1]
+    cmd = lane_command("tests/live/test_table_from_repository.py::test_documented_barman_table_command")
+    _argv, out, err = _documented(capsys, cmd,
+                                  {"/var/lib/barman/pg": r.barman_server, "20261120T020000": r.barman[0],
+                                   "0/5A0003B8": format_lsn(last.end_lsn)})
+    assert copy_lines(out) == copy_lines(last.rows)
+    assert f" backup {r.barman[0]} " in err[0]

@@ -115,6 +115,10 @@ LANE = {
     "waldecode table --backup /backups/base-2026-11-20 --table public.orders --at '2026-11-27 14:02:59+01' "
     "--inclusive off /archive/wal/ > orders.copy":
         "tests/live/test_table_as_of.py::test_documented_table_command",
+    "waldecode table --backup /var/lib/pgbackrest --table public.orders --at '2026-11-27 14:02:59+01' "
+    "> orders.copy": "tests/live/test_table_from_repository.py::test_documented_pgbackrest_table_command",
+    "waldecode table --backup /var/lib/barman/pg --backup-set 20261120T020000 --table public.orders "
+    "--at 0/5A0003B8": "tests/live/test_table_from_repository.py::test_documented_barman_table_command",
 }
 
 #: command as the documents show it -> why it is not run here
