@@ -11,7 +11,8 @@ Before the slot, pgBackRest backs the cluster up into the bucket: a full set (in
 DDL an incremental one (its own files plain, the rest referenced in the full set).  ``catalog --backup
 s3://...`` must write, for each set, the snapshot ``catalog --backup`` takes from a local copy of the
 same repository, field for field; ``decode --catalog s3://bucket/repo s3://bucket/repo`` the slot's bytes;
-a set whose manifest lists a file the bucket does not hold, one error line naming it.
+a set whose manifest lists a file the bucket does not hold, one error line naming it.  ``table --backup
+s3://...`` the rows the same set downloaded gives.
 
 ``waldecode decode`` from the repository root and from ``archive/<stanza>`` in the bucket must write the
 slot's bytes, and ``inspect`` print pg_waldump's (the README's ``inspect --endpoint-url`` example, run
@@ -520,3 +521,18 @@ def test_set_with_missing_file_is_one_line(archive, aws, tmp_path, capfdbinary):
     assert len(err) == 2 and err[0].startswith("waldecode: catalog from"), err
     assert err[1].startswith(f"waldecode: error: s3://{BUCKET}/broken/backup/{STANZA}/") and \
         " is missing: the manifest " in err[1] and f"{url}/backup.manifest" in err[1], err
+
+
+def test_table_from_the_bucket_equals_local_copy(archive, aws, tmp_path, capfdbinary):
+    """``table --backup s3://...`` without a WAL path: the set chosen for the target (the incremental one,
+    read from the bucket through its references into the bundled full set) and the WAL from the bucket's
+    archive give the rows that the same set downloaded, with the local repo2's archive, gives."""
+    a = archive
+    at = ["--table", "acct", "--at", a.end, "--database", DB]
+    status, remote, err = _cli(["table", "--backup", a.url, *at, *a.store_args()], capfdbinary)
+    assert status == 0 and any(f"pgBackRest backup {a.sets['incr']} (incr)" in ln for ln in err), err
+    status, local, err = _cli(["table", "--backup", a.local_copy, "--backup-set", a.sets["incr"], *at,
+                               a.local_repo], capfdbinary)
+    assert status == 0, err
+    # the workload's last rows (the column added after the sets, the row after the last switch) are there
+    assert remote == local and b"102\tlast\t2.00\tx\n" in remote and b"103\tafter the last switch" in remote

@@ -18,7 +18,7 @@ import io
 import os
 import re
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import datetime, timedelta, timezone
 
 from ..argtypes import lsn
 from ..errors import Error
@@ -65,6 +65,15 @@ class Backup:
         if self._source is not None:
             self._source.close()
             self._source = None
+
+    @property
+    def stopped_by(self) -> datetime | None:
+        """A time the backup had surely stopped by: pgBackRest keeps its stop time in whole seconds,
+        rounded down (``backup-timestamp-stop``), so the end of that second; barman's ``end_time`` as
+        it is (microseconds, taken once the copy ended)."""
+        if self.stop_time is None or self.tool != "pgBackRest":
+            return self.stop_time
+        return self.stop_time + timedelta(seconds=1)
 
     @property
     def archive(self) -> str:
@@ -338,11 +347,11 @@ def backup_candidates(path, stanza: str | None = None, label: str | None = None,
     return what, backups, fitting_backups(backups, before_lsn, before_time)
 
 
-def fitting_backups(backups: list[Backup], before_lsn: int | None = None, before_time: datetime | None = None
-                    ) -> list[Backup]:
+def fitting_backups(backups: list[Backup], before_lsn: int | None = None, before_time: datetime | None = None,
+                    surely: bool = False) -> list[Backup]:
     """Those of ``backups`` (oldest first) whose stop LSN, their consistency point, is at or before
-    ``before_lsn`` and whose stop time is at or before ``before_time`` (aware, or UTC), the best first:
-    the latest stop."""
+    ``before_lsn`` and whose stop time (``surely``: ``Backup.stopped_by``, the end of a whole-second
+    stop time) is at or before ``before_time`` (aware, or UTC), the best first: the latest stop."""
     if before_time is not None and before_time.tzinfo is None:
         before_time = before_time.replace(tzinfo=timezone.utc)
     fits = backups
@@ -350,7 +359,8 @@ def fitting_backups(backups: list[Backup], before_lsn: int | None = None, before
         fits = sorted((b for b in fits if b.stop_lsn is not None and b.stop_lsn <= before_lsn),
                       key=lambda b: (b.stop_lsn, _order(b)))
     if before_time is not None:
-        fits = [b for b in fits if b.stop_time is not None and b.stop_time <= before_time]
+        fits = [b for b in fits if b.stop_time is not None
+                and (b.stopped_by if surely else b.stop_time) <= before_time]
     return fits[::-1]
 
 

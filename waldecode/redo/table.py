@@ -287,10 +287,11 @@ def table_from_repository(path, paths, schema: str, name: str, at: str, inclusiv
     or backup directory at ``path``, chosen as an operator restoring to the target would choose it: the
     one labelled ``label``, else the latest whose consistency point is at or before the target (its
     stop LSN for an LSN target, its stop time for a time target: ``catalog.backups.fitting_backups``,
-    the rule ``catalog --backup --before`` follows; any backup for an xid target).  A backup that turns
-    out not to reach the target (``TargetBeforeBackupError``: a stop time the tool rounds to the second,
-    a transaction that ended before it) gives way to the one before it.  The WAL is ``paths``, or,
-    when none is given, the archive the tool keeps beside the backup (``Backup.archive``).  A time
+    the rule ``catalog --backup --before`` follows, with ``Backup.stopped_by``: a whole-second stop time
+    counts as the end of its second; any backup for an xid target).  A backup that turns out not to reach the target
+    (``TargetBeforeBackupError``: recovery would stop before its XLOG_BACKUP_END, an xid target's
+    transaction ended before it) gives way to the one before it.  The WAL is ``paths``, or, when none
+    is given, the archive the tool keeps beside the backup (``Backup.archive``).  A time
     without an offset is in the TimeZone of the newest backup's configuration files, which recovery
     reads it in.  The result's ``backup`` is the backup read."""
     from ..catalog.backups import backup_candidates, earliest, fitting_backups  # lazy: only with a repository
@@ -303,7 +304,9 @@ def table_from_repository(path, paths, schema: str, name: str, at: str, inclusiv
         if target.kind == "lsn":
             fits = fitting_backups(backups, before_lsn=target.value)
         elif target.kind == "time":
-            fits = fitting_backups(backups, before_time=target.time)
+            # surely: a backup consistent only after the target misses the commits later than the target
+            # made before its redo point, and nothing in its WAL would show it (pgBackRest keeps whole seconds)
+            fits = fitting_backups(backups, before_time=target.time, surely=True)
         else:
             fits = backups[::-1]
         why = "every backup's stop LSN or time is after the target"
