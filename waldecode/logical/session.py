@@ -10,12 +10,14 @@ CLI; this module only reports.  The segment size always comes from the WAL itsel
 
 from __future__ import annotations
 
+import tempfile
 from dataclasses import dataclass, field
 
 from ..catalog import Catalog
 from ..catalog.choose import check_snapshot
 from .decode import LogicalDecoder, NotDecoded
-from ..errors import WALError, format_lsn
+from ..errors import DecodeError, WALError, format_lsn
+from .replica import ReplicaRows, ReplicaStart, scan_start
 from .reorderbuffer import DEFAULT_MEMORY_BUDGET, DEFAULT_SPILL_THRESHOLD, OpenTransaction
 from .snapbuild import SNAPBUILD_CONSISTENT
 from .startpoint import StartPlan, reading_start
@@ -53,6 +55,7 @@ class DecodeResult:
     warnings: list[str] = field(default_factory=list)
     consistent_lsn: int | None = None
     last_end_lsn: int | None = None  # end of the last record read
+    replica: ReplicaStart | None = None  # the WAL's wal_level as read before decoding, and a replica read's start
     decoder: LogicalDecoder | None = None  # for inspection (its catalog history, reorder buffer statistics)
 
     @property
@@ -68,7 +71,7 @@ def decode_wal(source, catalog: Catalog, plugin, *, plugin_options: dict | None 
                spill_dir: str | None = None, spill_threshold: int = DEFAULT_SPILL_THRESHOLD,
                memory_budget: int = DEFAULT_MEMORY_BUDGET, include_uncommitted: bool = False,
                on_warning=None, observer=None, track=None, start_plan: tuple | None = None,
-               catalog_history=True) -> DecodeResult:
+               catalog_history=True, redo_dir: str | None = None) -> DecodeResult:
     """Decode ``source`` (paths, or a ``walfile.SegmentSet``) through ``plugin``, started with
     ``plugin_options`` (as ``pg_recvlogical -o`` gives them).
 
@@ -86,21 +89,44 @@ def decode_wal(source, catalog: Catalog, plugin, *, plugin_options: dict | None 
     the end.  ``start_plan``: ``startpoint.reading_start``'s (plan, read_from) for these starts, when the
     caller has it already.  ``catalog_history``: ``LogicalDecoder``'s.  Before anything is read, ``choose.check_snapshot`` refuses a snapshot of
     another cluster, or one taken after the reading start with catalog changes in between.
+
+    WAL written at wal_level=replica (told by ``replica.scan_start`` from the records) is read from the redo
+    point of the first checkpoint at or after the reading start, its heap pages replayed into a page store
+    under ``redo_dir`` (default: a temporary directory under ``spill_dir``, removed at the end), and its rows
+    read from them (``replica.ReplicaRows``, docs/replica.md); the catalog is the snapshot's alone.
     """
     segments = source if isinstance(source, SegmentSet) else discover(source, timeline)
     mismatch = version_mismatch(segments, catalog)
     if mismatch:
         raise VersionMismatchError(mismatch)
     plan, read_from = start_plan if start_plan is not None else reading_start(segments, start_lsn, restart_lsn)
+    start = scan_start(segments, read_from, end_lsn)
+    replica = store = None
+    if start.replica:
+        if start.redo_lsn is None:
+            raise DecodeError(f"the WAL was written with wal_level below logical ({start.evidence} at "
+                              f"{format_lsn(start.evidence_lsn)}): decoding it needs the pages from a checkpoint's "
+                              "redo point on, but the WAL read holds no checkpoint record after its start",
+                              lsn=start.evidence_lsn)
+        if start_lsn is not None and start.redo_lsn > start_lsn:
+            raise DecodeError(f"the WAL was written with wal_level below logical ({start.evidence}): decoding from "
+                              f"{format_lsn(start_lsn)} needs the pages from a checkpoint's redo point before it, but "
+                              f"the first checkpoint read has its redo point at {format_lsn(start.redo_lsn)}",
+                              lsn=start.redo_lsn)
+        read_from = start.redo_lsn
     check_snapshot(catalog, segments, read_from, start_lsn)
+    if start.replica:
+        store = tempfile.TemporaryDirectory(prefix="waldecode-redo-", dir=redo_dir or spill_dir)
+        replica = ReplicaRows(catalog, segments.major, store.name, start)
+        catalog_history = False  # the snapshot's catalog: DDL in the range is refused (ReplicaRows.ended)
     reader = XLogReader(segments=segments, start_lsn=read_from, end_lsn=end_lsn)
     decoder = LogicalDecoder(catalog, plugin, two_phase=two_phase, spill_dir=spill_dir,
                              spill_threshold=spill_threshold, memory_budget=memory_budget,
                              segment_size=segments.seg_size, plugin_options=plugin_options,
                              start_decoding_at=start_lsn or 0,
                              assume_consistent=plan is not None and plan.assume_consistent,
-                             on_warning=on_warning, catalog_history=catalog_history)
-    result = DecodeResult(plan, read_from, None, end_lsn, decoder=decoder)
+                             on_warning=on_warning, catalog_history=catalog_history, replica=replica)
+    result = DecodeResult(plan, read_from, None, end_lsn, decoder=decoder, replica=start)
     records = reader if track is None else track(reader)
     ended = False  # reading came to its end (else an error is on its way: it alone is reported)
     try:
@@ -128,6 +154,9 @@ def decode_wal(source, catalog: Catalog, plugin, *, plugin_options: dict | None 
         result.warnings = decoder.warnings
         if decoder.snapbuild.state == SNAPBUILD_CONSISTENT:
             result.consistent_lsn = decoder.snapbuild.consistent_lsn
+        if replica is not None:
+            replica.close()
+            store.cleanup()
     return result
 
 

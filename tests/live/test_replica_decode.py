@@ -1,0 +1,246 @@
+"""Decoding wal_level=replica WAL equals a logical-level slot's output for the same workload.
+
+One initdb, one schema (tables with REPLICA IDENTITY DEFAULT, FULL and without a key), then a copy of
+the stopped cluster's data directory.  The same deterministic workload (inserts, HOT and non-HOT
+updates, a key change, deletes, TOAST values stored, kept unchanged, replaced and deleted, COPY, a
+subtransaction rolled back and one kept, an aborted transaction, a checkpoint in the middle) runs
+twice from that copy: once at wal_level=logical, where a test_decoding slot created before it is the
+truth, once at wal_level=replica.  waldecode decodes the replica WAL with the catalog snapshot taken
+before both; its test_decoding lines must equal the slot's, transaction by transaction (same xids
+and values; test_decoding prints no LSN).  Then: the same WAL decoded with an identity rule that
+logs the whole old row must differ (the check can fail); DDL after the workload is refused; and
+with full_page_writes off, a page the WAL never imaged is named, not guessed.
+"""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+
+import pytest
+
+from waldecode.catalog.dsn import snapshot_from_connection
+from waldecode.errors import DecodeError
+from waldecode.logical import replica as replica_mod
+from waldecode.logical.session import decode_wal
+from waldecode.output.test_decoding import TestDecoding
+from waldecode.rmgr import RM_HEAP2_ID, RM_HEAP_ID
+from waldecode.rmgr import heap as rm_heap
+from waldecode.wal.xlogreader import XLogReader, parse_lsn
+
+pytestmark = [pytest.mark.server, pytest.mark.slow]
+
+DB = "live"
+
+SCHEMA = """
+CREATE TABLE t_default (id int PRIMARY KEY, k text, v text, n numeric, big text) WITH (fillfactor = 60);
+ALTER TABLE t_default ALTER COLUMN big SET STORAGE EXTERNAL;
+CREATE TABLE t_full (id int PRIMARY KEY, v text, d date, f float8);
+ALTER TABLE t_full REPLICA IDENTITY FULL;
+CREATE TABLE t_nokey (a int, b text);
+INSERT INTO t_default SELECT g, 'k' || g, repeat('x', g % 50), g * 1.5, NULL FROM generate_series(1, 300) g;
+INSERT INTO t_full SELECT g, 'v' || g, date '2020-01-01' + g, g / 3.0 FROM generate_series(1, 300) g;
+INSERT INTO t_nokey SELECT g, 'b' || g FROM generate_series(1, 100) g;
+"""
+
+# Each item one transaction, in order; a list is one transaction of several statements
+WORKLOAD = [
+    "INSERT INTO t_default VALUES (1001, 'a', 'b', 1, NULL)",
+    "UPDATE t_default SET v = v || 'y' WHERE id = 5",  # HOT (fillfactor leaves room)
+    "UPDATE t_default SET id = id + 1000 WHERE id = 7",  # the key changes: old-key printed
+    "UPDATE t_default SET v = repeat('z', 3000) WHERE id BETWEEN 10 AND 12",  # grows out of its page
+    "UPDATE t_default SET n = n + 1 WHERE id % 10 = 0",  # many on a page: prefix/suffix from the old version
+    "DELETE FROM t_default WHERE id = 20",
+    "INSERT INTO t_default VALUES (2001, 'big', 'v', 0, repeat(md5('a'), 1000))",  # TOAST (32 kB, external)
+    "UPDATE t_default SET v = 'changed' WHERE id = 2001",  # the TOAST value unchanged
+    "UPDATE t_default SET big = repeat(md5('b'), 900) WHERE id = 2001",  # a new TOAST value
+    "DELETE FROM t_default WHERE id = 2001",
+    ["INSERT INTO t_default VALUES (3001, 'sub', 'top', 3, NULL)",
+     "SAVEPOINT s1",
+     "UPDATE t_default SET v = 'rolled back' WHERE id = 30",
+     "ROLLBACK TO SAVEPOINT s1",
+     "SAVEPOINT s2",
+     "UPDATE t_default SET v = 'kept' WHERE id = 31",
+     "DELETE FROM t_default WHERE id = 32",
+     "RELEASE SAVEPOINT s2",
+     "UPDATE t_full SET v = 'in sub' WHERE id = 33"],
+    ["INSERT INTO t_default VALUES (4001, 'aborted', 'x', 4, NULL)", "ROLLBACK"],
+    "UPDATE t_full SET v = 'w' WHERE id = 3",  # FULL: the whole old row
+    "UPDATE t_full SET id = 500 WHERE id = 4",
+    "UPDATE t_full SET f = NULL WHERE id = 6",
+    "DELETE FROM t_full WHERE id = 5",
+    "CHECKPOINT",
+    "COPY",  # COPY into t_nokey: MULTI_INSERT, its first page's tuples in the image only
+    "UPDATE t_full SET d = d + 1 WHERE id <= 60",  # first changes after the checkpoint: images
+    "UPDATE t_nokey SET b = b || '!' WHERE a <= 3",  # no identity: no old row
+    "DELETE FROM t_nokey WHERE a = 4",
+    "INSERT INTO t_full SELECT g, 'new' || g, date '2021-01-01', g FROM generate_series(1000, 1400) g",
+    "DELETE FROM t_full WHERE id BETWEEN 1000 AND 1100",
+]
+
+
+def run_workload(c) -> None:
+    with c.connect(DB) as conn:
+        for item in WORKLOAD:
+            if item == "COPY":
+                with conn.cursor().copy("COPY t_nokey FROM STDIN") as cp:
+                    for i in range(500, 700):
+                        cp.write_row((i, "copied %d" % i))
+                continue
+            if isinstance(item, list):
+                conn.execute("BEGIN")
+                for stmt in item:
+                    conn.execute(stmt)
+                if item[-1] != "ROLLBACK":
+                    conn.execute("COMMIT")
+            else:
+                conn.execute(item)
+
+
+def _copy_datadir(src, dst) -> None:
+    """cp -a: the server's user keeps owning the files."""
+    if dst.exists():
+        shutil.rmtree(dst)
+    subprocess.run(["cp", "-a", str(src), str(dst)], check=True)
+
+
+def _start_at(c, pristine, **settings) -> None:
+    c.stop()
+    _copy_datadir(pristine, c.pgdata)
+    with open(c.pgdata / "postgresql.conf", "a", encoding="utf-8") as f:
+        f.writelines(f"{k} = '{v}'\n" for k, v in settings.items())
+    c.start()
+
+
+def _wal_run(c, tmp, name: str, work) -> tuple:
+    """CHECKPOINT, ``work()``, and the WAL from the checkpoint's redo segment to the end: (dir, end LSN)."""
+    with c.connect(DB) as conn:
+        conn.execute("CHECKPOINT")
+        redo, = conn.execute("SELECT redo_lsn::text FROM pg_control_checkpoint()").fetchone()
+        first = conn.execute("SELECT pg_walfile_name(%s::pg_lsn)", (redo,)).fetchone()[0]
+    work()
+    with c.connect(DB) as conn:
+        end, = conn.execute("SELECT pg_current_wal_insert_lsn()::text").fetchone()
+        conn.execute("SELECT pg_switch_wal()")
+        last = conn.execute("SELECT pg_walfile_name(%s::pg_lsn)", (end,)).fetchone()[0]
+    return c.archive_wal(tmp / name, first, last), parse_lsn(end)
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory):
+    from waldecode.testing.cluster import Cluster, ClusterError
+
+    tmp = tmp_path_factory.mktemp("replica")
+    try:
+        c = Cluster(15, settings={"wal_keep_size": "1GB"})
+        c.__enter__()
+    except ClusterError as e:
+        pytest.skip(f"PostgreSQL 15 is not available: {e}")
+    try:
+        c.sql(f"CREATE DATABASE {DB}")
+        with c.connect(DB) as conn:
+            conn.execute(SCHEMA)
+            catalog = snapshot_from_connection(conn)
+        c.stop()
+        pristine = c.base / "pristine"
+        _copy_datadir(c.pgdata, pristine)
+        out = {"catalog": catalog}
+
+        # the truth: wal_level=logical and a test_decoding slot
+        c.start()
+        with c.connect(DB) as conn:
+            conn.execute("CHECKPOINT")
+            conn.execute("SELECT pg_create_logical_replication_slot('truth', 'test_decoding')")
+        run_workload(c)
+        with c.connect(DB) as conn:
+            out["expected"] = [r[0] for r in conn.execute(
+                "SELECT data FROM pg_logical_slot_peek_changes('truth', NULL, NULL)").fetchall()]
+            conn.execute("SELECT pg_drop_replication_slot('truth')")
+
+        # the same from the same data directory at wal_level=replica, then DDL after it
+        _start_at(c, pristine, wal_level="replica")
+        out["replica_wal"], out["replica_end"] = _wal_run(c, tmp, "replica", lambda: run_workload(c))
+        with c.connect(DB) as conn:
+            conn.execute("CREATE TABLE t_later (a int)")
+            conn.execute("INSERT INTO t_later VALUES (1)")
+            end, = conn.execute("SELECT pg_current_wal_insert_lsn()::text").fetchone()
+            conn.execute("SELECT pg_switch_wal()")
+            last = conn.execute("SELECT pg_walfile_name(%s::pg_lsn)", (end,)).fetchone()[0]
+        out["ddl_wal"] = c.archive_wal(tmp / "ddl", min(p.name for p in out["replica_wal"].iterdir()), last)
+
+        # full_page_writes off: pages changed without an image
+        _start_at(c, pristine, wal_level="replica", full_page_writes="off")
+        out["nofpw_wal"], out["nofpw_end"] = _wal_run(
+            c, tmp, "nofpw", lambda: c.sql("UPDATE t_full SET v = 'no image' WHERE id = 150", dbname=DB))
+        yield out
+    finally:
+        c.__exit__(None, None, None)
+
+
+def _decode(wal, catalog, tmp_path, end_lsn=None):
+    got: list[str] = []
+    result = decode_wal([wal], catalog, TestDecoding(got.append), end_lsn=end_lsn, spill_dir=str(tmp_path))
+    return got, result
+
+
+def _transactions(lines: list[str]) -> list[list[str]]:
+    out: list[list[str]] = []
+    for line in lines:
+        if line.startswith("BEGIN"):
+            out.append([])
+        out[-1].append(line)
+    return out
+
+
+def test_replica_wal_decodes_as_the_logical_slot(runs, tmp_path):
+    expected = runs["expected"]
+    got, result = _decode(runs["replica_wal"], runs["catalog"], tmp_path, runs["replica_end"])
+    assert result.replica is not None and result.replica.replica, result.replica
+    assert result.read_from == result.replica.redo_lsn
+    assert result.not_decoded == [] and result.warnings == [], (result.not_decoded, result.warnings)
+    # the workload is what the test claims: old rows of both identities, TOAST, a subtransaction's rows
+    text = "\n".join(expected)
+    for needle in ("old-key: id[integer]:7", "old-key: id[integer]:3 v[text]:'v3'", "unchanged-toast-datum",
+                   "table public.t_nokey: DELETE: (no-tuple-data)", "'kept'", "'copied 500'"):
+        assert needle in text, needle
+    assert len(_transactions(expected)) >= 20
+    for i, (g, e) in enumerate(zip(_transactions(got), _transactions(expected))):
+        assert g == e, f"transaction {i} differs"
+    assert got == expected
+
+
+def test_replica_wal_has_what_logical_wal_would_carry_elsewhere(runs):
+    """The replica WAL has the records this module exists for: updates logged as a difference from the
+    old version, and inserts whose tuple only the page image holds."""
+    seen = {"prefix_suffix": 0, "insert_image_only": 0, "multi_insert_image_only": 0}
+    for rec in XLogReader([runs["replica_wal"]]):
+        info = rec.xl_info & rm_heap.XLOG_HEAP_OPMASK
+        if rec.xl_rmid == RM_HEAP_ID and info in (rm_heap.XLOG_HEAP_UPDATE, rm_heap.XLOG_HEAP_HOT_UPDATE):
+            if rec.main_data[7] & (rm_heap.XLH_UPDATE_PREFIX_FROM_OLD | rm_heap.XLH_UPDATE_SUFFIX_FROM_OLD):
+                seen["prefix_suffix"] += 1
+        elif rec.xl_rmid == RM_HEAP_ID and info == rm_heap.XLOG_HEAP_INSERT:
+            seen["insert_image_only"] += rec.blocks[0].has_image and not rec.blocks[0].data
+        elif rec.xl_rmid == RM_HEAP2_ID and info == rm_heap.XLOG_HEAP2_MULTI_INSERT:
+            seen["multi_insert_image_only"] += rec.blocks[0].has_image and not rec.blocks[0].data
+    assert all(seen.values()), seen
+
+
+def test_whole_old_row_for_default_identity_fails_the_comparison(runs, tmp_path, monkeypatch):
+    """The comparison can fail: an update logging its old key as a delete does, whether the key changed or not."""
+    identity = replica_mod.ReplicaRows.identity
+    monkeypatch.setattr(replica_mod.ReplicaRows, "identity", lambda self, rec, rel, old, new: identity(self, rec, rel,
+                                                                                                       old, None))
+    got, _result = _decode(runs["replica_wal"], runs["catalog"], tmp_path, runs["replica_end"])
+    assert got != runs["expected"]
+
+
+def test_ddl_in_the_range_is_refused(runs, tmp_path):
+    with pytest.raises(DecodeError, match=r"transaction \d+, committed at [0-9A-F]+/[0-9A-F]+, changed the catalog "
+                                          r"pg_catalog\.pg_\w+ at .*DDL inside a wal_level=replica range"):
+        _decode(runs["ddl_wal"], runs["catalog"], tmp_path)
+
+
+def test_page_without_image_is_named(runs, tmp_path):
+    with pytest.raises(DecodeError, match=r"page unknown: relation public\.t_full \(file \d+/\d+/\d+\) main block \d+ "
+                                          r"is needed to decode the row change, but full_page_writes was off \(said at [0-9A-F]+/[0-9A-F]+\)"):
+        _decode(runs["nofpw_wal"], runs["catalog"], tmp_path, runs["nofpw_end"])
