@@ -26,6 +26,7 @@ from waldecode.logical.session import decode_wal
 from waldecode.output.test_decoding import TestDecoding
 from waldecode.rmgr import RM_HEAP2_ID, RM_HEAP_ID
 from waldecode.rmgr import heap as rm_heap
+from waldecode.rmgr.xlog import WAL_LEVEL_LOGICAL, WAL_LEVEL_REPLICA
 from waldecode.wal.xlogreader import XLogReader, parse_lsn
 
 pytestmark = [pytest.mark.server, pytest.mark.slow]
@@ -151,11 +152,18 @@ def runs(tmp_path_factory):
         with c.connect(DB) as conn:
             conn.execute("CHECKPOINT")
             conn.execute("SELECT pg_create_logical_replication_slot('truth', 'test_decoding')")
+            slot_start, = conn.execute("SELECT confirmed_flush_lsn::text FROM pg_replication_slots").fetchone()
+            first = conn.execute("SELECT pg_walfile_name(%s::pg_lsn)", (slot_start,)).fetchone()[0]
         run_workload(c)
         with c.connect(DB) as conn:
             out["expected"] = [r[0] for r in conn.execute(
                 "SELECT data FROM pg_logical_slot_peek_changes('truth', NULL, NULL)").fetchall()]
             conn.execute("SELECT pg_drop_replication_slot('truth')")
+            end, = conn.execute("SELECT pg_current_wal_insert_lsn()::text").fetchone()
+            conn.execute("SELECT pg_switch_wal()")
+            last = conn.execute("SELECT pg_walfile_name(%s::pg_lsn)", (end,)).fetchone()[0]
+        out["logical_wal"] = c.archive_wal(tmp / "logical", first, last)
+        out["logical_start"], out["logical_end"] = parse_lsn(slot_start), parse_lsn(end)
 
         # the same from the same data directory at wal_level=replica, then DDL after it
         _start_at(c, pristine, wal_level="replica")
@@ -195,7 +203,8 @@ def _transactions(lines: list[str]) -> list[list[str]]:
 def test_replica_wal_decodes_as_the_logical_slot(runs, tmp_path):
     expected = runs["expected"]
     got, result = _decode(runs["replica_wal"], runs["catalog"], tmp_path, runs["replica_end"])
-    assert result.replica is not None and result.replica.replica, result.replica
+    assert result.replica.wal_level == WAL_LEVEL_REPLICA, result.replica
+    assert result.decoder.replica is not None
     assert result.read_from == result.replica.redo_lsn
     assert result.not_decoded == [] and result.warnings == [], (result.not_decoded, result.warnings)
     # the workload is what the test claims: old rows of both identities, TOAST, a subtransaction's rows
@@ -207,6 +216,16 @@ def test_replica_wal_decodes_as_the_logical_slot(runs, tmp_path):
     for i, (g, e) in enumerate(zip(_transactions(got), _transactions(expected))):
         assert g == e, f"transaction {i} differs"
     assert got == expected
+
+
+def test_logical_wal_is_told_logical(runs, tmp_path):
+    """The logical run's WAL is told logical before decoding and decoded as before (no page store)."""
+    got: list[str] = []
+    result = decode_wal([runs["logical_wal"]], runs["catalog"], TestDecoding(got.append),
+                        start_lsn=runs["logical_start"], end_lsn=runs["logical_end"], spill_dir=str(tmp_path))
+    assert result.replica.wal_level == WAL_LEVEL_LOGICAL and not result.replica.replica, result.replica
+    assert result.decoder.replica is None
+    assert got == runs["expected"]
 
 
 def test_replica_wal_has_what_logical_wal_would_carry_elsewhere(runs):

@@ -76,6 +76,8 @@ PgStatisticToastTable = 2840
 # src/include/access/xlog_internal.h: xl_parameter_change, wal_level after five ints
 _xl_parameter_change_wal_level = struct.Struct("<i")
 _WAL_LEVEL_OFFSET = 20
+# How far scan_start reads past a record that said wal_level logical, looking for one that says replica
+LOGICAL_LOOKAHEAD = 16 * 1024 * 1024
 _u16 = struct.Struct("<H")
 
 
@@ -120,38 +122,37 @@ def wal_level_evidence(rec: DecodedRecord, major: int) -> tuple[int, str] | None
 
 
 def scan_start(segments, read_from: int | None, end_lsn: int | None = None) -> ReplicaStart:
-    """Read from ``read_from`` (None: the input's first record) up to the first checkpoint whose redo
-    point is at or after the first record read (there every page's next change carries a full-page
-    image), and on until a record after that redo point tells the wal_level.  The WAL counts as written
-    below logical when any record read says so (a cluster restarted at another wal_level writes a
-    parameter-change record): the pages serve a logical-level record as well, but a logical-level read
-    fails at the first replica-level one.  Without a checkpoint, the first record that tells decides."""
+    """Read from ``read_from`` (None: the input's first record) until a record tells the wal_level and the
+    first checkpoint whose redo point is at or after the first record read is found (from there every
+    page's next change carries a full-page image), and on until a record after that redo point tells it
+    again.  The WAL counts as written below logical when any of those records says so: a cluster
+    restarted at another level writes a parameter-change record, and replica-level decoding takes
+    logical-level records as well (their pages are replayed the same way).  Once a record said logical,
+    the scan goes on for ``LOGICAL_LOOKAHEAD`` bytes at most, so that logical decoding pays for little;
+    should the level drop later in the read, the logical decoder stops there with an error
+    (``decode._wal_level_error``)."""
     reader = XLogReader(segments=segments, start_lsn=read_from, end_lsn=end_lsn)
-    told = []  # (LSN, level, evidence) of the records that told the wal_level
-    checkpoint = None  # (redo, checkpoint LSN, fullPageWrites)
+    told = []  # (level, evidence, LSN) of the records that told the wal_level
+    checkpoint = ()  # (redo, checkpoint LSN, fullPageWrites)
     first = None
     for rec in reader:
         if first is None:
             first = rec.lsn
         said = wal_level_evidence(rec, segments.major)
         if said is not None:
-            told.append((rec.lsn, *said))
-        if checkpoint is None and rec.xl_rmid == RM_XLOG_ID and rec.xl_info & ~XLR_INFO_MASK in (
+            told.append((*said, rec.lsn))
+        if not checkpoint and rec.xl_rmid == RM_XLOG_ID and rec.xl_info & ~XLR_INFO_MASK in (
                 XLOG_CHECKPOINT_ONLINE, XLOG_CHECKPOINT_SHUTDOWN):
             redo, _tli, _prev, fpw = CheckPoint.unpack_from(rec.main_data)[:4]
             if redo >= first:
                 checkpoint = (redo, rec.lsn, bool(fpw))
-        if checkpoint is not None and told and told[-1][0] >= checkpoint[0]:
+        if told and checkpoint and told[-1][2] >= checkpoint[0]:
+            break
+        if told and told[0][0] >= WAL_LEVEL_LOGICAL and rec.lsn - told[0][2] > LOGICAL_LOOKAHEAD:
             break
     if not told:
-        return ReplicaStart(None, "no record read tells it", None, *(checkpoint or ()))
-    if checkpoint is not None:
-        told = told[:next(i for i, t in enumerate(told) if t[0] >= checkpoint[0]) + 1] \
-            if told[-1][0] >= checkpoint[0] else told
-    else:
-        told = told[:1]
-    lsn, level, evidence = min(told, key=lambda t: (t[1], t[0]))
-    return ReplicaStart(level, evidence, lsn, *(checkpoint or ()))
+        return ReplicaStart(None, "no record read tells it", None, *checkpoint)
+    return ReplicaStart(*min(told, key=lambda t: (t[0], t[2])), *checkpoint)
 
 
 def heap_form_tuple(attributes, values: list) -> bytes:
