@@ -16,11 +16,12 @@ from __future__ import annotations
 
 import shutil
 import subprocess
+import sys
 
 import pytest
 
 from waldecode.catalog.dsn import snapshot_from_connection
-from waldecode.errors import DecodeError
+from waldecode.errors import DecodeError, format_lsn
 from waldecode.logical import replica as replica_mod
 from waldecode.logical.session import decode_wal
 from waldecode.output.test_decoding import TestDecoding
@@ -80,9 +81,14 @@ WORKLOAD = [
 ]
 
 
-def run_workload(c) -> None:
+def run_workload(c, marks: list) -> None:
+    """The workload; ``marks`` gets the insert LSN after its CHECKPOINT (a start in the middle)."""
     with c.connect(DB) as conn:
         for item in WORKLOAD:
+            if item == "CHECKPOINT":
+                conn.execute(item)
+                marks.append(parse_lsn(conn.execute("SELECT pg_current_wal_insert_lsn()::text").fetchone()[0]))
+                continue
             if item == "COPY":
                 with conn.cursor().copy("COPY t_nokey FROM STDIN") as cp:
                     for i in range(500, 700):
@@ -154,10 +160,14 @@ def runs(tmp_path_factory):
             conn.execute("SELECT pg_create_logical_replication_slot('truth', 'test_decoding')")
             slot_start, = conn.execute("SELECT confirmed_flush_lsn::text FROM pg_replication_slots").fetchone()
             first = conn.execute("SELECT pg_walfile_name(%s::pg_lsn)", (slot_start,)).fetchone()[0]
-        run_workload(c)
+        marks: list = []
+        run_workload(c, marks)
         with c.connect(DB) as conn:
-            out["expected"] = [r[0] for r in conn.execute(
-                "SELECT data FROM pg_logical_slot_peek_changes('truth', NULL, NULL)").fetchall()]
+            rows = conn.execute("SELECT lsn::text, data FROM pg_logical_slot_peek_changes('truth', NULL, NULL)").fetchall()
+            out["expected"] = [r[1] for r in rows]
+            # the transactions committed after the workload's CHECKPOINT
+            commits = [parse_lsn(lsn) for lsn, data in rows if data.startswith("COMMIT")]
+            out["expected_after_mark"] = sum(1 for lsn in commits if lsn >= marks[0])
             conn.execute("SELECT pg_drop_replication_slot('truth')")
             end, = conn.execute("SELECT pg_current_wal_insert_lsn()::text").fetchone()
             conn.execute("SELECT pg_switch_wal()")
@@ -167,7 +177,9 @@ def runs(tmp_path_factory):
 
         # the same from the same data directory at wal_level=replica, then DDL after it
         _start_at(c, pristine, wal_level="replica")
-        out["replica_wal"], out["replica_end"] = _wal_run(c, tmp, "replica", lambda: run_workload(c))
+        marks = []
+        out["replica_wal"], out["replica_end"] = _wal_run(c, tmp, "replica", lambda: run_workload(c, marks))
+        out["replica_mark"] = marks[0]
         with c.connect(DB) as conn:
             conn.execute("CREATE TABLE t_later (a int)")
             conn.execute("INSERT INTO t_later VALUES (1)")
@@ -216,6 +228,29 @@ def test_replica_wal_decodes_as_the_logical_slot(runs, tmp_path):
     for i, (g, e) in enumerate(zip(_transactions(got), _transactions(expected))):
         assert g == e, f"transaction {i} differs"
     assert got == expected
+
+
+def test_replica_wal_from_a_start_in_the_middle(runs, tmp_path):
+    """A slot's confirmed position inside the range (after the workload's CHECKPOINT): the transactions
+    committed from there on, as the slot printed them."""
+    got: list[str] = []
+    result = decode_wal([runs["replica_wal"]], runs["catalog"], TestDecoding(got.append),
+                        start_lsn=runs["replica_mark"], end_lsn=runs["replica_end"], spill_dir=str(tmp_path))
+    assert result.read_from <= runs["replica_mark"] and result.not_decoded == []
+    n = runs["expected_after_mark"]
+    assert 0 < n < len(_transactions(runs["expected"]))
+    assert _transactions(got) == _transactions(runs["expected"])[-n:]
+
+
+def test_decode_command_on_replica_wal(runs, tmp_path):
+    """``waldecode decode --catalog FILE WALDIR``: the same lines, on standard output, exit status 0."""
+    catalog = tmp_path / "catalog.json"
+    catalog.write_text(runs["catalog"].to_json())
+    proc = subprocess.run([sys.executable, "-m", "waldecode.cli", "decode", "--catalog", str(catalog), "--end-lsn",
+                           format_lsn(runs["replica_end"]), str(runs["replica_wal"])],
+                          capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.splitlines() == runs["expected"]
 
 
 def test_logical_wal_is_told_logical(runs, tmp_path):

@@ -72,7 +72,7 @@ def require_pgoutput_options(fmt: str, options: dict, major: int | None = None) 
 def cmd_decode(args) -> int:
     # lazy: the decoder and the catalog choice, 0.2 s that --help, inspect and catalog never need
     from ..catalog.choose import check_snapshot, open_catalog_source
-    from ..logical.session import decode_wal
+    from ..logical.session import decode_wal, replica_reading
     from ..logical.startpoint import reading_start
 
     if args.restart_lsn is not None and args.start_lsn is None and args.start_time is None:
@@ -106,7 +106,9 @@ def cmd_decode(args) -> int:
         restart_lsn = slot_state.restart_lsn
     else:
         restart_lsn = args.restart_lsn
-    start_plan = reading_start(segments, start_lsn, restart_lsn)
+    # below wal_level=logical, reading begins at a checkpoint's redo point (docs/replica.md)
+    start_plan, replica_start = replica_reading(segments, reading_start(segments, start_lsn, restart_lsn), start_lsn,
+                                                end_lsn)
     if slot_state is None:
         catalog = source.for_start(reading_from(start_plan, segments), say=_say)
     catalog = fit_catalog(catalog, segments, args.settings, catalog.source or args.catalog)
@@ -174,7 +176,8 @@ def cmd_decode(args) -> int:
                             end_lsn=end_lsn, two_phase=slot_state.two_phase if slot_state else args.two_phase,
                             spill_dir=spill_dir, spill_threshold=args.spill_threshold,
                             memory_budget=args.memory_budget, include_uncommitted=args.include_uncommitted,
-                            on_warning=warn, observer=keeper, track=track, start_plan=start_plan)
+                            on_warning=warn, observer=keeper, track=track, start_plan=start_plan,
+                            replica_start=replica_start)
     except BaseException:
         # An input error leaves no partial output behind: a slot's output is cut back to what the slot
         # file confirms (as the next run would), a new file is removed

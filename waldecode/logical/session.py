@@ -71,7 +71,8 @@ def decode_wal(source, catalog: Catalog, plugin, *, plugin_options: dict | None 
                spill_dir: str | None = None, spill_threshold: int = DEFAULT_SPILL_THRESHOLD,
                memory_budget: int = DEFAULT_MEMORY_BUDGET, include_uncommitted: bool = False,
                on_warning=None, observer=None, track=None, start_plan: tuple | None = None,
-               catalog_history=True, redo_dir: str | None = None) -> DecodeResult:
+               catalog_history=True, redo_dir: str | None = None,
+               replica_start: ReplicaStart | None = None) -> DecodeResult:
     """Decode ``source`` (paths, or a ``walfile.SegmentSet``) through ``plugin``, started with
     ``plugin_options`` (as ``pg_recvlogical -o`` gives them).
 
@@ -91,29 +92,22 @@ def decode_wal(source, catalog: Catalog, plugin, *, plugin_options: dict | None 
     another cluster, or one taken after the reading start with catalog changes in between.
 
     WAL written at wal_level=replica (told by ``replica.scan_start`` from the records) is read from the redo
-    point of the first checkpoint at or after the reading start, its heap pages replayed into a page store
-    under ``redo_dir`` (default: a temporary directory under ``spill_dir``, removed at the end), and its rows
-    read from them (``replica.ReplicaRows``, docs/replica.md); the catalog is the snapshot's alone.
+    point of the first checkpoint at or after the reading start (``replica_reading``; ``start_plan`` and
+    ``replica_start`` are its answer when the caller has it already), its heap pages replayed into a page
+    store under ``redo_dir`` (default: a temporary directory under ``spill_dir``, removed at the end), and its
+    rows read from them (``replica.ReplicaRows``, docs/replica.md); the catalog is the snapshot's alone.
     """
     segments = source if isinstance(source, SegmentSet) else discover(source, timeline)
     mismatch = version_mismatch(segments, catalog)
     if mismatch:
         raise VersionMismatchError(mismatch)
-    plan, read_from = start_plan if start_plan is not None else reading_start(segments, start_lsn, restart_lsn)
-    start = scan_start(segments, read_from, end_lsn)
+    if start_plan is None:
+        start_plan = reading_start(segments, start_lsn, restart_lsn)
+    if replica_start is None:
+        start_plan, replica_start = replica_reading(segments, start_plan, start_lsn, end_lsn)
+    plan, read_from = start_plan
+    start = replica_start
     replica = store = None
-    if start.replica:
-        if start.redo_lsn is None:
-            raise DecodeError(f"the WAL was written with wal_level below logical ({start.evidence} at "
-                              f"{format_lsn(start.evidence_lsn)}): decoding it needs the pages from a checkpoint's "
-                              "redo point on, but the WAL read holds no checkpoint record after its start",
-                              lsn=start.evidence_lsn)
-        if start_lsn is not None and start.redo_lsn > start_lsn:
-            raise DecodeError(f"the WAL was written with wal_level below logical ({start.evidence}): decoding from "
-                              f"{format_lsn(start_lsn)} needs the pages from a checkpoint's redo point before it, but "
-                              f"the first checkpoint read has its redo point at {format_lsn(start.redo_lsn)}",
-                              lsn=start.redo_lsn)
-        read_from = start.redo_lsn
     check_snapshot(catalog, segments, read_from, start_lsn)
     if start.replica:
         store = tempfile.TemporaryDirectory(prefix="waldecode-redo-", dir=redo_dir or spill_dir)
@@ -158,6 +152,31 @@ def decode_wal(source, catalog: Catalog, plugin, *, plugin_options: dict | None 
             replica.close()
             store.cleanup()
     return result
+
+
+def replica_reading(segments, start_plan: tuple, start_lsn: int | None, end_lsn: int | None
+                    ) -> tuple[tuple, ReplicaStart]:
+    """``reading_start``'s (plan, read_from) as the WAL's wal_level asks, and what ``replica.scan_start`` read:
+    below logical, reading begins at the redo point of the first checkpoint at or after the planned start
+    (the pages are known from there on), or when that is after ``start_lsn``, at the first checkpoint's of
+    the input.  The catalog snapshot is chosen and checked for that start."""
+    plan, read_from = start_plan
+    start = scan_start(segments, read_from, end_lsn)
+    if not start.replica:
+        return start_plan, start
+    if start_lsn is not None and read_from is not None and (start.redo_lsn is None or start.redo_lsn > start_lsn):
+        start = scan_start(segments, None, end_lsn)
+    if start.redo_lsn is None:
+        raise DecodeError(f"the WAL was written with wal_level below logical ({start.evidence} at "
+                          f"{format_lsn(start.evidence_lsn)}): decoding it needs the pages from a checkpoint's "
+                          "redo point on, but the WAL read holds no checkpoint record after its start",
+                          lsn=start.evidence_lsn)
+    if start_lsn is not None and start.redo_lsn > start_lsn:
+        raise DecodeError(f"the WAL was written with wal_level below logical ({start.evidence}): decoding from "
+                          f"{format_lsn(start_lsn)} needs the pages from a checkpoint's redo point before it, but "
+                          f"the first checkpoint read has its redo point at {format_lsn(start.redo_lsn)}",
+                          lsn=start.redo_lsn)
+    return (plan, start.redo_lsn), start
 
 
 def start_hint(plan: StartPlan | None, segments: SegmentSet) -> str:
