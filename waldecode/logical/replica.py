@@ -48,7 +48,7 @@ from ..redo import bufpage as bp
 from ..redo import htup_details as ht
 from ..redo.pagestore import PageStore
 from ..redo.xlogrecovery import HeapRedo
-from ..redo.xlogutils import BLK_NOTFOUND
+from ..redo.xlogutils import BLK_DONE, BLK_NOTFOUND
 from ..rmgr import RM_HEAP2_ID, RM_HEAP_ID, RM_XACT_ID, RM_XLOG_ID
 from ..rmgr import heap as rm_heap
 from ..rmgr import xact as rm_xact
@@ -304,7 +304,14 @@ class ReplicaRows:
         rr = self._rr(rec)
         blk = rec.block(block_id)
         page = None
-        if rr.actions.get(block_id) != BLK_NOTFOUND:
+        action = rr.actions.get(block_id)
+        if action == BLK_DONE:
+            # the store's page was already past this record (only a page copied later than the reading start
+            # could be): what the record found on it may be gone
+            raise DecodeError(f"relation {rel.nspname}.{rel.relname} (file {blk.spcOid}/{blk.dbOid}/{blk.relNumber}) "
+                              f"{fork_name(blk.forknum)} block {blk.blkno} is newer than the row change that needs it",
+                              lsn=rec.lsn)
+        if action != BLK_NOTFOUND:
             page = self.store.read((blk.spcOid, blk.dbOid, blk.relNumber), blk.forknum, blk.blkno)
         if page is None:
             why = (f"full_page_writes was off (said at {format_lsn(self.fpw_off_at)}): a page changed then has no "
