@@ -279,11 +279,19 @@ def test_replica_wal_has_what_logical_wal_would_carry_elsewhere(runs):
     assert all(seen.values()), seen
 
 
-def test_whole_old_row_for_default_identity_fails_the_comparison(runs, tmp_path, monkeypatch):
-    """The comparison can fail: an update logging its old key as a delete does, whether the key changed or not."""
-    identity = replica_mod.ReplicaRows.identity
-    monkeypatch.setattr(replica_mod.ReplicaRows, "identity", lambda self, rec, rel, old, new: identity(self, rec, rel,
-                                                                                                       old, None))
+IDENTITY = replica_mod.ReplicaRows.identity
+MUTATIONS = {
+    # an update logs its old key as a delete does, whether the key changed or not
+    "key_always": lambda self, rec, rel, old, new: IDENTITY(self, rec, rel, old, None),
+    # an update never logs its old key (a key change loses its old-key)
+    "key_never": lambda self, rec, rel, old, new: None if new is not None else IDENTITY(self, rec, rel, old, new),
+}
+
+
+@pytest.mark.parametrize("mutation", sorted(MUTATIONS))
+def test_wrong_identity_rule_fails_the_comparison(runs, tmp_path, monkeypatch, mutation):
+    """The comparison can fail: old rows logged by another rule than ExtractReplicaIdentity's."""
+    monkeypatch.setattr(replica_mod.ReplicaRows, "identity", MUTATIONS[mutation])
     got, _result = _decode(runs["replica_wal"], runs["catalog"], tmp_path, runs["replica_end"])
     assert got != runs["expected"]
 
