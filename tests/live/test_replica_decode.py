@@ -39,8 +39,9 @@ DB = "live"
 SCHEMA = """
 CREATE TABLE t_default (id int PRIMARY KEY, k text, v text, n numeric, big text) WITH (fillfactor = 60);
 ALTER TABLE t_default ALTER COLUMN big SET STORAGE EXTERNAL;
-CREATE TABLE t_full (id int PRIMARY KEY, v text, d date, f float8);
+CREATE TABLE t_full (id int PRIMARY KEY, v text, d date, f float8, doc text);
 ALTER TABLE t_full REPLICA IDENTITY FULL;
+ALTER TABLE t_full ALTER COLUMN doc SET STORAGE EXTERNAL;
 CREATE TABLE t_nokey (a int, b text);
 CREATE TABLE t_upsert (k int PRIMARY KEY, v int);
 CREATE TABLE t_part (k int PRIMARY KEY, v text) PARTITION BY RANGE (k);
@@ -49,6 +50,7 @@ CREATE TABLE t_part_hi PARTITION OF t_part FOR VALUES FROM (1000) TO (2000);
 INSERT INTO t_default SELECT g, 'k' || g, repeat('x', g % 50), g * 1.5, NULL FROM generate_series(1, 300) g;
 INSERT INTO t_full SELECT g, 'v' || g, date '2020-01-01' + g, g / 3.0 FROM generate_series(1, 300) g;
 INSERT INTO t_nokey SELECT g, 'b' || g FROM generate_series(1, 100) g;
+INSERT INTO t_full VALUES (901, 'stored before', NULL, 0, repeat(md5('d'), 300));
 """
 
 # Each item one transaction, in order; a list is one transaction of several statements
@@ -76,6 +78,9 @@ WORKLOAD = [
     "UPDATE t_full SET v = 'w' WHERE id = 3",  # FULL: the whole old row
     "UPDATE t_full SET id = 500 WHERE id = 4",
     "UPDATE t_full SET f = NULL WHERE id = 6",
+    "INSERT INTO t_full VALUES (900, 'toasted', NULL, 9, repeat(md5('c'), 500))",
+    "UPDATE t_full SET v = 'old row with TOAST' WHERE id = 900",  # FULL: the old row's TOAST value inlined
+    "DELETE FROM t_full WHERE id = 900",
     "DELETE FROM t_full WHERE id = 5",
     "CHECKPOINT",
     "COPY",  # COPY into t_nokey: MULTI_INSERT, its first page's tuples in the image only
@@ -199,10 +204,15 @@ def runs(request, tmp_path_factory):
         with c.connect(DB) as conn:
             conn.execute("CREATE TABLE t_later (a int)")
             conn.execute("INSERT INTO t_later VALUES (1)")
+            # then, from a checkpoint on, the old row of a FULL table with a TOAST value stored before it
+            conn.execute("CHECKPOINT")
+            redo, = conn.execute("SELECT redo_lsn::text FROM pg_control_checkpoint()").fetchone()
+            conn.execute("UPDATE t_full SET v = 'late' WHERE id = 901")
             end, = conn.execute("SELECT pg_current_wal_insert_lsn()::text").fetchone()
             conn.execute("SELECT pg_switch_wal()")
             last = conn.execute("SELECT pg_walfile_name(%s::pg_lsn)", (end,)).fetchone()[0]
         out["ddl_wal"] = c.archive_wal(tmp / "ddl", min(p.name for p in out["replica_wal"].iterdir()), last)
+        out["late_start"], out["late_end"] = parse_lsn(redo), parse_lsn(end)
 
         # full_page_writes off: pages changed without an image
         _start_at(c, pristine, wal_level="replica", full_page_writes="off")
@@ -240,7 +250,7 @@ def test_replica_wal_decodes_as_the_logical_slot(runs, tmp_path):
     for needle in ("old-key: id[integer]:7", "old-key: id[integer]:3 v[text]:'v3'", "unchanged-toast-datum",
                    "table public.t_nokey: DELETE: (no-tuple-data)", "'kept'", "'copied 500'",
                    "table public.t_upsert: UPDATE: k[integer]:1 v[integer]:2", "table public.t_part_hi: INSERT: k[integer]:1003",
-                   "'prepared'"):
+                   "'prepared'", "old-key: id[integer]:900 v[text]:'toasted' f[double precision]:9 doc[text]:'"):
         assert needle in text, needle
     assert len(_transactions(expected)) >= 20
     for i, (g, e) in enumerate(zip(_transactions(got), _transactions(expected))):
@@ -318,6 +328,14 @@ def test_ddl_in_the_range_is_refused(runs, tmp_path):
     with pytest.raises(DecodeError, match=r"transaction \d+, committed at [0-9A-F]+/[0-9A-F]+, changed the catalog "
                                           r"pg_catalog\.pg_\w+ at .*DDL inside a wal_level=replica range"):
         _decode(runs["ddl_wal"], runs["catalog"], tmp_path)
+
+
+def test_toast_value_stored_before_the_start_is_named(runs, tmp_path):
+    """A FULL old row's TOAST value whose chunks no page read since the start holds: named, not guessed."""
+    with pytest.raises(DecodeError, match=r"TOAST value \d+ of column doc of the old row of public\.t_full: chunk 0 is "
+                                          r"on no page of pg_toast\.pg_toast_\d+ the WAL read imaged since its start"):
+        decode_wal([runs["ddl_wal"]], runs["catalog"], TestDecoding(lambda line: None),
+                   restart_lsn=runs["late_start"], end_lsn=runs["late_end"], spill_dir=str(tmp_path))
 
 
 def test_page_without_image_is_named(runs, tmp_path):

@@ -41,12 +41,16 @@ from typing import NamedTuple
 from ..catalog import Catalog, Relation
 from ..errors import DecodeError, format_lsn
 from ..heap import heaptuple
-from ..heap.heaptuple import HEAP_HASNULL, HEAP_HASVARWIDTH, SizeofHeapTupleHeader
-from ..heap.varlena import ToastPointer
+from ..catalog.datadir.heapscan import heap_page_items
+from ..errors import CatalogError, WALError
+from ..heap.heaptuple import (HEAP_HASNULL, HEAP_HASVARWIDTH, HEAP_XMIN_COMMITTED, HEAP_XMIN_INVALID,
+                              SizeofHeapTupleHeader)
+from ..heap.varlena import ToastPointer, decompress_toast_value
 from ..pg.relpath import fork_name
 from ..redo import bufpage as bp
 from ..redo import htup_details as ht
 from ..redo.pagestore import PageStore
+from ..redo.table import TOAST_ATTRIBUTES
 from ..redo.xlogrecovery import HeapRedo
 from ..redo.xlogutils import BLK_DONE, BLK_NOTFOUND
 from ..rmgr import RM_HEAP2_ID, RM_HEAP_ID, RM_XACT_ID, RM_XLOG_ID
@@ -155,11 +159,14 @@ def scan_start(segments, read_from: int | None, end_lsn: int | None = None) -> R
     return ReplicaStart(*min(told, key=lambda t: (t[0], t[2])), *checkpoint)
 
 
-def heap_form_tuple(attributes, values: list) -> bytes:
+def heap_form_tuple(attributes, values: list, natts: int | None = None) -> bytes:
     """heap_form_tuple of the values ``heaptuple.deform_tuple`` gives (None: NULL), as a WAL tuple
     (xl_heap_header, then the null bitmap, padding and data).  A varlena gets a 4-byte header, aligned
-    as att_align_nominal asks (what heap_fill_tuple writes for a value it cannot make short)."""
-    natts = len(attributes)
+    as att_align_nominal asks (what heap_fill_tuple writes for a value it cannot make short).  ``natts``:
+    only the first ``natts`` attributes are stored (a tuple older than ADD COLUMN keeps its count)."""
+    if natts is None:
+        natts = len(attributes)
+    attributes, values = attributes[:natts], values[:natts]
     hasnull = any(v is None for v in values)
     bitmap = bytearray((natts + 7) >> 3) if hasnull else bytearray()
     data = bytearray()
@@ -206,6 +213,7 @@ class ReplicaRows:
         self.catalog_changes: dict[int, tuple[int, str]] = {}  # xid -> (LSN, relation) of its first catalog change
         self.databases: dict[int, int] = {}  # xid -> the database of its first row change (database_of)
         self._last_ended = (None, 0)  # (xid, database) of the last transaction ended
+        self.aborted: set[int] = set()  # transactions read aborting: their TOAST chunks are none
         # where full_page_writes was first read off (a checkpoint's fullPageWrites, or XLOG_FPW_CHANGE): pages
         # changed about then may have no image
         self.fpw_off_at = start.checkpoint_lsn if start is not None and start.full_page_writes is False else None
@@ -278,6 +286,8 @@ class ReplicaRows:
         self._last_ended = (ev.xid, self._database(xids))
         for x in xids:
             self.databases.pop(x, None)
+        if ev.info in (rm_xact.XLOG_XACT_ABORT, rm_xact.XLOG_XACT_ABORT_PREPARED):
+            self.aborted.update(xids)
         found = [self.catalog_changes[x] for x in xids if x in self.catalog_changes]
         for x in xids:
             self.catalog_changes.pop(x, None)
@@ -433,9 +443,12 @@ class ReplicaRows:
             return None
         old = self._values(rec, rel, oldtuple)
         if replident == REPLICA_IDENTITY_FULL:
-            # the tuple as stored: a column added since with a default is read as the slot reads it
-            self._refuse_external(rec, rel, old, range(len(old)), missing=False)
-            return oldtuple
+            # the tuple as stored (a column added since with a default is read as the slot reads it), its
+            # values stored out of line inlined (toast_flatten_tuple)
+            if not any(isinstance(v, ToastPointer) for v in old):
+                return oldtuple
+            natts = rm_heap.xl_heap_header.unpack_from(oldtuple)[0] & heaptuple.HEAP_NATTS_MASK
+            return heap_form_tuple(rel.attributes, self._flatten(rec, rel, old), natts)
         key = [a - 1 for a in rel.replica_identity_key]
         if not key:
             return None  # no identity index: treated as a key not required
@@ -445,20 +458,60 @@ class ReplicaRows:
             new = self._values(rec, rel, newtuple)
             if not any(old[i] != new[i] or isinstance(old[i], ToastPointer) for i in key):
                 return None
-        self._refuse_external(rec, rel, old, key)
         keep = set(key)
-        return heap_form_tuple(rel.attributes, [v if i in keep else None for i, v in enumerate(old)])
+        key_values = [v if i in keep else None for i, v in enumerate(old)]
+        self._refuse_missing(rec, rel, key_values)
+        return heap_form_tuple(rel.attributes, self._flatten(rec, rel, key_values))
+
+    def _flatten(self, rec, rel: Relation, values: list) -> list:
+        """toast_flatten_tuple: the values stored out of line, read from the redone TOAST pages."""
+        return [self._toast_fetch(rec, rel, i, v) if isinstance(v, ToastPointer) else v for i, v in enumerate(values)]
+
+    def _toast_fetch(self, rec, rel: Relation, column: int, pointer: ToastPointer) -> bytes:
+        """toast_fetch_datum over the TOAST table's pages in the store: the chunks of the value whose
+        inserter was not read aborting (HeapTupleSatisfiesToast), chunk 0 to the last, each once.  Pages
+        the WAL read never imaged are not there: a chunk missing is an error naming the value."""
+        toast = self.catalog.relation(pointer.va_toastrelid)
+        what = (f"TOAST value {pointer.va_valueid} of column {rel.attributes[column].attname} of the old row of "
+                f"{rel.nspname}.{rel.relname}")
+        if toast is None:
+            raise DecodeError(f"{what}: its TOAST table (OID {pointer.va_toastrelid}) is not in the catalog snapshot",
+                              lsn=rec.lsn)
+        locator = (toast.reltablespace or self.catalog.database_tablespace, self.database, toast.relfilenode)
+        parts: dict[int, bytes] = {}
+        try:
+            for blkno in self.store.blocks(locator, 0):
+                page = bytes(self.store.read(locator, 0, blkno))
+                for _off, lp_off, lp_len, xmin, _xmax, infomask2, infomask, t_hoff in heap_page_items(page, what, blkno):
+                    if (infomask & (HEAP_XMIN_COMMITTED | HEAP_XMIN_INVALID) == HEAP_XMIN_INVALID
+                            or xmin in self.aborted):
+                        continue
+                    chunk_id, chunk_seq, data = heaptuple.deform_tuple(page, infomask2, infomask, t_hoff,
+                                                                       TOAST_ATTRIBUTES, start=lp_off + 23,
+                                                                       end=lp_off + lp_len)
+                    if int.from_bytes(chunk_id, "little") != pointer.va_valueid:
+                        continue
+                    seq = int.from_bytes(chunk_seq, "little", signed=True)
+                    if seq in parts:
+                        raise DecodeError(f"{what}: chunk {seq} is twice in {toast.relname}", lsn=rec.lsn)
+                    parts[seq] = bytes(data)
+            n = 0
+            while n in parts:
+                n += 1
+            data = b"".join(parts[i] for i in range(n))
+            if len(parts) != n or len(data) < pointer.extsize:
+                raise DecodeError(f"{what}: chunk {n} is on no page of {toast.nspname}.{toast.relname} the WAL read "
+                                  "imaged since its start (the value was stored before it)", lsn=rec.lsn)
+            return decompress_toast_value(data, pointer)
+        except (WALError, CatalogError) as e:
+            if isinstance(e, DecodeError):
+                raise
+            raise DecodeError(f"{what}: {e}", lsn=rec.lsn) from None
 
     @staticmethod
-    def _refuse_external(rec, rel: Relation, values: list, columns, missing: bool = True) -> None:
-        for i in columns:
-            v = values[i]
-            if isinstance(v, ToastPointer):
-                raise DecodeError(f"the old row of {rel.nspname}.{rel.relname} changed at {format_lsn(rec.lsn)} holds "
-                                  f"column {rel.attributes[i].attname} out of line (TOAST), which its replica identity "
-                                  "logs inline at wal_level=logical; reading it from the TOAST pages is not done yet",
-                                  lsn=rec.lsn)
-            if missing and isinstance(v, heaptuple.MissingValue):
+    def _refuse_missing(rec, rel: Relation, values: list) -> None:
+        for i, v in enumerate(values):
+            if isinstance(v, heaptuple.MissingValue):
                 raise DecodeError(f"the old row of {rel.nspname}.{rel.relname} changed at {format_lsn(rec.lsn)} lacks "
-                                  f"column {rel.attributes[i].attname} (added later with a default), which its "
+                                  f"key column {rel.attributes[i].attname} (added later with a default), which its "
                                   "replica identity logs: not done yet", lsn=rec.lsn)
