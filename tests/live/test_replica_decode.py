@@ -184,7 +184,8 @@ def runs(request, tmp_path_factory):
         marks: list = []
         run_workload(c, marks)
         with c.connect(DB) as conn:
-            rows = conn.execute("SELECT lsn::text, data FROM pg_logical_slot_peek_changes('truth', NULL, NULL)").fetchall()
+            rows = conn.execute("SELECT lsn::text, data FROM pg_logical_slot_peek_changes('truth', NULL, NULL)"
+                                ).fetchall()
             out["expected"] = [r[1] for r in rows]
             # the transactions committed after the workload's CHECKPOINT
             commits = [parse_lsn(lsn) for lsn, data in rows if data.startswith("COMMIT")]
@@ -249,7 +250,8 @@ def test_replica_wal_decodes_as_the_logical_slot(runs, tmp_path):
     text = "\n".join(expected)
     for needle in ("old-key: id[integer]:7", "old-key: id[integer]:3 v[text]:'v3'", "unchanged-toast-datum",
                    "table public.t_nokey: DELETE: (no-tuple-data)", "'kept'", "'copied 500'",
-                   "table public.t_upsert: UPDATE: k[integer]:1 v[integer]:2", "table public.t_part_hi: INSERT: k[integer]:1003",
+                   "table public.t_upsert: UPDATE: k[integer]:1 v[integer]:2",
+                   "table public.t_part_hi: INSERT: k[integer]:1003",
                    "'prepared'", "old-key: id[integer]:900 v[text]:'toasted' f[double precision]:9 doc[text]:'"):
         assert needle in text, needle
     assert len(_transactions(expected)) >= 20
@@ -340,5 +342,6 @@ def test_toast_value_stored_before_the_start_is_named(runs, tmp_path):
 
 def test_page_without_image_is_named(runs, tmp_path):
     with pytest.raises(DecodeError, match=r"page unknown: relation public\.t_full \(file \d+/\d+/\d+\) main block \d+ "
-                                          r"is needed to decode the row change, but full_page_writes was off \(said at [0-9A-F]+/[0-9A-F]+\)"):
+                                          r"is needed to decode the row change, but full_page_writes was off "
+                                          r"\(said at [0-9A-F]+/[0-9A-F]+\)"):
         _decode(runs["nofpw_wal"], runs["catalog"], tmp_path, runs["nofpw_end"])

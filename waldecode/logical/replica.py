@@ -21,7 +21,8 @@ never its data).  From them it builds the changes a logical-level record would h
 (``decode.insert_changes`` and the others): the new tuple whole, and the old tuple as
 ExtractReplicaIdentity would have logged it for the relation's replica identity (FULL: the whole old
 tuple; DEFAULT and INDEX: the identity key's columns, the others NULL, for a DELETE always and for an
-UPDATE when a key column changed or is stored out of line; NOTHING: none).
+UPDATE when a key column changed or is stored out of line; NOTHING: none), its values stored out of
+line inlined from the TOAST table's redone pages (toast_flatten_tuple).
 
 Pages are known from reading at a checkpoint's redo point on: with full_page_writes each page
 carries an image at its first change after it.  A change whose page is not known (full_page_writes
@@ -39,10 +40,9 @@ import struct
 from typing import NamedTuple
 
 from ..catalog import Catalog, Relation
-from ..errors import DecodeError, format_lsn
-from ..heap import heaptuple
 from ..catalog.datadir.heapscan import heap_page_items
-from ..errors import CatalogError, WALError
+from ..errors import CatalogError, DecodeError, WALError, format_lsn
+from ..heap import heaptuple
 from ..heap.heaptuple import (HEAP_HASNULL, HEAP_HASVARWIDTH, HEAP_XMIN_COMMITTED, HEAP_XMIN_INVALID,
                               SizeofHeapTupleHeader)
 from ..heap.varlena import ToastPointer, decompress_toast_value
@@ -274,7 +274,8 @@ class ReplicaRows:
         if rel is not None and (not rel.is_catalog or rel.oid in (StatisticRelationId, PgStatisticToastTable)):
             return
         what = (f"the catalog {rel.nspname}.{rel.relname}" if rel is not None
-                else f"relation file {blk.spcOid}/{blk.dbOid}/{blk.relNumber}, which the catalog snapshot does not know")
+                else f"relation file {blk.spcOid}/{blk.dbOid}/{blk.relNumber}, which the catalog snapshot does not "
+                     "know")
         self.catalog_changes[rec.xl_xid] = (rec.lsn, what)
 
     def ended(self, ev) -> None:
@@ -482,7 +483,7 @@ class ReplicaRows:
         try:
             for blkno in self.store.blocks(locator, 0):
                 page = bytes(self.store.read(locator, 0, blkno))
-                for _off, lp_off, lp_len, xmin, _xmax, infomask2, infomask, t_hoff in heap_page_items(page, what, blkno):
+                for _o, lp_off, lp_len, xmin, _x, infomask2, infomask, t_hoff in heap_page_items(page, what, blkno):
                     if (infomask & (HEAP_XMIN_COMMITTED | HEAP_XMIN_INVALID) == HEAP_XMIN_INVALID
                             or xmin in self.aborted):
                         continue
