@@ -91,8 +91,11 @@ xl_parameter_change_wal_level = struct.Struct("<i")
 
 
 def _wal_level_error(lsn: int, evidence: str) -> DecodeError:
+    """Replica-level WAL met by a decoder without the page store that rebuilds its rows (``replica``): one
+    that ``decode_wal`` told logical at its start, or one driven by another command (Spark's, diverge)."""
     return DecodeError(f"the WAL was written with wal_level below logical ({evidence}): its heap records lack "
-                       "the row data logical decoding needs", lsn=lsn)
+                       "the row data logical decoding needs, which only a reading begun at replica level rebuilds "
+                       "from the pages ('waldecode decode' starting at or after this LSN; docs/replica.md)", lsn=lsn)
 
 
 # -- pure extractors: a record's changes, with no decoder state (decode.c DecodeInsert & co.) ----------
