@@ -81,7 +81,7 @@ PgStatisticToastTable = 2840
 _xl_parameter_change_wal_level = struct.Struct("<i")
 _WAL_LEVEL_OFFSET = 20
 # How far scan_start reads past a record that said wal_level logical, looking for one that says replica
-LOGICAL_LOOKAHEAD = 16 * 1024 * 1024
+LOGICAL_LOOKAHEAD = 1024 * 1024
 _u16 = struct.Struct("<H")
 
 
@@ -126,37 +126,43 @@ def wal_level_evidence(rec: DecodedRecord, major: int) -> tuple[int, str] | None
 
 
 def scan_start(segments, read_from: int | None, end_lsn: int | None = None) -> ReplicaStart:
-    """Read from ``read_from`` (None: the input's first record) until a record tells the wal_level and the
-    first checkpoint whose redo point is at or after the first record read is found (from there every
-    page's next change carries a full-page image), and on until a record after that redo point tells it
-    again.  The WAL counts as written below logical when any of those records says so: a cluster
-    restarted at another level writes a parameter-change record, and replica-level decoding takes
-    logical-level records as well (their pages are replayed the same way).  Once a record said logical,
-    the scan goes on for ``LOGICAL_LOOKAHEAD`` bytes at most, so that logical decoding pays for little;
-    should the level drop later in the read, the logical decoder stops there with an error
+    """Read from ``read_from`` (None: the input's first record) until the WAL's wal_level is told.
+
+    The WAL counts as written below logical when any record read says so: a cluster restarted at
+    another level writes a parameter-change record, and replica-level decoding takes logical-level
+    records as well (their pages are replayed the same way), while logical decoding stops at the first
+    replica-level one.  So once a record said logical the scan goes on ``LOGICAL_LOOKAHEAD`` bytes past
+    it for one that says replica (logical decoding pays for that little), and once one said replica it
+    goes on to the first checkpoint whose redo point is at or after the first record read (from there
+    every page's next change carries a full-page image) and to a record after that redo point that
+    tells the level.  A drop to replica further on stops the logical decoder there with an error
     (``decode._wal_level_error``)."""
     reader = XLogReader(segments=segments, start_lsn=read_from, end_lsn=end_lsn)
-    told = []  # (level, evidence, LSN) of the records that told the wal_level
+    lowest = None  # (level, evidence, LSN) of the first record that told the lowest level
+    first_told = last_told = None  # LSNs of the first and last records that told the level
     checkpoint = ()  # (redo, checkpoint LSN, fullPageWrites)
     first = None
     for rec in reader:
+        if lowest is not None and lowest[0] >= WAL_LEVEL_LOGICAL and rec.lsn - first_told > LOGICAL_LOOKAHEAD:
+            break
         if first is None:
             first = rec.lsn
         said = wal_level_evidence(rec, segments.major)
         if said is not None:
-            told.append((*said, rec.lsn))
+            first_told = rec.lsn if first_told is None else first_told
+            last_told = rec.lsn
+            if lowest is None or said[0] < lowest[0]:
+                lowest = (*said, rec.lsn)
         if not checkpoint and rec.xl_rmid == RM_XLOG_ID and rec.xl_info & ~XLR_INFO_MASK in (
                 XLOG_CHECKPOINT_ONLINE, XLOG_CHECKPOINT_SHUTDOWN):
             redo, _tli, _prev, fpw = CheckPoint.unpack_from(rec.main_data)[:4]
             if redo >= first:
                 checkpoint = (redo, rec.lsn, bool(fpw))
-        if told and checkpoint and told[-1][2] >= checkpoint[0]:
+        if lowest is not None and lowest[0] < WAL_LEVEL_LOGICAL and checkpoint and last_told >= checkpoint[0]:
             break
-        if told and told[0][0] >= WAL_LEVEL_LOGICAL and rec.lsn - told[0][2] > LOGICAL_LOOKAHEAD:
-            break
-    if not told:
+    if lowest is None:
         return ReplicaStart(None, "no record read tells it", None, *checkpoint)
-    return ReplicaStart(*min(told, key=lambda t: (t[0], t[2])), *checkpoint)
+    return ReplicaStart(*lowest, *checkpoint)
 
 
 def heap_form_tuple(attributes, values: list, natts: int | None = None) -> bytes:
