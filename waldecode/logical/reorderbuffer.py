@@ -36,6 +36,7 @@ import lz4.frame
 from .. import _impl
 from ..errors import SpillError
 from ..faults import crashpoint
+from ..pg.settings import DEFAULT_MEMORY_BUDGET, DEFAULT_SPILL_THRESHOLD
 
 # src/include/replication/reorderbuffer.h: ReorderBufferChangeType (the ones that are queued here)
 REORDER_BUFFER_CHANGE_INSERT = 0
@@ -48,8 +49,6 @@ REORDER_BUFFER_CHANGE_INTERNAL_SPEC_CONFIRM = 8
 REORDER_BUFFER_CHANGE_INTERNAL_SPEC_ABORT = 9
 REORDER_BUFFER_CHANGE_TRUNCATE = 10
 
-DEFAULT_SPILL_THRESHOLD = 4096  # max_changes_in_memory
-DEFAULT_MEMORY_BUDGET = 64 * 1024 * 1024  # logical_decoding_work_mem's default
 
 # src/include/storage/sinval.h: sizeof(SharedInvalidationMessage)
 SizeOfSharedInvalidationMessage = 16
