@@ -58,6 +58,14 @@ class DecodeRequest:
         if self.memory_budget < 0:
             raise UsageError(f"the memory budget cannot be negative ({self.memory_budget})")
 
+    @classmethod
+    def given(cls, request: DecodeRequest | None, fields: dict) -> DecodeRequest:
+        """What a caller taking a request or its fields as keywords was given: ``request`` with ``fields``
+        (keyword arguments) in place of its own, or a request of those fields alone."""
+        if request is None:
+            return cls(**fields)
+        return replace(request, **fields) if fields else request
+
     def for_range(self, start_lsn: int | None, restart_lsn: int | None, end_lsn: int | None,
                   last: bool, spill_dir: str | None) -> DecodeRequest:
         """The request of one output range of Spark's range path: a slot restarted at ``restart_lsn``,

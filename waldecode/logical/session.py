@@ -10,7 +10,7 @@ CLI; this module only reports.  The segment size always comes from the WAL itsel
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 
 from ..catalog import Catalog
 from ..catalog.choose import check_snapshot
@@ -85,10 +85,7 @@ def decode_wal(source, catalog: Catalog, plugin, request: DecodeRequest | None =
     caller has it already.  ``catalog_history``: ``LogicalDecoder``'s.  Before anything is read, ``choose.check_snapshot`` refuses a snapshot of
     another cluster, or one taken after the reading start with catalog changes in between.
     """
-    if request is None:
-        request = DecodeRequest(**fields)
-    elif fields:
-        request = replace(request, **fields)
+    request = DecodeRequest.given(request, fields)
     start_lsn, restart_lsn, end_lsn = request.start_lsn, request.restart_lsn, request.end_lsn
     segments = source if isinstance(source, SegmentSet) else discover(source, request.timeline)
     mismatch = version_mismatch(segments, catalog)

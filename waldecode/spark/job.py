@@ -249,10 +249,7 @@ def decode_spark(executor, paths, catalog: Catalog, make_plugin, out, request: D
     ``executor.fallback`` why the range path was left."""
     if method not in ("auto", "ranges", "events"):
         raise ValueError(f"unknown method {method!r}")
-    if request is None:
-        request = DecodeRequest(**fields)
-    elif fields:
-        request = replace(request, **fields)
+    request = DecodeRequest.given(request, fields)
     start_lsn, restart_lsn, end_lsn = request.start_lsn, request.restart_lsn, request.end_lsn
     segments = paths if isinstance(paths, SegmentSet) else discover(paths, request.timeline)
     mismatch = version_mismatch(segments, catalog)
