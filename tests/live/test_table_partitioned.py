@@ -79,7 +79,7 @@ def _table(p: PitrPrimary, capsys, target, table: str):
     return status, out.out.encode(), out.err.splitlines()
 
 
-def _compare(p: PitrPrimary, capsys, table: str, every_nth: int = 2) -> set:
+def _compare(p: PitrPrimary, capsys, table: str, every_nth: int = 3) -> dict:
     targets = p.targets()
     chosen = list(dict.fromkeys(targets[::every_nth] + targets[-4:]))
     wrong, states, absent = [], set(), 0
