@@ -37,12 +37,11 @@ from .reorderbuffer import (
     REORDER_BUFFER_CHANGE_MESSAGE,
     REORDER_BUFFER_CHANGE_TRUNCATE,
     REORDER_BUFFER_CHANGE_UPDATE,
-    DEFAULT_MEMORY_BUDGET,
-    DEFAULT_SPILL_THRESHOLD,
     Change,
     ReorderBuffer,
     invalidation_distribution,
 )
+from ..pg.settings import DEFAULT_MEMORY_BUDGET, DEFAULT_SPILL_THRESHOLD
 from ..rmgr import (
     RM_HEAP2_ID,
     RM_HEAP_ID,

@@ -18,7 +18,8 @@ from ..catalog.choose import check_snapshot
 from .decode import LogicalDecoder, NotDecoded
 from ..errors import DecodeError, WALError, format_lsn
 from .replica import ReplicaRows, ReplicaStart, scan_start
-from .reorderbuffer import DEFAULT_MEMORY_BUDGET, DEFAULT_SPILL_THRESHOLD, OpenTransaction
+from .reorderbuffer import OpenTransaction
+from .request import DecodeRequest
 from .snapbuild import SNAPBUILD_CONSISTENT
 from .startpoint import StartPlan, reading_start
 from ..wal.segments import SegmentSet, discover
@@ -65,18 +66,14 @@ class DecodeResult:
         return not self.not_decoded and not any(getattr(w, "lacks", True) for w in self.warnings)
 
 
-def decode_wal(source, catalog: Catalog, plugin, *, plugin_options: dict | None = None,
-               start_lsn: int | None = None, restart_lsn: int | None = None,
-               end_lsn: int | None = None, timeline: int | None = None, two_phase: bool = False,
-               spill_dir: str | None = None, spill_threshold: int = DEFAULT_SPILL_THRESHOLD,
-               memory_budget: int = DEFAULT_MEMORY_BUDGET, include_uncommitted: bool = False,
-               on_warning=None, observer=None, track=None, start_plan: tuple | None = None,
-               catalog_history=True, redo_dir: str | None = None,
-               replica_start: ReplicaStart | None = None) -> DecodeResult:
-    """Decode ``source`` (paths, or a ``walfile.SegmentSet``) through ``plugin``, started with
-    ``plugin_options`` (as ``pg_recvlogical -o`` gives them).
+def decode_wal(source, catalog: Catalog, plugin, request: DecodeRequest | None = None, *, on_warning=None,
+               observer=None, track=None, start_plan: tuple | None = None, catalog_history=True,
+               redo_dir: str | None = None, replica_start: ReplicaStart | None = None, **fields) -> DecodeResult:
+    """Decode ``source`` (paths, or a ``walfile.SegmentSet``) through ``plugin`` as ``request`` (a
+    ``request.DecodeRequest``) asks; its fields may be given as keywords instead, or on top of a request
+    (they replace the request's): ``decode_wal(paths, catalog, plugin, start_lsn=lsn, two_phase=True)``.
 
-    ``start_lsn`` is a slot's confirmed position: every transaction committing at or after
+    The request's ``start_lsn`` is a slot's confirmed position: every transaction committing at or after
     it is decoded whole, reading as far back as needed (``startpoint.plan_start``), or
     reported in ``not_decoded`` when the input does not reach back far enough.
     ``restart_lsn``, when the slot's is known, is where reading begins, consistent from
@@ -97,7 +94,9 @@ def decode_wal(source, catalog: Catalog, plugin, *, plugin_options: dict | None 
     store under ``redo_dir`` (default: a temporary directory under ``spill_dir``, removed at the end), and its
     rows read from them (``replica.ReplicaRows``, docs/replica.md); the catalog is the snapshot's alone.
     """
-    segments = source if isinstance(source, SegmentSet) else discover(source, timeline)
+    request = DecodeRequest.given(request, fields)
+    start_lsn, restart_lsn, end_lsn = request.start_lsn, request.restart_lsn, request.end_lsn
+    segments = source if isinstance(source, SegmentSet) else discover(source, request.timeline)
     mismatch = version_mismatch(segments, catalog)
     if mismatch:
         raise VersionMismatchError(mismatch)
@@ -110,13 +109,13 @@ def decode_wal(source, catalog: Catalog, plugin, *, plugin_options: dict | None 
     replica = store = None
     check_snapshot(catalog, segments, read_from, start_lsn)
     if start.replica:
-        store = tempfile.TemporaryDirectory(prefix="waldecode-redo-", dir=redo_dir or spill_dir)
+        store = tempfile.TemporaryDirectory(prefix="waldecode-redo-", dir=redo_dir or request.spill_dir)
         replica = ReplicaRows(catalog, segments.major, store.name, start)
         catalog_history = False  # the snapshot's catalog: DDL in the range is refused (ReplicaRows.ended)
     reader = XLogReader(segments=segments, start_lsn=read_from, end_lsn=end_lsn)
-    decoder = LogicalDecoder(catalog, plugin, two_phase=two_phase, spill_dir=spill_dir,
-                             spill_threshold=spill_threshold, memory_budget=memory_budget,
-                             segment_size=segments.seg_size, plugin_options=plugin_options,
+    decoder = LogicalDecoder(catalog, plugin, two_phase=request.two_phase, spill_dir=request.spill_dir,
+                             spill_threshold=request.spill_threshold, memory_budget=request.memory_budget,
+                             segment_size=segments.seg_size, plugin_options=request.plugin_options,
                              start_decoding_at=start_lsn or 0,
                              assume_consistent=plan is not None and plan.assume_consistent,
                              on_warning=on_warning, catalog_history=catalog_history, replica=replica)
@@ -139,7 +138,7 @@ def decode_wal(source, catalog: Catalog, plugin, *, plugin_options: dict | None 
     finally:
         if records is not reader:
             records.close()  # the progress line goes before anything else is printed
-        result.open_transactions = decoder.finish(include_uncommitted, hint=start_hint(plan, segments),
+        result.open_transactions = decoder.finish(request.include_uncommitted, hint=start_hint(plan, segments),
                                                   ended=ended)
         result.stop = reader.stop
         result.last_end_lsn = reader.last_end_lsn
