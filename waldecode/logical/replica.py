@@ -40,7 +40,6 @@ import struct
 from typing import NamedTuple
 
 from ..catalog import Catalog, Relation
-from ..catalog.datadir.heapscan import heap_page_items
 from ..errors import CatalogError, DecodeError, WALError, format_lsn
 from ..heap import heaptuple
 from ..heap.heaptuple import (HEAP_HASNULL, HEAP_HASVARWIDTH, HEAP_XMIN_COMMITTED, HEAP_XMIN_INVALID,
@@ -50,7 +49,6 @@ from ..pg.relpath import fork_name
 from ..redo import bufpage as bp
 from ..redo import htup_details as ht
 from ..redo.pagestore import PageStore
-from ..redo.table import TOAST_ATTRIBUTES
 from ..redo.xlogrecovery import HeapRedo
 from ..redo.xlogutils import BLK_DONE, BLK_NOTFOUND
 from ..rmgr import RM_HEAP2_ID, RM_HEAP_ID, RM_XACT_ID, RM_XLOG_ID
@@ -478,6 +476,10 @@ class ReplicaRows:
         """toast_fetch_datum over the TOAST table's pages in the store: the chunks of the value whose
         inserter was not read aborting (HeapTupleSatisfiesToast), chunk 0 to the last, each once.  Pages
         the WAL read never imaged are not there: a chunk missing is an error naming the value."""
+        # lazy: the data-directory readers load construct and crc32c, which only an old row's TOAST value needs
+        from ..catalog.datadir.heapscan import heap_page_items
+        from ..redo.table import TOAST_ATTRIBUTES
+
         toast = self.catalog.relation(pointer.va_toastrelid)
         what = (f"TOAST value {pointer.va_valueid} of column {rel.attributes[column].attname} of the old row of "
                 f"{rel.nspname}.{rel.relname}")
