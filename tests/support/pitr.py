@@ -76,6 +76,19 @@ _STOPPING_RE = re.compile(r"LOG:\s+(recovery stopping .*)$", re.M)
 _FATAL_RE = re.compile(r"(FATAL:\s+.*)$", re.M)
 
 
+def copy_table(conn, table: str) -> bytes | None:
+    """``COPY ... TO STDOUT`` of ``table`` on an autocommit connection; a partitioned table's rows are
+    its partitions' (``COPY`` refuses a partitioned table: ``SELECT *`` is what a DBA copies); None when
+    there is no such table."""
+    kind = conn.execute("SELECT relkind FROM pg_class WHERE oid = to_regclass(%s)", (table,)).fetchone()
+    if kind is None:
+        return None
+    source = f"(SELECT * FROM {table})" if kind[0] == "p" else table
+    with conn.cursor() as cur:
+        with cur.copy(f"COPY {source} TO STDOUT") as cp:
+            return b"".join(bytes(b) for b in cp)
+
+
 def copy_lines(data: bytes) -> list[bytes]:
     """The rows of ``COPY ... TO STDOUT`` text output, sorted: the table as a multiset of rows."""
     return sorted(data.splitlines())
@@ -113,8 +126,8 @@ class Recovered:
     """A recovered and promoted cluster's copy of the table."""
 
     target: Target
-    copy: bytes  # COPY table TO STDOUT
-    lines: list[bytes]  # its rows, sorted
+    copy: bytes | None  # COPY table TO STDOUT (None: no such table there)
+    lines: list[bytes] | None  # its rows, sorted
     stopping: str  # the server's "recovery stopping ..." log line ('' when it printed none)
     seconds: float  # copy of the backup to removal of the throw-away directory
 
@@ -141,7 +154,7 @@ class PitrPrimary:
     """
 
     schema: str
-    table: str
+    table: str  # the table compared; it may be created by the workload (its rows are None until then)
     settings: dict = field(default_factory=dict)
     before_backup: Callable | None = None  # called with the primary after ``schema``, before the backup
     # more archive_command steps after the copy into ``archive`` (shell lines, ``$1`` = %p, ``$2`` = %f),
@@ -199,10 +212,8 @@ class PitrPrimary:
 
     # -- the workload ---------------------------------------------------------------------------
 
-    def _copy(self) -> bytes:
-        with self.conn.cursor() as cur:
-            with cur.copy(f"COPY {self.table} TO STDOUT") as cp:
-                return b"".join(bytes(b) for b in cp)
+    def _copy(self) -> bytes | None:
+        return copy_table(self.conn, self.table)
 
     def _insert_lsn(self) -> int:
         return parse_lsn(self.conn.execute("SELECT pg_current_wal_insert_lsn()::text").fetchone()[0])
@@ -320,13 +331,11 @@ class PitrPrimary:
                                      autocommit=True) as conn:
                     if conn.execute("SELECT pg_is_in_recovery()").fetchone()[0]:
                         raise RuntimeError(f"recovery to {target}: the server did not promote")
-                    with conn.cursor() as cur:
-                        with cur.copy(f"COPY {self.table} TO STDOUT") as cp:
-                            copy = b"".join(bytes(b) for b in cp)
+                    copy = copy_table(conn, self.table)
             finally:
                 bt.run_as_server([*pg_ctl, "-m", "immediate", "-w", "stop"], check=False)
             stopping = _STOPPING_RE.findall(text)
-            return Recovered(target, copy, copy_lines(copy), stopping[-1] if stopping else "",
+            return Recovered(target, copy, None if copy is None else copy_lines(copy), stopping[-1] if stopping else "",
                              time.monotonic() - started)
         finally:
             shutil.rmtree(work, ignore_errors=True)
