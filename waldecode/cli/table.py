@@ -9,7 +9,9 @@ table leaves only the error line on stderr.
 
 from __future__ import annotations
 
+import functools
 import json
+import os
 import shutil
 import sys
 import tempfile
@@ -115,9 +117,6 @@ def cmd_table(args) -> int:
 def _reader(args):
     """``table_as_of`` for a plain base backup (a local directory holding PG_VERSION), else
     ``table_from_repository`` with the repository options bound."""
-    import functools
-    import os
-
     from ..redo.table import table_as_of, table_from_repository  # lazy: the redo engine and the catalog readers
 
     if os.path.isfile(os.path.join(args.backup, "PG_VERSION")):
