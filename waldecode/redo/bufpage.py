@@ -1,8 +1,8 @@
 """Page layout: the standard page as src/backend/storage/page/bufpage.c lays it out and changes it.
 
 Owns the page operations heap redo needs on the page header and line-pointer array whose layout
-``pg.bufpage`` declares (src/include/storage/bufpage.h, itemid.h), done as bufpage.c does them: ``page_init`` (PageInit),
-``page_add_item_extended`` (PageAddItemExtended), ``page_repair_fragmentation``
+``pg.bufpage`` declares (src/include/storage/bufpage.h, itemid.h), done as bufpage.c does them:
+``page_init`` (PageInit), ``page_add_item_extended`` (PageAddItemExtended), ``page_repair_fragmentation``
 (PageRepairFragmentation with compactify_tuples, 14+: trailing unused line pointers are
 truncated away) and ``page_truncate_line_pointer_array`` (PageTruncateLinePointerArray, 14+).
 A page is a ``bytearray`` of ``BLCKSZ`` bytes, changed in place.  Hands pages to the redo

@@ -103,7 +103,8 @@ def _without_xmax(tup: bytes) -> bytes:
     infomask2, infomask = _t_infomasks.unpack_from(tup, T_INFOMASK2)
     out = bytearray(tup)
     _t_xmax.pack_into(out, T_XMAX, 0)
-    _t_infomasks.pack_into(out, T_INFOMASK2, infomask2 & ~HEAP_KEYS_UPDATED, (infomask & ~HEAP_XMAX_BITS) | HEAP_XMAX_INVALID)
+    _t_infomasks.pack_into(out, T_INFOMASK2, infomask2 & ~HEAP_KEYS_UPDATED,
+                           (infomask & ~HEAP_XMAX_BITS) | HEAP_XMAX_INVALID)
     return bytes(out)
 
 
