@@ -77,8 +77,9 @@ def _check_view(view, snap: dict, all_rel_oids: set, where: str) -> None:
 
 
 @pytest.mark.parametrize("fx", DDL_FIXTURES)
-def test_decoded_catalog_rows_equal_the_servers(fx):
-    """At every 'after statement N' point the view for the session's transaction has the server's rows."""
+def test_decoded_catalog_rows_equal_the_servers(fx, impl):
+    """At every 'after statement N' point the view for the session's transaction has the server's rows,
+    the records read by either implementation."""
     doc = json.loads((fx.path / "catalog.json").read_text())
     catalog = Catalog.load(fx.path / "snapshot.json.gz")
     history = CatalogHistory(catalog)

@@ -9,7 +9,8 @@ text, and the ``lsn``/``xid`` columns of pg_logical_slot_peek_changes, which Pos
 takes from the same ReorderBufferTXN fields and LSNs the contract hands the plugin
 (first_lsn at BEGIN, the change's LSN, end_lsn at COMMIT and PREPARE).  The server's
 rows are parsed back into the same shape; commit times are checked against
-``include-timestamp``'s output.
+``include-timestamp``'s output.  Under both implementations of the hot path: a plugin without
+a native row writer takes the reorder buffer's and the replay's own path under each.
 """
 
 from __future__ import annotations
@@ -208,7 +209,7 @@ def decode(fx, out_file, plugin, **kw):
 # -- the tests -------------------------------------------------------------------------------------
 
 @pytest.mark.parametrize("fx", FIXTURES, ids=lambda fx: fx.name)
-def test_a_plugin_written_to_the_contract_sees_what_test_decoding_prints(fx):
+def test_a_plugin_written_to_the_contract_sees_what_test_decoding_prints(fx, impl):
     plugin = Recorder()
     decode(fx, "test_decoding.jsonl", plugin)
     expected = server_rows(fx, "test_decoding.jsonl")
@@ -221,7 +222,7 @@ def test_a_plugin_written_to_the_contract_sees_what_test_decoding_prints(fx):
 
 
 @pytest.mark.parametrize("fx", FIXTURES, ids=lambda fx: fx.name)
-def test_the_transaction_carries_the_commit_time_test_decoding_prints(fx):
+def test_the_transaction_carries_the_commit_time_test_decoding_prints(fx, impl):
     plugin = Recorder()
     decode(fx, "test_decoding.jsonl", plugin)
     printed = {}

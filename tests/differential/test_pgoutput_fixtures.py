@@ -5,6 +5,7 @@ their builds, this is how decoding of their WAL is proven), decoding its WAL as 
 slot did, with the catalog snapshot taken at the workload's start and the catalog history built
 from the WAL's catalog rows, must give exactly the messages the server returned: protocol 1
 with messages, the highest protocol with binary values, and protocol 3 with two-phase decoding.
+Run for both implementations of the hot path (the 16 and 18 fixtures are decoded nowhere else).
 """
 
 from __future__ import annotations
@@ -36,7 +37,7 @@ def _catalog(fx) -> Catalog:
 
 
 @pytest.mark.parametrize("fx, out_file, meta", CASES)
-def test_pgoutput_fixture(fx, out_file, meta):
+def test_pgoutput_fixture(fx, out_file, meta, impl):
     catalog = _catalog(fx)
     with open(fx.path / out_file, encoding="ascii") as f:
         expected = [bytes.fromhex(json.loads(line)[2]) for line in f]

@@ -14,6 +14,7 @@ created right after the snapshot, is the truth:
 
 from __future__ import annotations
 
+import io
 import json
 import subprocess
 import sys
@@ -21,7 +22,13 @@ import sys
 import pytest
 
 from live import DB, live_cluster
+from waldecode.catalog import Catalog
 from waldecode.catalog.dsn import snapshot_from_connection
+from waldecode.logical.session import decode_wal
+from waldecode.output.test_decoding import TestDecoding
+from waldecode.pg.lsn import parse_lsn
+from waldecode.spark.executors import LocalExecutor
+from waldecode.spark.job import decode_spark
 
 pytestmark = [pytest.mark.server]
 
@@ -157,3 +164,35 @@ def test_a_note_fails_the_run_once_a_change_it_concerns_is_decoded_after_it(worl
     assert escalated and all(c["lacks"] and c["cause"].startswith("catalog change not decoded") for c in escalated)
     assert any("a change of public.u was decoded after it" in c["escalated"] for c in escalated), escalated
     assert any("; a change of public.u was decoded after it" in x and " note: " not in x for x in err), err
+
+
+def _causes(result) -> dict:
+    doc = json.loads(result.decoder.diagnostics.to_json())
+    return {c["cause"]: (c["count"], c["lacks"], c["escalated"]) for c in doc["causes"]}
+
+
+@pytest.mark.parametrize("ranges", [1, 2])
+@pytest.mark.parametrize("end", ["end1", "end2", "end3"])
+def test_the_spark_driver_watches_the_notes_as_decode_does(world, end, ranges):
+    """Spark's event path (``spark.plan.RecordingReplayer``): the driver's pass records the notes where
+    decode's replayer watches them, phase 2's replayers watch them from there and hand back what they
+    hit; the output, each cause's count, failure and escalation are decode's, whichever range decodes
+    the change that escalates a note."""
+    end_lsn = parse_lsn(getattr(world, end))
+    kw = dict(start_lsn=parse_lsn(world.start), end_lsn=end_lsn)
+    rows: list[str] = []
+    single = decode_wal([str(world.wal)], Catalog.load(world.snapshot), TestDecoding(rows.append), **kw)
+    executor = LocalExecutor()
+    executor.ranges = ranges
+    out = io.BytesIO()
+    spark = decode_spark(executor, [str(world.wal)], Catalog.load(world.snapshot), TestDecoding, out,
+                         method="events", **kw)
+    assert executor.method == "events"
+    assert out.getvalue().decode() == "".join(r + "\n" for r in rows)
+    assert _causes(spark) == _causes(single)
+    assert spark.complete == single.complete == (end == "end1")
+    escalated = [c for c in _causes(single).values() if c[2]]
+    if end == "end3":
+        assert any("a change of public.u was decoded after it" in c[2] for c in escalated), escalated
+    else:
+        assert not escalated and any(not c[1] for c in _causes(single).values())

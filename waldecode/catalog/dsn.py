@@ -18,6 +18,7 @@ from typing import Any
 
 from ..errors import WALError
 from ..pg.lsn import parse_lsn
+from ..wal.xlogrecord import BLCKSZ
 from .datadir.heapscan import heap_page_tuples
 from .model import (DEFAULT_SETTINGS, SETTING_NAMES, Attribute, Catalog, CatalogError, CatalogPages, Publication,
                     PublicationNamespace, PublicationRel, Relation, TypeInfo)
@@ -423,8 +424,6 @@ def _read_defaults(cur, relkinds) -> dict:
 
 # -- catalog pages ------------------------------------------------------------------------------
 
-# src/include/pg_config.h: BLCKSZ (the default; a page of any other size fails the page checks)
-BLCKSZ = 8192
 #: a catalog larger than this (in pages, 128 MB) is left out of the snapshot's pages: it would make
 #: the snapshot file too large to be worth it (the history then needs full-page images for it)
 MAX_CATALOG_PAGES = 16384

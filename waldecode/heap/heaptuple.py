@@ -46,6 +46,15 @@ SizeofHeapTupleHeader = 23  # offsetof(HeapTupleHeaderData, t_bits)
 # HeapTupleHeaderData up to t_bits: t_xmin, t_xmax, t_cid (t_xvac), t_ctid (ip_blkid bi_hi, bi_lo;
 # ip_posid), t_infomask2, t_infomask, t_hoff
 HeapTupleHeaderData = struct.Struct("<IIIHHHHHB")
+# its fields' offsets, for the readers and writers of one field of a tuple on a page
+T_XMIN = 0
+T_XMAX = 4
+T_CID = 8  # t_field3: t_cid, or t_xvac for tuples moved by pre-9.0 VACUUM FULL
+T_CTID = 12  # ItemPointerData {bi_hi, bi_lo, ip_posid}
+T_INFOMASK2 = 18
+T_INFOMASK = 20
+T_HOFF = 22
+assert SizeofHeapTupleHeader == T_HOFF + 1  # t_bits follows t_hoff
 MaxTupleAttributeNumber = 1664
 MaxHeapAttributeNumber = 1600
 

@@ -1,8 +1,8 @@
 """Page layout: the standard page as src/backend/storage/page/bufpage.c lays it out and changes it.
 
-Owns the page header and line-pointer array of src/include/storage/bufpage.h and itemid.h, and
-the page operations heap redo needs, done as bufpage.c does them: ``page_init`` (PageInit),
-``page_add_item_extended`` (PageAddItemExtended), ``page_repair_fragmentation``
+Owns the page operations heap redo needs on the page header and line-pointer array whose layout
+``pg.bufpage`` declares (src/include/storage/bufpage.h, itemid.h), done as bufpage.c does them:
+``page_init`` (PageInit), ``page_add_item_extended`` (PageAddItemExtended), ``page_repair_fragmentation``
 (PageRepairFragmentation with compactify_tuples, 14+: trailing unused line pointers are
 truncated away) and ``page_truncate_line_pointer_array`` (PageTruncateLinePointerArray, 14+).
 A page is a ``bytearray`` of ``BLCKSZ`` bytes, changed in place.  Hands pages to the redo
@@ -17,63 +17,27 @@ from __future__ import annotations
 import struct
 
 from ..errors import CorruptRecordError
+from ..heap.heaptuple import SizeofHeapTupleHeader
+# the layout facts (bufpage.h, itemid.h, off.h, MAXALIGN) are pg.bufpage's, shared with the data
+# directory's heap scans; the redo modules reach them through this module (``bp.LP_NORMAL``)
+from ..pg.bufpage import (LP_DEAD, LP_NORMAL, LP_REDIRECT, LP_UNUSED, MAXALIGN, PAI_IS_HEAP,  # noqa: F401
+                          PAI_OVERWRITE, PD_ALL_VISIBLE, PD_CHECKSUM_OFF, PD_FLAGS_OFF, PD_HAS_FREE_LINES,
+                          PD_LOWER_OFF, PD_PAGE_FULL, PD_PRUNE_XID_OFF, PD_SPECIAL_OFF, PD_UPPER_OFF,
+                          PG_PAGE_LAYOUT_VERSION, FirstOffsetNumber, InvalidOffsetNumber, PageHeaderData,
+                          SizeOfItemIdData, SizeOfPageHeaderData, item_id_fields, item_id_word, page_get_lsn)
 from ..pg.transam import xid_precedes
 from ..wal.xlogrecord import BLCKSZ
 
-# src/include/storage/bufpage.h: PageHeaderData
-# pd_lsn {xlogid, xrecoff}, pd_checksum, pd_flags, pd_lower, pd_upper, pd_special, pd_pagesize_version, pd_prune_xid
-PageHeaderData = struct.Struct("<IIHHHHHHI")
-SizeOfPageHeaderData = 24
-PD_CHECKSUM_OFF = 8
-PD_FLAGS_OFF = 10
-PD_LOWER_OFF = 12
-PD_UPPER_OFF = 14
-PD_SPECIAL_OFF = 16
-PD_PAGESIZE_VERSION_OFF = 18
-PD_PRUNE_XID_OFF = 20
-# pd_flags
-PD_HAS_FREE_LINES = 0x0001
-PD_PAGE_FULL = 0x0002
-PD_ALL_VISIBLE = 0x0004
-PG_PAGE_LAYOUT_VERSION = 4
-# PageAddItemExtended flags
-PAI_OVERWRITE = 1 << 0
-PAI_IS_HEAP = 1 << 1
-
-# src/include/storage/itemid.h: ItemIdData {lp_off:15, lp_flags:2, lp_len:15}, low bits first
-ItemIdData = struct.Struct("<I")
-SizeOfItemIdData = 4
-LP_UNUSED = 0
-LP_NORMAL = 1
-LP_REDIRECT = 2
-LP_DEAD = 3
-
-# src/include/storage/off.h
-InvalidOffsetNumber = 0
-FirstOffsetNumber = 1
-
-# src/include/c.h: MAXIMUM_ALIGNOF on the 64-bit platforms PostgreSQL runs on
-MAXIMUM_ALIGNOF = 8
 # src/include/access/htup_details.h: MaxHeapTuplesPerPage
 # (BLCKSZ - SizeOfPageHeaderData) / (MAXALIGN(SizeofHeapTupleHeader) + sizeof(ItemIdData))
-MaxHeapTuplesPerPage = (BLCKSZ - SizeOfPageHeaderData) // (24 + SizeOfItemIdData)
+MaxHeapTuplesPerPage = (BLCKSZ - SizeOfPageHeaderData) // (MAXALIGN(SizeofHeapTupleHeader) + SizeOfItemIdData)
 
 _u16 = struct.Struct("<H")
 _u32 = struct.Struct("<I")
 _lsn = struct.Struct("<II")
 
 
-def MAXALIGN(n: int) -> int:
-    return (n + MAXIMUM_ALIGNOF - 1) & ~(MAXIMUM_ALIGNOF - 1)
-
-
 # -- header fields -----------------------------------------------------------------------------
-
-def page_get_lsn(page) -> int:
-    """PageGetLSN: pd_lsn as one 64-bit LSN (xlogid is its high half)."""
-    hi, lo = _lsn.unpack_from(page, 0)
-    return hi << 32 | lo
-
 
 def page_set_lsn(page: bytearray, lsn: int) -> None:
     _lsn.pack_into(page, 0, lsn >> 32, lsn & 0xFFFFFFFF)
@@ -141,12 +105,11 @@ def _lp_pos(offnum: int) -> int:
 
 def item_id(page, offnum: int) -> tuple[int, int, int]:
     """PageGetItemId: ``(lp_off, lp_flags, lp_len)`` of line pointer ``offnum`` (1-based)."""
-    v = _u32.unpack_from(page, _lp_pos(offnum))[0]
-    return v & 0x7FFF, (v >> 15) & 3, v >> 17
+    return item_id_fields(_u32.unpack_from(page, _lp_pos(offnum))[0])
 
 
 def set_item_id(page: bytearray, offnum: int, lp_off: int, lp_flags: int, lp_len: int) -> None:
-    _u32.pack_into(page, _lp_pos(offnum), (lp_off & 0x7FFF) | (lp_flags & 3) << 15 | (lp_len & 0x7FFF) << 17)
+    _u32.pack_into(page, _lp_pos(offnum), item_id_word(lp_off, lp_flags, lp_len))
 
 
 def item_id_set_unused(page: bytearray, offnum: int) -> None:

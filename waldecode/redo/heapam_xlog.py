@@ -29,9 +29,9 @@ from __future__ import annotations
 import struct
 
 from ..errors import CorruptRecordError
-from ..heap.heaptuple import (HEAP_KEYS_UPDATED, HEAP_MOVED, HEAP_XMAX_BITS, HEAP_XMAX_COMMITTED,
-                              HEAP_XMAX_EXCL_LOCK, HEAP_XMAX_INVALID, HEAP_XMAX_IS_MULTI, HEAP_XMAX_KEYSHR_LOCK,
-                              HEAP_XMAX_LOCK_ONLY, SizeofHeapTupleHeader)
+from ..heap.heaptuple import (HEAP_KEYS_UPDATED, HEAP_MOVED, HEAP_XMAX_BITS, HEAP_XMAX_COMMITTED, HEAP_XMAX_INVALID,
+                              SizeofHeapTupleHeader)
+from ..pg.transam import FrozenTransactionId, InvalidTransactionId
 from ..rmgr import heap as h
 from ..wal.xlogrecord import BLCKSZ, XLR_INFO_MASK
 from . import bufpage as bp
@@ -66,30 +66,12 @@ def _lp_normal_tuple(rr: RedoRecord, page, offnum: int) -> int:
     return lp_off
 
 
-def fix_infomask_from_infobits(infobits: int, infomask: int, infomask2: int) -> tuple[int, int]:
-    """fix_infomask_from_infobits: the xmax lock bits of a record's infobits (compute_infobits reversed)."""
-    infomask &= ~(HEAP_XMAX_IS_MULTI | HEAP_XMAX_LOCK_ONLY | HEAP_XMAX_KEYSHR_LOCK | HEAP_XMAX_EXCL_LOCK)
-    infomask2 &= ~HEAP_KEYS_UPDATED
-    if infobits & h.XLHL_XMAX_IS_MULTI:
-        infomask |= HEAP_XMAX_IS_MULTI
-    if infobits & h.XLHL_XMAX_LOCK_ONLY:
-        infomask |= HEAP_XMAX_LOCK_ONLY
-    if infobits & h.XLHL_XMAX_EXCL_LOCK:
-        infomask |= HEAP_XMAX_EXCL_LOCK
-    # HEAP_XMAX_SHR_LOCK is not considered here (as in the server)
-    if infobits & h.XLHL_XMAX_KEYSHR_LOCK:
-        infomask |= HEAP_XMAX_KEYSHR_LOCK
-    if infobits & h.XLHL_KEYS_UPDATED:
-        infomask2 |= HEAP_KEYS_UPDATED
-    return infomask, infomask2
-
-
 def _set_xmax_bits(page, tup: int, infobits: int) -> None:
     """The common start of delete, update (old tuple), lock and lock_updated redo: forget the old
     xmax bits, then take the record's."""
     m = ht.infomask(page, tup) & ~(HEAP_XMAX_BITS | HEAP_MOVED)
     m2 = ht.infomask2(page, tup) & ~HEAP_KEYS_UPDATED
-    m, m2 = fix_infomask_from_infobits(infobits, m, m2)
+    m, m2 = h.fix_infomask_from_infobits(infobits, m, m2)
     ht.set_infomask(page, tup, m)
     ht.set_infomask2(page, tup, m2)
 
@@ -206,7 +188,7 @@ def heap_xlog_delete(rr: RedoRecord) -> None:
     if not flags & h.XLH_DELETE_IS_SUPER:
         ht.set_xmax(page, tup, xmax)
     else:
-        ht.set_xmin(page, tup, ht.InvalidTransactionId)  # a speculative insertion killed
+        ht.set_xmin(page, tup, InvalidTransactionId)  # a speculative insertion killed
     ht.set_cmax(page, tup, ht.FirstCommandId, False)
     bp.page_set_prunable(page, rr.xid)
     if flags & h.XLH_DELETE_ALL_VISIBLE_CLEARED:
@@ -432,9 +414,9 @@ def heap_execute_freeze_tuple(page, tup: int, xmax: int, t_infomask2: int, t_inf
     """heap_execute_freeze_tuple: the tuple header a freeze plan prescribes."""
     ht.set_xmax(page, tup, xmax)
     if frzflags & XLH_FREEZE_XVAC:
-        ht.set_xvac(page, tup, ht.FrozenTransactionId)
+        ht.set_xvac(page, tup, FrozenTransactionId)
     if frzflags & XLH_INVALID_XVAC:
-        ht.set_xvac(page, tup, ht.InvalidTransactionId)
+        ht.set_xvac(page, tup, InvalidTransactionId)
     ht.set_infomask(page, tup, t_infomask)
     ht.set_infomask2(page, tup, t_infomask2)
 

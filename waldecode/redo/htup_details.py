@@ -3,16 +3,18 @@
 Owns reading and setting the header fields of a tuple that lies on a page (``t_xmin``,
 ``t_xmax``, ``t_cid``/``t_xvac``, ``t_ctid``, ``t_infomask2``, ``t_infomask``, ``t_hoff``) as the
 macros redo uses do it (HeapTupleHeaderSetXmax, HeapTupleHeaderSetCmax, ...).  A tuple is named by
-the page and the byte offset of its header (``lp_off``).  The infomask bits waldecode already
-names live in ``waldecode.heap.heaptuple``; the ones only redo and masking need are here.
+the page and the byte offset of its header (``lp_off``).  The header's layout (its fields'
+offsets ``T_*``) and the infomask bits waldecode already names live in ``waldecode.heap.heaptuple``;
+the bits only redo and masking need are here.
 """
 
 from __future__ import annotations
 
 import struct
 
-from ..heap.heaptuple import (HEAP_LOCK_MASK, HEAP_XMAX_EXCL_LOCK, HEAP_XMAX_IS_MULTI, HEAP_XMAX_LOCK_ONLY,
-                              HEAP_XMIN_FROZEN, SizeofHeapTupleHeader)
+from ..heap.heaptuple import (HEAP_LOCK_MASK, HEAP_XMAX_EXCL_LOCK, HEAP_XMAX_IS_MULTI,  # noqa: F401
+                              HEAP_XMAX_LOCK_ONLY, HEAP_XMIN_FROZEN, T_CID, T_CTID, T_HOFF, T_INFOMASK, T_INFOMASK2,
+                              T_XMAX, T_XMIN)
 
 # src/include/access/htup_details.h: t_infomask bits used by redo and masking
 HEAP_COMBOCID = 0x0020
@@ -24,24 +26,12 @@ HEAP_ONLY_TUPLE = 0x8000
 SpecTokenOffsetNumber = 0xFFFE
 MovedPartitionsOffsetNumber = 0xFFFD
 MovedPartitionsBlockNumber = 0xFFFFFFFF  # InvalidBlockNumber
-# src/include/access/transam.h, xact.h
-InvalidTransactionId = 0
-FrozenTransactionId = 2
+# src/include/access/xact.h
 FirstCommandId = 0
-
-# HeapTupleHeaderData field offsets
-T_XMIN = 0
-T_XMAX = 4
-T_CID = 8  # t_field3: t_cid, or t_xvac for tuples moved by pre-9.0 VACUUM FULL
-T_CTID = 12  # ItemPointerData {bi_hi, bi_lo, ip_posid}
-T_INFOMASK2 = 18
-T_INFOMASK = 20
-T_HOFF = 22
 
 _u16 = struct.Struct("<H")
 _u32 = struct.Struct("<I")
 _ctid = struct.Struct("<HHH")
-assert SizeofHeapTupleHeader == T_HOFF + 1
 
 
 def get_u16(page, pos: int) -> int:

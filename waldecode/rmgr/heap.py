@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import struct
 
+from ..heap.heaptuple import (HEAP_KEYS_UPDATED, HEAP_XMAX_EXCL_LOCK, HEAP_XMAX_IS_MULTI, HEAP_XMAX_KEYSHR_LOCK,
+                              HEAP_XMAX_LOCK_ONLY)
 from .rmgrdesc_utils import (RelFileLocator, array_desc, block_data, flag_list, item_pointer, offset_elems,
                              oid_elems, redirect_elems)
 from .standby import SizeOfSharedInvalidationMessage, standby_desc_invalidations
@@ -73,6 +75,25 @@ XLHL_XMAX_LOCK_ONLY = 0x02
 XLHL_XMAX_EXCL_LOCK = 0x04
 XLHL_XMAX_KEYSHR_LOCK = 0x08
 XLHL_KEYS_UPDATED = 0x10
+
+
+def fix_infomask_from_infobits(infobits: int, infomask: int, infomask2: int) -> tuple[int, int]:
+    """heapam.c fix_infomask_from_infobits: a tuple's xmax lock bits as a delete, update or lock record's
+    infobits give them (compute_infobits reversed).  For heap redo and the catalog history's redo alike."""
+    infomask &= ~(HEAP_XMAX_IS_MULTI | HEAP_XMAX_LOCK_ONLY | HEAP_XMAX_KEYSHR_LOCK | HEAP_XMAX_EXCL_LOCK)
+    infomask2 &= ~HEAP_KEYS_UPDATED
+    if infobits & XLHL_XMAX_IS_MULTI:
+        infomask |= HEAP_XMAX_IS_MULTI
+    if infobits & XLHL_XMAX_LOCK_ONLY:
+        infomask |= HEAP_XMAX_LOCK_ONLY
+    if infobits & XLHL_XMAX_EXCL_LOCK:
+        infomask |= HEAP_XMAX_EXCL_LOCK
+    # HEAP_XMAX_SHR_LOCK (EXCL_LOCK | KEYSHR_LOCK) is not considered here, as in the server: the two bits set it
+    if infobits & XLHL_XMAX_KEYSHR_LOCK:
+        infomask |= HEAP_XMAX_KEYSHR_LOCK
+    if infobits & XLHL_KEYS_UPDATED:
+        infomask2 |= HEAP_KEYS_UPDATED
+    return infomask, infomask2
 
 XLH_TRUNCATE_CASCADE = 1 << 0
 XLH_TRUNCATE_RESTART_SEQS = 1 << 1

@@ -11,6 +11,7 @@ from __future__ import annotations
 import struct
 from typing import NamedTuple
 
+from ..pg.bufpage import MAXALIGN
 from .rmgrdesc_utils import RelFileLocator, c_string, lsn_format, relpathperm, timestamptz_to_str
 from .standby import standby_desc_invalidations
 
@@ -74,10 +75,6 @@ _NAMES = {
     XLOG_XACT_ABORT_PREPARED: "ABORT_PREPARED",
     XLOG_XACT_ASSIGNMENT: "ASSIGNMENT",
 }
-
-
-def MAXALIGN(n: int) -> int:
-    return (n + 7) & ~7
 
 
 def identify(info: int, major: int) -> str | None:

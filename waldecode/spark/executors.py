@@ -33,7 +33,8 @@ from .job import (ATTEMPTS_DIR, Scan, files_directory, keep_staged_files, phase2
 
 BLOB_SCHEMA = "xid long, lo long, hi long, run long, seq long, n long, blob binary"
 DECODE_COLUMNS = ("rng", "order", "lo", "hi", "after", "trim", "n", "blob")
-SUMMARY_SCHEMA = "rng long, lines long, warnings binary, error binary, impl string, staged string"
+SUMMARY_SCHEMA = ("rng long, lines long, warnings binary, escalations binary, error binary, impl string, "
+                  "staged string")
 RUN_FILE_SCHEMA = "key long, run long, segno long, content binary"
 KEYED_SCHEMA = "key long, blob binary"
 BLOBS_PER_BATCH = 16
@@ -308,19 +309,20 @@ class SparkExecutor:
             task = TaskContext.get()
             make_plugin, staged = _staged_plugin(c.make_plugin, _attempt_name(task))
             if staged is not None:
-                c = tasks.Phase2(c.catalog, make_plugin, c.request, c.timeline, c.cutoff)
+                c = tasks.Phase2(c.catalog, make_plugin, c.request, c.timeline, c.cutoff, c.watched)
             rows = (row for batch in batches
                     for row in zip(*(batch.column(i).to_pylist() for i in range(batch.num_columns))))
             summary = tasks.decode_rows(rows, c, lambda rng: tasks.PartWriter(directory, rng))
             if task.attemptNumber() == 0:
                 crashpoint("spark-phase2-first-attempt")  # the retry test: a task lost after writing its output
             out = [{"rng": rng, "lines": info["lines"], "warnings": tasks.pack(info["warnings"]),
+                    "escalations": tasks.pack(info["escalations"]),
                     "error": tasks.pack(info["error"]) if info["error"] is not None else None, "impl": _impl.IMPL,
                     "staged": staged}
                    for rng, info in sorted(summary.items())]
             if not out:
-                out = [{"rng": -1, "lines": 0, "warnings": None, "error": None, "impl": _impl.IMPL,
-                        "staged": staged}]
+                out = [{"rng": -1, "lines": 0, "warnings": None, "escalations": None, "error": None,
+                        "impl": _impl.IMPL, "staged": staged}]
             yield pa.RecordBatch.from_pylist(out, schema=_schema(SUMMARY_SCHEMA))
 
         df = (changes.unionByName(events).repartition(p.nranges, "key")
@@ -345,6 +347,7 @@ class SparkExecutor:
             if r["rng"] < 0:
                 continue
             out.append((r["rng"], {"lines": r["lines"], "warnings": tasks.unpack(r["warnings"]),
+                                   "escalations": tasks.unpack(r["escalations"]),
                                    "error": tasks.unpack(r["error"]) if r["error"] is not None else None}))
         return sorted(out)
 

@@ -311,7 +311,7 @@ def decode_spark(executor, paths, catalog: Catalog, make_plugin, out, request: D
             # A catalog rewrite or relation-map update made new catalog relfilenodes: read their records too
             nodes = nodes | p.nodes
         result = p.result
-        ctx = tasks.Phase2(catalog, make_plugin, request, p.timeline, p.cutoff)
+        ctx = tasks.Phase2(catalog, make_plugin, request, p.timeline, p.cutoff, p.watched)
         if p.events and scan is not None:
             with timings.phase("phase2"):
                 summary = executor.phase2(scan, p, ctx, directory)
@@ -325,9 +325,13 @@ def decode_spark(executor, paths, catalog: Catalog, make_plugin, out, request: D
             if info is None:
                 continue
             for w in info["warnings"]:
+                # counted by the driver's decoder too, so that the report checks the notes as decode's does
+                w = result.decoder.diagnostics.add(w)[0]
                 result.warnings.append(w)
                 if on_warning is not None:
                     on_warning(w)
+            for index, why in info["escalations"]:  # range order: the first hit of each note wins
+                result.decoder.replayer.escalated(index, why)
             if info["error"] is not None:
                 error = info["error"]
                 break

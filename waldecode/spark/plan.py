@@ -22,6 +22,7 @@ own, unchanged.  The pass hands phase 2 a ``Plan``:
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 from ..catalog import Catalog
 from ..logical.decode import LogicalDecoder
@@ -184,6 +185,16 @@ class CountingReorderBuffer(ReorderBuffer):
         self.txn_by_xid(xid, True, lsn).nentries += n
 
 
+class Watched(NamedTuple):
+    """A note the driver's pass was given (``RecordingReplayer.watch``), as phase 2 watches it: from
+    the event of order ``order`` on, with ``Replayer.watch``'s ``lsn`` and ``concerns``."""
+
+    order: int
+    index: int  # in ``RecordingReplayer.notes``
+    lsn: int | None
+    concerns: frozenset | None
+
+
 class RecordingReplayer:
     """Stands for ``replay.Replayer`` on the driver (``LogicalDecoder(replayer=RecordingReplayer)``): records
     the replay (``("replay", txn, prepare, end call, member xids, changes, invalidation changes)``) where the
@@ -193,6 +204,35 @@ class RecordingReplayer:
 
     def __init__(self, decoder: "DriverDecoder"):
         self.decoder = decoder
+        # the notes ``watch`` was given, each with the order of the first event recorded after it: phase 2
+        # watches it from that event on (``Watched``), as ``Replayer.watch`` does from its call on
+        self.notes: list[tuple[int, object]] = []
+        self._escalate = None
+        self._escalated: set[int] = set()
+
+    def watching(self) -> bool:
+        """Is a note watched?  (The rows are decoded in phase 2: ``watched`` hands the notes on.)"""
+        return bool(self.notes)
+
+    def watch(self, note, escalate) -> None:
+        """``Replayer.watch`` for phase 2: a note (``diagnostics.Diagnostic`` with ``lacks`` False) fails the
+        run once a row change of a relation it concerns is decoded after it.  Here the rows are not
+        decoded: the note is recorded with its place among the events (``watched``), phase 2's replayers
+        watch it from there, and ``escalated`` reports their findings back to ``escalate``."""
+        self.notes.append((len(self.decoder.events), note))
+        self._escalate = escalate
+
+    def watched(self) -> tuple:
+        """The notes for phase 2 (``tasks.Phase2.watched``): picklable, what ``Replayer.watch`` reads."""
+        return tuple(Watched(order, index, note.lsn, note.concerns)
+                     for index, (order, note) in enumerate(self.notes))
+
+    def escalated(self, index: int, why: str) -> None:
+        """Phase 2 found note ``index`` hit (``why``): escalate it, once, as the first hit in event order
+        says (the caller hands the ranges' findings in range order)."""
+        if index not in self._escalated:
+            self._escalated.add(index)
+            self._escalate(self.notes[index][1], why)
 
     def replay(self, txn, changes, end, prepare: bool = False, first_lsn: int | None = None) -> None:
         d = self.decoder
@@ -276,6 +316,7 @@ class Plan:
     result: DecodeResult
     error: Error | None = None  # raised by the pass, after what came before it is output
     plugin_options: OutputPluginOptions = field(default_factory=OutputPluginOptions)
+    watched: tuple = ()  # the notes phase 2 watches (``RecordingReplayer.watched``)
 
 
 def run_driver_pass(items, catalog: Catalog, plugin: OutputPlugin, request, *, start_plan, read_from, segments,
@@ -340,4 +381,4 @@ def run_driver_pass(items, catalog: Catalog, plugin: OutputPlugin, request, *, s
             if after is not None:
                 members[xid] = (order, max(after, first_lsn - 1), range_of[order])
     return Plan(events, members, range_of, nranges, cutoff, build_catalog_timeline(decoder),
-                decoder.timeline.tracked_relfilenodes(), result, error)
+                decoder.timeline.tracked_relfilenodes(), result, error, watched=decoder.replayer.watched())

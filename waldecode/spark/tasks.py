@@ -554,12 +554,14 @@ class Phase2:
     ``DecodeRequest``, the catalog timeline and where reading stopped.  The events of the plan travel
     with the rows, each range getting only its own (``event_chunks``)."""
 
-    def __init__(self, catalog, make_plugin, request: DecodeRequest, timeline, cutoff: int | None = None):
+    def __init__(self, catalog, make_plugin, request: DecodeRequest, timeline, cutoff: int | None = None,
+                 watched: tuple = ()):
         self.catalog = catalog
         self.make_plugin = make_plugin  # write -> OutputPlugin (a picklable callable)
         self.request = request
         self.timeline = timeline
         self.cutoff = cutoff  # no change at or after this LSN is replayed (where reading stopped)
+        self.watched = watched  # the driver's notes (``plan.Watched``), in event order
 
     @property
     def plugin_options(self) -> dict:
@@ -615,8 +617,10 @@ def decode_rows(rows, ctx: Phase2, open_writer) -> dict:
     order, lo and seq; each range's events in chunk rows, ``lo`` = ``CHUNK``, before their first
     event's changes) are cut into events and run through a fresh plugin and ``Replayer`` exactly as
     the single-process decoder runs them, each range's output going to ``open_writer(range)``.
-    Returns {range: {"lines", "warnings", "error"}}; an error ends the partition (what came before
-    it is written)."""
+    Returns {range: {"lines", "warnings", "escalations", "error"}}; an error ends the partition (what came
+    before it is written).  The driver's notes are watched from their event on, as the single-process
+    replayer watches them from the record that made them; "escalations" are the (note index, why) of
+    those a row change of the range hit, for ``plan.RecordingReplayer.escalated``."""
     current = [None]
     writer_out = None
     if ctx.make_plugin is TestDecoding:
@@ -633,11 +637,19 @@ def decode_rows(rows, ctx: Phase2, open_writer) -> dict:
                         wal_tuples=bool(opts and opts.receive_wal_tuples))
     summary: dict = {}
     cutoff = ctx.cutoff
+    watched = ctx.watched
+    nwatched = 0  # the notes watched so far (those of the events up to the current one)
+    escalations: list = []
+
+    def escalate(note, why: str) -> None:
+        escalations.append((note.index, why))
+
     try:
         for rng, rows_of_range in groupby(rows, key=_first):
             writer = current[0] = open_writer(rng)
-            info = summary[rng] = {"lines": 0, "warnings": [], "error": None}
+            info = summary[rng] = {"lines": 0, "warnings": [], "escalations": [], "error": None}
             warnings.clear()
+            escalations.clear()
             cursor = _RowCursor(rows_of_range)
             try:
                 while cursor.row is not None:
@@ -648,6 +660,9 @@ def decode_rows(rows, ctx: Phase2, open_writer) -> dict:
                     cursor.row = next(cursor.it, None)
                     for order, ev in chunk:
                         writer.event = order  # the output position, for writers that record it
+                        while nwatched < len(watched) and watched[nwatched].order <= order:
+                            replayer.watch(watched[nwatched], escalate)
+                            nwatched += 1
                         group = cursor.take(order)
                         if ev[0] == "call":
                             for _ in group:
@@ -670,6 +685,7 @@ def decode_rows(rows, ctx: Phase2, open_writer) -> dict:
                 writer.close()
                 info["lines"] = writer.lines
                 info["warnings"] = list(warnings)
+                info["escalations"] = list(escalations)
     finally:
         plugin.shutdown()
     return summary

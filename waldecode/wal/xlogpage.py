@@ -35,10 +35,6 @@ XLogLongPageHeaderTail = struct.Struct("<QII")
 MaxAllocSize = 0x3FFFFFFF
 
 
-def MAXALIGN(n: int) -> int:
-    return (n + 7) & ~7
-
-
 class LongPageHeader(NamedTuple):
     xlp_magic: int
     xlp_info: int

@@ -42,6 +42,8 @@ BKPIMAGE_APPLY_V13 = 0x04
 # src/include/common/relpath.h
 FORK_NAMES = ("main", "fsm", "vm", "init")
 
+# src/include/pg_config.h: BLCKSZ, the default (pg_control records a cluster's; the data-directory
+# reader refuses another, and a page of another size fails the page checks)
 BLCKSZ = 8192
 
 

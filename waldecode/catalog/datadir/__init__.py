@@ -17,13 +17,13 @@ from .clog import (
     tuple_is_visible,
 )
 from .control import SUPPORTED_MAJORS, read_pg_control, read_pg_version
-from .heapscan import HeapScan, heap_page_items, heap_page_tuples, page_lsn, read_heap_page
+from .heapscan import HeapScan, heap_page_items, heap_page_tuples, read_heap_page
 from .relmap import read_relmap_file
 from .settings import parse_config_file, read_pg_db_role_setting, read_settings
 from .snapshot import DatadirWarning, FormatType, snapshot_from_datadir
 
 __all__ = ["snapshot_from_datadir", "DatadirWarning", "FormatType", "SUPPORTED_MAJORS", "read_pg_version",
-           "read_pg_control", "read_relmap_file", "read_heap_page", "heap_page_items", "heap_page_tuples", "page_lsn",
+           "read_pg_control", "read_relmap_file", "read_heap_page", "heap_page_items", "heap_page_tuples",
            "HeapScan", "TransactionStatus", "tuple_is_visible", "TRANSACTION_STATUS_IN_PROGRESS",
            "TRANSACTION_STATUS_COMMITTED", "TRANSACTION_STATUS_ABORTED", "TRANSACTION_STATUS_SUB_COMMITTED",
            "read_pg_database", "read_pg_authid", "read_pg_db_role_setting", "read_settings", "parse_config_file",

@@ -15,15 +15,13 @@ import re
 from construct import Bytes, Flag, Float64l, Int32sl, Int32ul, Int64sl, Int64ul, Padding, Struct, Tell
 from crc32c import crc32c
 
+from ...pg.bufpage import MAXIMUM_ALIGNOF
 from ...pg.quote import NAMEDATALEN
+from ...wal.xlogrecord import BLCKSZ
 from ..model import CatalogError
 from .files import LOCAL, DataFiles, data_files
 
 SUPPORTED_MAJORS = range(13, 19)
-
-# src/include/pg_config_manual.h / pg_config.h (the defaults; pg_control records the real ones)
-BLCKSZ = 8192
-MAXIMUM_ALIGNOF = 8
 
 # src/include/catalog/pg_control.h
 PG_CONTROL_FILE_SIZE = 8192

@@ -1,7 +1,7 @@
 """Heap pages and sequential scans of a relation's files, as the server's own checks see them.
 
-Owns src/include/storage/bufpage.h's page header and itemid.h's line pointers with
-PageIsVerified's checks (``read_heap_page``), each tuple's header checked (``heap_page_items``),
+Owns PageIsVerified's checks of a heap page's header and line pointers (``read_heap_page``; their
+layout is ``pg.bufpage``'s), each tuple's header checked (``heap_page_items``),
 and ``HeapScan``: every block of a relation's segment files, yielding the tuples
 ``clog.tuple_is_visible`` keeps.  The one reader of heap pages for the data directory, the
 catalog history's full-page images and a live server's catalog pages; damage raises
@@ -14,23 +14,13 @@ import struct
 from typing import Iterator, NamedTuple
 
 from ...heap.heaptuple import HeapTupleHeaderData, SizeofHeapTupleHeader
+from ...pg.bufpage import (LP_NORMAL, MAXIMUM_ALIGNOF, PD_VALID_FLAG_BITS, PG_PAGE_LAYOUT_VERSION, PageHeaderData,
+                           SizeOfItemIdData, SizeOfPageHeaderData, item_id_fields)
 from ..model import CatalogError
 from .clog import TransactionStatus, tuple_is_visible
-from .control import BLCKSZ, MAXIMUM_ALIGNOF
+from .control import BLCKSZ
 from .files import LOCAL, DataFiles
 
-# src/include/storage/bufpage.h, itemid.h
-SizeOfPageHeaderData = 24
-PD_VALID_FLAG_BITS = 0x0007
-PG_PAGE_LAYOUT_VERSION = 4
-LP_UNUSED = 0
-LP_NORMAL = 1
-LP_REDIRECT = 2
-LP_DEAD = 3
-
-# src/include/storage/bufpage.h: PageHeaderData (pd_lsn, pd_checksum, pd_flags, pd_lower, pd_upper,
-# pd_special, pd_pagesize_version, pd_prune_xid)
-_page_header = struct.Struct("<QHHHHHHI")
 _ZERO_PAGE = bytes(BLCKSZ)
 
 
@@ -53,8 +43,8 @@ def read_heap_page(page: bytes, path: str, blkno: int) -> list[tuple[int, int, i
     A new (all-zero) page has none.  Raises ``CatalogError`` naming the file and block for a
     damaged page header (pd_lower/pd_upper/pd_special, flags, layout version) or line pointer.
     """
-    (_lsn, _checksum, pd_flags, pd_lower, pd_upper, pd_special, pd_pagesize_version,
-     _prune) = _page_header.unpack_from(page, 0)
+    (_xlogid, _xrecoff, _checksum, pd_flags, pd_lower, pd_upper, pd_special, pd_pagesize_version,
+     _prune) = PageHeaderData.unpack_from(page, 0)
     if pd_upper == 0:  # PageIsNew
         if page != _ZERO_PAGE:
             raise CatalogError(f"{path}: block {blkno}: page has pd_upper 0 but is not all zeros: damaged page")
@@ -67,15 +57,12 @@ def read_heap_page(page: bytes, path: str, blkno: int) -> list[tuple[int, int, i
     if pd_pagesize_version != BLCKSZ | PG_PAGE_LAYOUT_VERSION:
         raise CatalogError(f"{where}: page size/layout version {pd_pagesize_version:#x} is not "
                            f"{BLCKSZ | PG_PAGE_LAYOUT_VERSION:#x} (8 kB, layout 4)")
-    nitems = (pd_lower - SizeOfPageHeaderData) // 4
+    nitems = (pd_lower - SizeOfPageHeaderData) // SizeOfItemIdData
     items = []
     for i, word in enumerate(struct.unpack_from(f"<{nitems}I", page, SizeOfPageHeaderData)):
-        # ItemIdData: lp_off:15, lp_flags:2, lp_len:15 (little-endian bit fields)
-        lp_flags = (word >> 15) & 0x03
+        lp_off, lp_flags, lp_len = item_id_fields(word)
         if lp_flags != LP_NORMAL:
             continue
-        lp_off = word & 0x7FFF
-        lp_len = word >> 17
         if (lp_off < pd_upper or lp_off + lp_len > pd_special or lp_off % MAXIMUM_ALIGNOF
                 or lp_len < SizeofHeapTupleHeader):
             raise CatalogError(f"{where}: damaged line pointer {i + 1} (lp_off {lp_off}, lp_len {lp_len}; "
@@ -112,12 +99,6 @@ def heap_page_tuples(page: bytes, path: str, blkno: int) -> dict[int, bytes]:
     """The LP_NORMAL tuples of a heap page by offset number, each the whole on-page tuple
     (header and data), with ``heap_page_items``' checks."""
     return {item[0]: page[item[1]:item[1] + item[2]] for item in heap_page_items(page, path, blkno)}
-
-
-def page_lsn(page: bytes) -> int:
-    """PageGetLSN: pd_lsn, the LSN of the last WAL record that changed the page."""
-    hi, lo = struct.unpack_from("<II", page, 0)  # PageXLogRecPtr {xlogid, xrecoff}
-    return hi << 32 | lo
 
 
 class HeapScan:

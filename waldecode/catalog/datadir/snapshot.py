@@ -16,6 +16,7 @@ import warnings
 from dataclasses import replace
 from typing import Callable
 
+from ...pg.bufpage import page_get_lsn
 from ...pg.encoding import encoding_name
 from ...pg.lsn import format_lsn
 from ...types import OutputContext, TypeOutputError
@@ -41,7 +42,6 @@ from ..pg_catalog import (
 from .catalogs import CatalogTable, DataDir, read_pg_authid, read_pg_database, read_pg_replication_origin, unique_rows
 from .control import DB_SHUTDOWNED, DB_SHUTDOWNED_IN_RECOVERY, WAL_LEVEL_NAMES, state_name
 from .files import data_files
-from .heapscan import page_lsn
 from .relmap import RELMAPPER_FILENAME, read_relmap_file
 from .settings import read_pg_db_role_setting, read_settings
 
@@ -196,7 +196,7 @@ class _Database:
             blocks = {}
             later = 0
             for path, blkno, page in scan.pages():
-                if page_lsn(page) > checkpoint:
+                if page_get_lsn(page) > checkpoint:
                     later += 1
                     continue
                 blocks[blkno] = [(t.offnum, page[t.lp_off:t.lp_off + t.lp_len])

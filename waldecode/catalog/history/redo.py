@@ -20,13 +20,14 @@ from ...heap.heaptuple import (  # src/include/access/htup_details.h
     HEAP_KEYS_UPDATED,
     HEAP_MOVED,
     HEAP_XMAX_BITS,
-    HEAP_XMAX_EXCL_LOCK,
     HEAP_XMAX_INVALID,
-    HEAP_XMAX_IS_MULTI,
-    HEAP_XMAX_KEYSHR_LOCK,
     HEAP_XMAX_LOCK_ONLY,
     HEAP_XMIN_COMMITTED,
     HEAP_XMIN_INVALID,
+    T_HOFF,
+    T_INFOMASK2,
+    T_XMAX,
+    T_XMIN,
     HeapTupleHeaderData,
     SizeofHeapTupleHeader,
 )
@@ -34,11 +35,6 @@ from ...pg.lsn import format_lsn
 from ...pg.transam import xid_precedes
 from ...rmgr import RM_HEAP2_ID, RM_HEAP_ID, RM_XLOG_ID
 from ...rmgr.heap import (  # src/include/access/heapam_xlog.h, declared once in the rmgr module
-    XLHL_KEYS_UPDATED,
-    XLHL_XMAX_EXCL_LOCK,
-    XLHL_XMAX_IS_MULTI,
-    XLHL_XMAX_KEYSHR_LOCK,
-    XLHL_XMAX_LOCK_ONLY,
     SizeOfHeapHeader,
     SizeOfHeapMultiInsert,
     SizeOfMultiInsertTuple,
@@ -52,6 +48,7 @@ from ...rmgr.heap import (  # src/include/access/heapam_xlog.h, declared once in
     XLOG_HEAP_INSERT,
     XLOG_HEAP_OPMASK,
     XLOG_HEAP_UPDATE,
+    fix_infomask_from_infobits,
     xl_heap_delete,
     xl_heap_header,
     xl_heap_insert,
@@ -62,7 +59,7 @@ from ...rmgr.heap import (  # src/include/access/heapam_xlog.h, declared once in
 from ..model import Catalog, CatalogError, CatalogPages
 from ..pg_catalog import DECODED_COLUMNS, OPTIONAL_CATALOGS, TRACKED_CATALOGS, CatalogLayout
 
-# htup_details.h: HeapTupleHeaderData's fields rewritten in place (t_xmax @4, t_infomask2 and t_infomask @18)
+# htup_details.h: HeapTupleHeaderData's fields rewritten in place (t_xmax; t_infomask2 and t_infomask together)
 _t_xmax = struct.Struct("<I")
 _t_infomasks = struct.Struct("<HH")
 _u16 = struct.Struct("<H")
@@ -89,39 +86,25 @@ class _Page:
         self.lsn = lsn
 
 
-def _fix_infomask_from_infobits(infobits: int, infomask: int, infomask2: int) -> tuple[int, int]:
-    """heapam.c fix_infomask_from_infobits: the xmax bits a delete or update record carries."""
-    if infobits & XLHL_XMAX_IS_MULTI:
-        infomask |= HEAP_XMAX_IS_MULTI
-    if infobits & XLHL_XMAX_LOCK_ONLY:
-        infomask |= HEAP_XMAX_LOCK_ONLY
-    if infobits & XLHL_XMAX_EXCL_LOCK:
-        infomask |= HEAP_XMAX_EXCL_LOCK
-    if infobits & XLHL_XMAX_KEYSHR_LOCK:  # HEAP_XMAX_SHR_LOCK is EXCL_LOCK | KEYSHR_LOCK: set by the two
-        infomask |= HEAP_XMAX_KEYSHR_LOCK
-    if infobits & XLHL_KEYS_UPDATED:
-        infomask2 |= HEAP_KEYS_UPDATED
-    return infomask, infomask2
-
-
 def _with_xmax(tup: bytes, xmax: int, infobits: int) -> bytes:
     """The tuple as heap_xlog_delete / heap_xlog_update leave the old version: t_xmax set, its
     infomask bits from the record."""
-    infomask2, infomask = _t_infomasks.unpack_from(tup, 18)
-    infomask, infomask2 = _fix_infomask_from_infobits(infobits, infomask & ~(HEAP_XMAX_BITS | HEAP_MOVED),
+    infomask2, infomask = _t_infomasks.unpack_from(tup, T_INFOMASK2)
+    infomask, infomask2 = fix_infomask_from_infobits(infobits, infomask & ~(HEAP_XMAX_BITS | HEAP_MOVED),
                                                       infomask2 & ~HEAP_KEYS_UPDATED)
     out = bytearray(tup)
-    _t_xmax.pack_into(out, 4, xmax)
-    _t_infomasks.pack_into(out, 18, infomask2, infomask)
+    _t_xmax.pack_into(out, T_XMAX, xmax)
+    _t_infomasks.pack_into(out, T_INFOMASK2, infomask2, infomask)
     return bytes(out)
 
 
 def _without_xmax(tup: bytes) -> bytes:
     """The old version after its deleter aborted, as a hint bit would mark it: t_xmax invalid."""
-    infomask2, infomask = _t_infomasks.unpack_from(tup, 18)
+    infomask2, infomask = _t_infomasks.unpack_from(tup, T_INFOMASK2)
     out = bytearray(tup)
-    _t_xmax.pack_into(out, 4, 0)
-    _t_infomasks.pack_into(out, 18, infomask2 & ~HEAP_KEYS_UPDATED, (infomask & ~HEAP_XMAX_BITS) | HEAP_XMAX_INVALID)
+    _t_xmax.pack_into(out, T_XMAX, 0)
+    _t_infomasks.pack_into(out, T_INFOMASK2, infomask2 & ~HEAP_KEYS_UPDATED,
+                           (infomask & ~HEAP_XMAX_BITS) | HEAP_XMAX_INVALID)
     return bytes(out)
 
 
@@ -416,7 +399,7 @@ class CatalogRedo:
                                   + self._why_missing(oldblk, old_off, rec.lsn))
             else:
                 if prefixlen:
-                    old_hoff = oldtup[22]
+                    old_hoff = oldtup[T_HOFF]
                     nbits = t_hoff - SizeofHeapTupleHeader
                     body = body[:nbits] + oldtup[old_hoff:old_hoff + prefixlen] + body[nbits:]
                 if suffixlen:
@@ -461,7 +444,7 @@ class CatalogRedo:
             oldtup = self._tuple(blk, offnum, rec.lsn)
             if oldtup is None:
                 return  # columns decoding reads are not changed in place; nothing to keep current
-            t_hoff = oldtup[22]
+            t_hoff = oldtup[T_HOFF]
             newtup = oldtup[:t_hoff] + bytes(blk.data)
             self.pages[key].tuples[offnum] = newtup
         if oldtup is None or newtup is None:
@@ -500,9 +483,9 @@ class CatalogRedo:
                 if tup is None:
                     continue
                 if inserted:
-                    if not committed and _u32.unpack_from(tup, 0)[0] == x:
+                    if not committed and _u32.unpack_from(tup, T_XMIN)[0] == x:
                         del page.tuples[offnum]
-                elif _u32.unpack_from(tup, 4)[0] == x:
+                elif _u32.unpack_from(tup, T_XMAX)[0] == x:
                     if committed:
                         del page.tuples[offnum]
                     else:
