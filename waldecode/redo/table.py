@@ -169,7 +169,7 @@ def table_as_of(backup, paths, schema: str, name: str, at: str, inclusive: bool 
     ``paths`` to the target ``at`` (``parse_target``; a time without an offset is in the backup's
     TimeZone setting) shows them; errors name what is missing.  ``on_row(result, values)``, when
     given, takes each row as it is read (the result's ``values`` stay empty: rows are not held)."""
-    from ..catalog.datadir import snapshot_from_datadir  # lazy: the catalog readers, only this command
+    from ..catalog.datadir import read_pg_control, snapshot_from_datadir  # lazy: the catalog readers, only this command
     from ..catalog.history import CatalogHistory  # lazy: as above
 
     files = data_files(backup)
@@ -233,7 +233,11 @@ def table_as_of(backup, paths, schema: str, name: str, at: str, inclusive: bool 
     with tempfile.TemporaryDirectory(prefix="waldecode-table-", dir=work_dir) as tmp:
         with PageStore(tmp) as store:
             load_base_backup(store, files, major, wanted=wanted.__contains__)
-            engine = HeapRedo(store, major, wanted=wanted.__contains__)
+            # xlog.h XLogHintBitIsNeeded: data checksums (18's initdb default) or wal_log_hints WAL-log hint
+            # bits, and then XLOG_HEAP2_VISIBLE redo moves the heap page's LSN
+            control = read_pg_control(files, major)
+            engine = HeapRedo(store, major, wanted=wanted.__contains__,
+                              hint_bits_logged=bool(control.data_checksum_version or control.wal_log_hints))
             # up to the stop: a stop at a segment's end (after an XLOG_SWITCH) needs nothing of the next
             for rec in XLogReader(paths, start_lsn=label.start_lsn, end_lsn=stop, timeline=timeline,
                                   read_to_gap=True):
