@@ -8,16 +8,19 @@ table at the target (the catalog history, from the backup's catalog), and the ro
 relation).  Hands rows (a list of ``(Attribute, text | None)`` per row) to ``cli.table``, which
 prints them.
 
-Two passes over the WAL from the backup label's START WAL LOCATION: the first finds the stop point
+Two passes from the backup label's START WAL LOCATION: the first reads the WAL, finds the stop point
 and, with the catalog history, transaction status (``clog.CommitLog``) and multixact members
-(``multixact.MultiXacts``) as of it, and the table's relation file nodes at the target; the second
-copies only those relations' files from the backup into a page store and replays their heap
-records up to the stop point.  A segment missing after the stop point is no concern (recovery
-never asks for it); one before it is a ``MissingSegmentError`` naming it.
+(``multixact.MultiXacts``) as of it, and the table's relation file nodes at the target, and keeps
+in a temporary file the records that may change the table's pages (``_RedoSpool``); the second
+copies only those relations' files from the backup into a page store and replays the kept records
+up to the stop point (it reads the WAL again only for a table the backup knew by another name).  A
+segment missing after the stop point is no concern (recovery never asks for it); one before it is a
+``MissingSegmentError`` naming it.
 """
 
 from __future__ import annotations
 
+import pickle
 import re
 import tempfile
 from dataclasses import dataclass
@@ -31,10 +34,12 @@ from ..errors import CatalogError, CorruptRecordError, UsageError, WALError, for
 from ..heap.heaptuple import HEAP_MOVED, HEAP_XMIN_COMMITTED, HEAP_XMIN_INVALID, deform_tuple
 from ..heap.varlena import ToastPointer, decompress_toast_value
 from ..pg.lsn import parse_lsn
-from ..rmgr import RM_XACT_ID
+from ..rmgr import RM_HEAP2_ID, RM_HEAP_ID, RM_SMGR_ID, RM_XACT_ID, RM_XLOG_ID
 from ..rmgr import xact as rm_xact
+from ..rmgr.smgr import XLOG_SMGR_CREATE, xl_smgr_create
 from ..types import output_text
 from ..wal.xlogreader import XLogReader
+from ..wal.xlogrecord import XLR_INFO_MASK
 from ..xact import xact_event
 from .backup_label import backup_end_lsn, read_backup_label, redo_checkpoint
 from .clog import CommitLog, XidStatus
@@ -184,6 +189,9 @@ def table_as_of(backup, paths, schema: str, name: str, at: str, inclusive: bool 
     history = CatalogHistory(catalog, major)
 
     # -- pass 1: where replay stops, and what is committed there -----------------------------------
+    # (and the records of the table's relations, kept for pass 2: the WAL is read once; an anonymous
+    # temporary file, gone with its last reference whatever happens)
+    spool = _RedoSpool(work_dir, catalog, schema, name)
     consistent = None
     stop = stopped = None
     reader = XLogReader(paths, start_lsn=label.start_lsn, timeline=timeline, read_to_gap=True)
@@ -195,6 +203,7 @@ def table_as_of(backup, paths, schema: str, name: str, at: str, inclusive: bool 
         history.process(rec)
         clog.redo(rec)
         multis.redo(rec)
+        spool.offer(rec)
         if consistent is None and backup_end_lsn(label, rec) is not None:
             consistent = rec.end_lsn
         if stops_after(target, rec, end):
@@ -230,7 +239,7 @@ def table_as_of(backup, paths, schema: str, name: str, at: str, inclusive: bool 
     wanted = {heap} | ({toast} if toast else set())
 
     # -- pass 2: the relations' pages, replayed to the stop point ---------------------------------
-    with tempfile.TemporaryDirectory(prefix="waldecode-table-", dir=work_dir) as tmp:
+    with spool, tempfile.TemporaryDirectory(prefix="waldecode-table-", dir=work_dir) as tmp:
         with PageStore(tmp) as store:
             load_base_backup(store, files, major, wanted=wanted.__contains__)
             # xlog.h XLogHintBitIsNeeded: data checksums (18's initdb default) or wal_log_hints WAL-log hint
@@ -238,9 +247,11 @@ def table_as_of(backup, paths, schema: str, name: str, at: str, inclusive: bool 
             control = read_pg_control(files, major)
             engine = HeapRedo(store, major, wanted=wanted.__contains__,
                               hint_bits_logged=bool(control.data_checksum_version or control.wal_log_hints))
-            # up to the stop: a stop at a segment's end (after an XLOG_SWITCH) needs nothing of the next
-            for rec in XLogReader(paths, start_lsn=label.start_lsn, end_lsn=stop, timeline=timeline,
-                                  read_to_gap=True):
+            # the records pass 1 kept; the WAL again when the table is a relation the backup knew by another
+            # name (up to the stop: a stop at a segment's end, after an XLOG_SWITCH, needs nothing of the next)
+            records = spool.records() if spool.covers(wanted) else \
+                XLogReader(paths, start_lsn=label.start_lsn, end_lsn=stop, timeline=timeline, read_to_gap=True)
+            for rec in records:
                 if rec.lsn >= stop:
                     break
                 engine.redo(rec)
@@ -262,6 +273,60 @@ def table_as_of(backup, paths, schema: str, name: str, at: str, inclusive: bool 
                     out.append(v)
                 add(out)
     return result
+
+
+class _RedoSpool:
+    """The records pass 2 replays, kept in a temporary file as pass 1 reads them, so that the WAL is
+    read once: heap, heap2 and XLOG records (full-page images) with a block of a relation file of the
+    table's database that the backup's catalog does not give to another relation (the table's own
+    and its TOAST table's at the backup, and any file created after it, as a rewrite or a TRUNCATE
+    gives the table), and every storage record.  ``covers(wanted)``: whether the table's relation
+    files at the stop are among them; not when the table there is a relation the backup knew by
+    another name (``ALTER TABLE ... RENAME``): then pass 2 reads the WAL again."""
+
+    def __init__(self, work_dir, catalog, schema: str, name: str):
+        db, spc = catalog.database_oid, catalog.database_tablespace
+        rels = catalog.relations
+
+        def locator(r):
+            return (r.reltablespace or spc, db, r.relfilenode)
+
+        named = [r for r in rels.values() if r.nspname == schema and r.relname == name]
+        mine = {locator(r) for r in named} | {locator(rels[r.reltoastrelid]) for r in named
+                                               if r.reltoastrelid in rels}
+        self.others = {locator(r) for r in rels.values() if r.relfilenode} - mine
+        self.db = db
+        self.count = 0
+        self.file = tempfile.TemporaryFile(prefix="waldecode-table-redo-", dir=work_dir)
+        self.pickler = pickle.Pickler(self.file, protocol=pickle.HIGHEST_PROTOCOL)
+
+    def offer(self, rec) -> None:
+        rmid = rec.xl_rmid
+        if rmid == RM_SMGR_ID:
+            if rec.xl_info & ~XLR_INFO_MASK == XLOG_SMGR_CREATE:
+                # storage.c RelationCreateStorage: a file number a dropped relation freed, taken again
+                self.others.discard(tuple(xl_smgr_create.unpack_from(rec.main_data)[:3]))
+        elif rmid not in (RM_HEAP_ID, RM_HEAP2_ID, RM_XLOG_ID) or not any(
+                b.dbOid == self.db and (b.spcOid, b.dbOid, b.relNumber) not in self.others for b in rec.blocks):
+            return
+        self.pickler.dump(rec)
+        self.pickler.clear_memo()  # each record on its own: the memo would hold them all
+        self.count += 1
+
+    def covers(self, wanted: set) -> bool:
+        return not wanted & self.others
+
+    def records(self):
+        self.file.seek(0)
+        load = pickle.Unpickler(self.file).load
+        for _ in range(self.count):
+            yield load()
+
+    def __enter__(self) -> "_RedoSpool":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.file.close()
 
 
 def _what(rec, end) -> str:
