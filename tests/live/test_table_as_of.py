@@ -26,7 +26,7 @@ from doc_commands import lane_command  # noqa: E402
 from pitr import DB, PitrPrimary, Target, copy_lines  # noqa: E402
 from table_workload import SCHEMA, workload  # noqa: E402
 from waldecode.cli import main  # noqa: E402
-from waldecode.cli.table import copy_csv, copy_text  # noqa: E402
+from waldecode.cli.table import _ParquetRows, copy_csv, copy_text  # noqa: E402
 from waldecode.pg.lsn import format_lsn  # noqa: E402
 from waldecode.redo.backup_label import read_backup_label  # noqa: E402
 
@@ -139,8 +139,9 @@ def test_missing_segment(primary, capsys, tmp_path):
     assert status == 0 and copy_lines(capsys.readouterr().out.encode()) == copy_lines(t.rows)
 
 
-def test_other_formats(primary, capsys, tmp_path):
-    """csv, jsonl and sql print the same rows (one line each) as copy; parquet holds jsonl's values."""
+def test_other_formats(primary, capsys, tmp_path, monkeypatch):
+    """csv, jsonl and sql print the same rows (one line each) as copy; parquet holds jsonl's values,
+    written a row group at a time (groups of 7 rows here)."""
     at = format_lsn(primary.txns[-1].end_lsn)
     _s, copy, _e = _waldecode(primary, capsys, at, True)
     n = len(copy_lines(copy))
@@ -157,6 +158,12 @@ def test_other_formats(primary, capsys, tmp_path):
     assert main(["table", "--backup", str(primary.backup), "--table", "orders", "--at", at, "--database", DB,
                  "--format", "parquet", "--output", str(path), str(primary.archive)]) == 0
     table = pq.read_table(path)
+    assert pq.ParquetFile(path).num_row_groups == 1  # 64k rows a group
+    monkeypatch.setattr(_ParquetRows, "ROW_GROUP_ROWS", 7)
+    assert main(["table", "--backup", str(primary.backup), "--table", "orders", "--at", at, "--database", DB,
+                 "--format", "parquet", "--output", str(path), str(primary.archive)]) == 0
+    assert pq.ParquetFile(path).num_row_groups == -(-n // 7)
+    assert pq.read_table(path).equals(table)
     texts = sorted(tuple(c["value"] for c in json.loads(line)["columns"]) for line in outs["jsonl"])
     got = sorted(tuple(None if row[f] is None else str(row[f]) for f in table.column_names if f != "_text")
                  for row in table.to_pylist())
