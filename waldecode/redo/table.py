@@ -298,7 +298,6 @@ class _RedoSpool:
         self.db = db
         self.count = 0
         self.file = tempfile.TemporaryFile(prefix="waldecode-table-redo-", dir=work_dir)
-        self.pickler = pickle.Pickler(self.file, protocol=pickle.HIGHEST_PROTOCOL)
 
     def offer(self, rec) -> None:
         rmid = rec.xl_rmid
@@ -309,8 +308,9 @@ class _RedoSpool:
         elif rmid not in (RM_HEAP_ID, RM_HEAP2_ID, RM_XLOG_ID) or not any(
                 b.dbOid == self.db and (b.spcOid, b.dbOid, b.relNumber) not in self.others for b in rec.blocks):
             return
-        self.pickler.dump(rec)
-        self.pickler.clear_memo()  # each record on its own: the memo would hold them all
+        # one pickle per record, each with its own memo: a pickler or unpickler kept across records would
+        # hold every record in its memo
+        pickle.dump(rec, self.file, protocol=pickle.HIGHEST_PROTOCOL)
         self.count += 1
 
     def covers(self, wanted: set) -> bool:
@@ -318,9 +318,8 @@ class _RedoSpool:
 
     def records(self):
         self.file.seek(0)
-        load = pickle.Unpickler(self.file).load
         for _ in range(self.count):
-            yield load()
+            yield pickle.load(self.file)
 
     def __enter__(self) -> "_RedoSpool":
         return self
