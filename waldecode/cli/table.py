@@ -150,12 +150,11 @@ class _ParquetRows:
 
         from ..errors import format_lsn  # lazy: as above
         from ..output.parquet import _Columns, _pa  # lazy: as above
-        from ..types import output_text  # lazy: as above
 
         pa = self.pa = _pa()
         self.result = result
         catalog = result.catalog
-        self.columns = _Columns(catalog, result.relation, lambda typeoid, v: output_text(typeoid, v, catalog))
+        self.columns = _Columns(catalog, result.relation, result.output)
         # _Columns indexes the relation's attributes (dropped ones included); the rows hold the others only
         self.kept = [i for i, a in enumerate(result.relation.attributes) if not a.attisdropped]
         self.fields = list(self.columns.struct) if self.columns.struct is not None else []

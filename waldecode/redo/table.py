@@ -25,6 +25,7 @@ import re
 import tempfile
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
+from functools import cached_property
 
 from ..catalog.datadir.clog import tuple_is_visible
 from ..catalog.datadir.files import data_files
@@ -37,7 +38,7 @@ from ..pg.lsn import parse_lsn
 from ..rmgr import RM_HEAP2_ID, RM_HEAP_ID, RM_SMGR_ID, RM_XACT_ID, RM_XLOG_ID
 from ..rmgr import xact as rm_xact
 from ..rmgr.smgr import XLOG_SMGR_CREATE, xl_smgr_create
-from ..types import output_text
+from ..types import OutputContext
 from ..wal.xlogreader import XLogReader
 from ..wal.xlogrecord import XLR_INFO_MASK
 from ..xact import xact_event
@@ -162,10 +163,17 @@ class TableAsOf:
     stopped: str  # what stopped replay, as the server's "recovery stopping" line says it
     consistent_lsn: int
 
+    @cached_property
+    def output(self):
+        """``(typeoid, value) -> text``: the output functions in a session with the settings of the catalog
+        at the stop, one context for every value (``types.output_text`` looks its context up by the
+        settings at each call, which costs more than most output functions)."""
+        return OutputContext(self.catalog).output
+
     def texts(self, row: list) -> list:
         """A row's columns as the server's output functions print them (None: NULL)."""
-        catalog = self.catalog
-        return [None if v is None else output_text(a.atttypid, v, catalog) for a, v in zip(self.columns, row)]
+        output = self.output
+        return [None if v is None else output(a.atttypid, v) for a, v in zip(self.columns, row)]
 
 
 def table_as_of(backup, paths, schema: str, name: str, at: str, inclusive: bool = True, database: str | None = None,
