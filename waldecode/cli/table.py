@@ -3,8 +3,9 @@ target would show them (issue 23; ``redo.table`` computes them), printed as ``CO
 does (``copy``, ``csv``), as JSON lines or as INSERT statements.
 
 Nothing is written unless every row was read: the rows are spooled (to a temporary file past 64 MiB)
-as they are read and copied out at the end, so that a bad target, a missing segment or an unknown
-table leaves only the error line on stderr.
+as they are read and copied out at the end (Parquet: written a row group at a time to a temporary
+name, renamed at the end), so that a bad target, a missing segment or an unknown table leaves only
+the error line on stderr.
 """
 
 from __future__ import annotations
