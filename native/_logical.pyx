@@ -41,7 +41,7 @@ from bisect import bisect_left
 
 from waldecode.errors import WALError
 from waldecode.logical.replay import UNMAPPED
-from waldecode.logical.reorderbuffer import TXN, Change
+from waldecode.logical.reorderbuffer import Change
 
 # A NamedTuple's own __new__ is Python code (a frame per call)
 cdef object _tuple_new = tuple.__new__
@@ -321,6 +321,77 @@ def from_batch(bytes batch, Py_ssize_t count):
     return _deserialize(batch, count)
 
 
+# -- the transaction --------------------------------------------------------------------------------
+
+cdef class TXN:
+    """``reorderbuffer.TXN`` (ReorderBufferTXN), one (sub)transaction, as a class owning its fields in C:
+    made by ``reorderbuffer.new_txn`` under the Cython implementation, so that the record loop below reads
+    and writes them as fields of a struct where the reference's are Python attributes (and makes one
+    without running Python code).  The same attributes, properties and method as the reference."""
+
+    cdef public object xid
+    cdef public unsigned long long first_lsn
+    cdef public object final_lsn
+    cdef public object end_lsn
+    cdef public object toptxn              # its top-level TXN, or None
+    cdef public list subtxns
+    cdef public object changes             # a ChangeBuffer
+    cdef public Py_ssize_t nentries        # all changes, spilled ones included
+    cdef public dict spill_files           # segment number -> path, in the order first written
+    cdef public bint has_base_snapshot
+    cdef public bint is_known_as_subxact
+    cdef public bint prepared
+    cdef public bint prepare_remembered
+    cdef public bint has_catalog_changes
+    cdef public bint distr_inval_overflowed
+    cdef public object gid
+    cdef public object xact_time
+    cdef public object origin
+    cdef public object invalidations
+    cdef public object invalidations_distributed
+    cdef public object inval_changes       # a list of Change, or None
+
+    def __init__(self, xid, unsigned long long first_lsn, changes=None):
+        self.xid = xid
+        self.first_lsn = first_lsn
+        self.final_lsn = 0
+        self.end_lsn = 0
+        self.toptxn = None
+        self.subtxns = []
+        self.changes = ChangeBuffer() if changes is None else changes
+        self.nentries = 0
+        self.spill_files = {}
+        self.gid = ""
+        self.xact_time = 0
+        self.origin = 0
+        self.invalidations = b""
+        self.invalidations_distributed = b""
+        self.inval_changes = None
+
+    @property
+    def nentries_mem(self):
+        return len(self.changes)
+
+    @property
+    def size(self):
+        return self.changes.nbytes
+
+    @property
+    def total_changes(self):
+        return self.nentries + sum((<TXN>s).nentries for s in self.subtxns)
+
+    def first_change_lsn(self):
+        return min(self.first_lsn, *(s.first_lsn for s in self.subtxns)) if self.subtxns else self.first_lsn
+
+
+cdef inline TXN _native_txn(PyObject *found):
+    """The TXN at ``found`` (a borrowed reference from the reorder buffer's dict), or None when it is not
+    one of this class (a reference TXN: the implementation was switched while transactions were open)."""
+    if found == NULL or type(<object>found) is not TXN:
+        return None
+    return <TXN>found
+
+
 # -- the record loop --------------------------------------------------------------------------------
 
 cdef class _Decoding:
@@ -439,7 +510,7 @@ cdef class _Decoding:
             self.handled[RM_RELMAP_ID] = 1  # the catalog history follows the relation mapper
         self.handled[RM_HEAP_ID] = self.handled[RM_HEAP2_ID] = 2  # decoded here
 
-    cdef int queued(self, txn, ChangeBuffer store, Py_ssize_t size) except -1:
+    cdef int queued(self, TXN txn, ChangeBuffer store, Py_ssize_t size) except -1:
         """ReorderBuffer.queue_change's bookkeeping after a change went into ``store``."""
         txn.nentries += 1
         self.size += size
@@ -461,7 +532,7 @@ cdef class _Decoding:
             self.size_dirty = False
         return 0
 
-    cdef object register(self, unsigned int xid, unsigned long long lsn):
+    cdef TXN register(self, unsigned int xid, unsigned long long lsn):
         """What the Python decoder does at a transaction's first record, of no toplevel xid, besides
         decoding it: TransactionTracker.process, ReorderBufferProcessXid.  The new TXN."""
         key = xid
@@ -483,12 +554,14 @@ cdef class _Decoding:
         cdef PyObject *found
         cdef ChangeBuffer store
         cdef bint first = False
-        txn = None
+        cdef TXN txn = None
         if xid:
             key = xid
             found = PyDict_GetItem(self.by_xid, key)
             if found != NULL and PySet_Contains(self.open_xids, key):
-                txn = <object>found  # the transaction tracker and the reorder buffer know it already
+                txn = _native_txn(found)  # the transaction tracker and the reorder buffer know it already
+                if txn is None:
+                    return 0
             elif found == NULL and not PySet_Contains(self.open_xids, key) and self.state == SNAPBUILD_CONSISTENT:
                 first = True  # its first record: registered below if the record is one taken here
             else:
@@ -619,6 +692,7 @@ cdef class _Decoding:
         cdef const unsigned char *m = h.main_data
         cdef Py_ssize_t size = MinSizeOfXactCommit + SizeOfXactXinfo + SizeOfXactDbinfo, pos, i
         cdef PyObject *found
+        cdef TXN txn
         cdef PyObject *targets[FAST_COMMIT_MAX_CHANGES]
         cdef const unsigned char *p
         cdef ChangeBuffer store
@@ -642,7 +716,9 @@ cdef class _Decoding:
         found = PyDict_GetItem(self.by_xid, key)
         if found == NULL or PyDict_GetItem(self.top_of, key) != NULL:
             return 0
-        txn = <object>found
+        txn = _native_txn(found)
+        if txn is None:
+            return 0
         changes = txn.changes
         if type(changes) is not ChangeBuffer:
             return 0
@@ -692,7 +768,7 @@ cdef class _Decoding:
             self.toplevel.pop(key, None)
         return 1
 
-    cdef bint whole_catalog(self, txn, key, unsigned long long lsn) except -1:
+    cdef bint whole_catalog(self, TXN txn, key, unsigned long long lsn) except -1:
         """``Replayer.whole_catalog`` for a transaction without subtransactions committed at ``lsn``,
         asked only when its answer may differ from the last one given: the transaction began at or before
         the catalog change that opened that one's epoch, or commits after the change that closes it (a

@@ -1,7 +1,7 @@
 """waldecode: PostgreSQL logical decoding, offline, from WAL segment files.
 
-The library's face (``docs/api.md``): ``decode_wal`` decodes segments through an output plugin
-(``plugin_class(name)``, ``PLUGINS``) with a catalog snapshot (``Catalog.load``, or taken with
+The library's face (``docs/api.md``): ``decode_wal`` decodes segments as a ``DecodeRequest`` asks,
+through an output plugin (``plugin_class(name)``, ``PLUGINS``) with a catalog snapshot (``Catalog.load``, or taken with
 ``snapshot_from_dsn`` / ``snapshot_from_datadir``); LSNs as text with ``parse_lsn`` / ``format_lsn``;
 every error is an ``Error``.  The names are imported when first used, so that ``import waldecode``
 (and the command line's start) stays light.
@@ -17,6 +17,7 @@ __version__ = "0.1.0"
 _EXPORTS = {
     "decode_wal": ("waldecode.logical.session", "decode_wal"),
     "DecodeResult": ("waldecode.logical.session", "DecodeResult"),
+    "DecodeRequest": ("waldecode.logical.request", "DecodeRequest"),
     "Catalog": ("waldecode.catalog", "Catalog"),
     "snapshot_from_dsn": ("waldecode.catalog.dsn", "snapshot_from_dsn"),
     "snapshot_from_datadir": ("waldecode.catalog.datadir.snapshot", "snapshot_from_datadir"),

@@ -64,6 +64,26 @@ class TypeOutputError(Error):
     """A value cannot be turned into its text form."""
 
 
+class UnsupportedTypeError(TypeOutputError):
+    """The type's output function is not implemented here (or the type is not in the catalog)."""
+
+    def __init__(self, typeoid: int, typname: str | None, typoutput: str | None = None):
+        self.typeoid = typeoid
+        self.typname = typname
+        self.typoutput = typoutput
+        if typname is None:
+            msg = f"type OID {typeoid} is not in the catalog snapshot"
+        elif typoutput:
+            msg = f"type {typname} (OID {typeoid}): output function {typoutput} is not supported"
+        else:
+            msg = f"type {typname} (OID {typeoid}) has no supported output function"
+        super().__init__(msg)
+
+
+class UnsupportedSettingError(TypeOutputError):
+    """A setting value (e.g. an lc_monetary locale) that output cannot reproduce."""
+
+
 class OutputPluginError(Error):
     """An output plugin refuses its options (an ERROR from the plugin's startup in the server)."""
 

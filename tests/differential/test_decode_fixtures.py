@@ -20,6 +20,7 @@ import pytest
 from fixture_data import all_fixtures
 from waldecode.catalog import Catalog
 from waldecode.output.test_decoding import TestDecoding
+from waldecode.logical.request import DecodeRequest
 from waldecode.logical.session import decode_wal
 from waldecode.wal.xlogreader import parse_lsn
 
@@ -50,11 +51,11 @@ def decode_fixture(fx, meta, spill_threshold=4096, memory_budget=64 << 20, spill
     slot = next(s for s in fx.meta["slots"] if s["name"] == meta["slot"])
     rows: list[str] = []
     plugin = plugin or TestDecoding(rows.append)
-    result = decode_wal([fx.wal_dir], catalog, plugin, plugin_options=meta["options"],
-                        start_lsn=parse_lsn(slot["confirmed_flush_lsn"]),
-                        restart_lsn=parse_lsn(slot["restart_lsn"]) if restart else None, end_lsn=fx.end_lsn,
-                        two_phase=slot["two_phase"], spill_threshold=spill_threshold,
-                        memory_budget=memory_budget, spill_dir=spill_dir)
+    request = DecodeRequest(meta["options"], parse_lsn(slot["confirmed_flush_lsn"]),
+                            parse_lsn(slot["restart_lsn"]) if restart else None, fx.end_lsn,
+                            two_phase=slot["two_phase"], spill_threshold=spill_threshold,
+                            memory_budget=memory_budget, spill_dir=spill_dir)
+    result = decode_wal([fx.wal_dir], catalog, plugin, request)
     assert result.stop.kind == "limit"
     assert result.not_decoded == []
     return rows, result.open_transactions, result.decoder

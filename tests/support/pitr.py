@@ -81,6 +81,21 @@ _WALDUMP_XACT_END_RE = re.compile(r"\btx:\s+(\d+), lsn: ([0-9A-F]+/[0-9A-F]+), p
                                   r"desc: (COMMIT|ABORT)\b")
 
 
+def copy_table(conn, table: str, digest: bool = False) -> bytes | None:
+    """``COPY ... TO STDOUT`` of ``table`` on an autocommit connection; a partitioned table's rows are
+    its partitions' (``COPY`` refuses a partitioned table: ``SELECT *`` is what a DBA copies); None when
+    there is no such table.  With ``digest``, ``copy_digest``'s text of it instead of the bytes."""
+    kind = conn.execute("SELECT relkind FROM pg_class WHERE oid = to_regclass(%s)", (table,)).fetchone()
+    if kind is None:
+        return None
+    source = f"(SELECT * FROM {table})" if kind[0] == "p" else table
+    with conn.cursor() as cur:
+        with cur.copy(f"COPY {source} TO STDOUT") as cp:
+            if digest:
+                return copy_digest(cp).encode()
+            return b"".join(bytes(b) for b in cp)
+
+
 def copy_lines(data: bytes) -> list[bytes]:
     """The rows of ``COPY ... TO STDOUT`` text output, sorted: the table as a multiset of rows."""
     return sorted(data.splitlines())
@@ -139,8 +154,8 @@ class Recovered:
     """A recovered and promoted cluster's copy of the table."""
 
     target: Target
-    copy: bytes  # COPY table TO STDOUT
-    lines: list[bytes]  # its rows, sorted
+    copy: bytes | None  # COPY table TO STDOUT (None: no such table there)
+    lines: list[bytes] | None  # its rows, sorted
     stopping: str  # the server's "recovery stopping ..." log line ('' when it printed none)
     seconds: float  # copy of the backup to removal of the throw-away directory
 
@@ -168,7 +183,7 @@ class PitrPrimary:
     """
 
     schema: str
-    table: str
+    table: str  # the table compared; it may be created by the workload (its rows are None until then)
     settings: dict = field(default_factory=dict)
     major: int = 15  # the server's major version (waldecode.testing.cluster.find_bindir finds it)
     # a table too large to hold: every ``rows`` and ``Recovered.copy`` is ``copy_digest``'s text instead
@@ -224,14 +239,9 @@ class PitrPrimary:
 
     # -- the workload ---------------------------------------------------------------------------
 
-    def _copy(self, conn=None) -> bytes:
-        """The table's ``COPY ... TO STDOUT`` through ``conn`` (the primary's by default); with
-        ``digest``, ``copy_digest``'s text of it instead."""
-        with (conn or self.conn).cursor() as cur:
-            with cur.copy(f"COPY {self.table} TO STDOUT") as cp:
-                if self.digest:
-                    return copy_digest(cp).encode()
-                return b"".join(bytes(b) for b in cp)
+    def _copy(self, conn=None) -> bytes | None:
+        """``copy_table`` of the table through ``conn`` (the primary's by default), with ``digest``."""
+        return copy_table(conn or self.conn, self.table, self.digest)
 
     def _insert_lsn(self) -> int:
         return parse_lsn(self.conn.execute("SELECT pg_current_wal_insert_lsn()::text").fetchone()[0])
@@ -352,7 +362,7 @@ class PitrPrimary:
             finally:
                 bt.run_as_server([*pg_ctl, "-m", "immediate", "-w", "stop"], check=False)
             stopping = _STOPPING_RE.findall(text)
-            return Recovered(target, copy, copy_lines(copy), stopping[-1] if stopping else "",
+            return Recovered(target, copy, None if copy is None else copy_lines(copy), stopping[-1] if stopping else "",
                              time.monotonic() - started)
         finally:
             shutil.rmtree(work, ignore_errors=True)

@@ -10,7 +10,9 @@ import sys
 
 from .. import argtypes, progress
 from ..errors import UsageError, format_lsn
+from ..logical.request import DecodeRequest
 from ..output import plugin_class
+from ..pg.settings import DEFAULT_MEMORY_BUDGET, DEFAULT_SPILL_THRESHOLD
 from ..wal.segments import discover
 from . import options as opt
 from .options import plugin_options, settings_overrides
@@ -29,9 +31,9 @@ def add_parser(sub) -> None:
                      help="write the changes as Parquet files in DIR (new or empty), partitioned by table, "
                           "instead of text (docs/jsonl-parquet.md)")
     opt.add_spill_dir(dec)
-    dec.add_argument("--spill-threshold", type=argtypes.positive_int, default=4096, metavar="N",
+    dec.add_argument("--spill-threshold", type=argtypes.positive_int, default=DEFAULT_SPILL_THRESHOLD, metavar="N",
                      help="spill a transaction to disk past this many changes in memory (default 4096)")
-    dec.add_argument("--memory-budget", type=argtypes.positive_int, default=64 * 1024 * 1024, metavar="BYTES",
+    dec.add_argument("--memory-budget", type=argtypes.positive_int, default=DEFAULT_MEMORY_BUDGET, metavar="BYTES",
                      help="spill the largest transaction when all buffered changes exceed this (default 64 MiB)")
     opt.add_output(dec)
     dec.add_argument("--slot", metavar="FILE",
@@ -72,7 +74,7 @@ def require_pgoutput_options(fmt: str, options: dict, major: int | None = None) 
 def cmd_decode(args) -> int:
     # lazy: the decoder and the catalog choice, 0.2 s that --help, inspect and catalog never need
     from ..catalog.choose import check_snapshot, open_catalog_source
-    from ..logical.session import decode_wal
+    from ..logical.session import decode_wal, replica_reading
     from ..logical.startpoint import reading_start
 
     if args.restart_lsn is not None and args.start_lsn is None and args.start_time is None:
@@ -106,7 +108,9 @@ def cmd_decode(args) -> int:
         restart_lsn = slot_state.restart_lsn
     else:
         restart_lsn = args.restart_lsn
-    start_plan = reading_start(segments, start_lsn, restart_lsn)
+    # below wal_level=logical, reading begins at a checkpoint's redo point (docs/replica.md)
+    start_plan, replica_start = replica_reading(segments, reading_start(segments, start_lsn, restart_lsn), start_lsn,
+                                                end_lsn)
     if slot_state is None:
         catalog = source.for_start(reading_from(start_plan, segments), say=_say)
     catalog = fit_catalog(catalog, segments, args.settings, catalog.source or args.catalog)
@@ -167,14 +171,13 @@ def cmd_decode(args) -> int:
         tracker.count_changes(lambda: plugin.changes_written)
         return tracker
 
+    request = DecodeRequest(options, start_lsn, restart_lsn, end_lsn, args.timeline,
+                            slot_state.two_phase if slot_state else args.two_phase, args.include_uncommitted,
+                            spill_dir, args.spill_threshold, args.memory_budget)
     warn = warning_printer(args)
     try:
-        result = decode_wal(segments, catalog, plugin, plugin_options=options, start_lsn=start_lsn,
-                            restart_lsn=restart_lsn,
-                            end_lsn=end_lsn, two_phase=slot_state.two_phase if slot_state else args.two_phase,
-                            spill_dir=spill_dir, spill_threshold=args.spill_threshold,
-                            memory_budget=args.memory_budget, include_uncommitted=args.include_uncommitted,
-                            on_warning=warn, observer=keeper, track=track, start_plan=start_plan)
+        result = decode_wal(segments, catalog, plugin, request, on_warning=warn, observer=keeper, track=track,
+                            start_plan=start_plan, replica_start=replica_start)
     except BaseException:
         # An input error leaves no partial output behind: a slot's output is cut back to what the slot
         # file confirms (as the next run would), a new file is removed

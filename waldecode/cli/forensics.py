@@ -12,6 +12,7 @@ import sys
 
 from .. import argtypes
 from ..errors import UsageError
+from ..logical.request import DecodeRequest
 from ..wal.segments import discover, scan
 from . import options as opt
 from .decode import fit_catalog
@@ -114,8 +115,9 @@ def cmd_diverge(args) -> int:
     newprimary = NewPrimary(args.dsn) if args.dsn else None
     try:
         d = diverge(args.old, catalog, new_paths=args.new, newprimary=newprimary, switch_lsn=args.switch_lsn,
-                    old_timeline=args.old_timeline, plugin=args.plugin, plugin_options=options,
-                    with_changes=args.changes, spill_dir=args.spill_dir, warn=warn, inputs=inputs,
+                    old_timeline=args.old_timeline, plugin=args.plugin,
+                    request=DecodeRequest(options, spill_dir=args.spill_dir),
+                    with_changes=args.changes, warn=warn, inputs=inputs,
                     note=lambda m: print(f"waldecode: {m}", file=sys.stderr), fit=fit)
     finally:
         if newprimary is not None:
@@ -180,7 +182,8 @@ def cmd_apply(args) -> int:
         raise ApplyError(f"could not connect to the target: {str(e).strip()}") from None
     with conn:
         plugin = ApplyOutput(conn, args.origin, write=lambda line: print(line), dry_run=args.dry_run, log=log)
-        result = decode_wal(segments, catalog, plugin, start_lsn=args.start_lsn, end_lsn=args.end_lsn,
+        result = decode_wal(segments, catalog, plugin,
+                            DecodeRequest(start_lsn=args.start_lsn, end_lsn=args.end_lsn, timeline=args.timeline),
                             on_warning=lambda m: log(f"warning: {m}"))
     log(f"{plugin.applied} transaction(s) {'would be ' if args.dry_run else ''}applied, "
         f"{plugin.already_applied} applied before (origin {args.origin!r}), "

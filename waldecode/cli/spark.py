@@ -26,6 +26,7 @@ from .report import _say, report_decode_result, warning_printer
 from ..spark import classdata
 from ..spark.context import PendingContext, active_session, spark_error
 from ..errors import Error, SparkJobError, UsageError
+from ..logical.request import DecodeRequest
 from ..output import plugin_class
 from ..wal.segments import discover
 from ..wal.storage import has_store
@@ -271,9 +272,9 @@ def cmd_spark_decode(args) -> int:
         executor = SparkExecutor(spark, ranges)
         _settle_gc()  # the driver's pass makes a long-lived plan of millions of small objects
         try:
-            result = decode_spark(executor, segments, catalog, make_plugin, out, plugin_options=options,
-                                  start_lsn=start_lsn, restart_lsn=args.restart_lsn, end_lsn=end_lsn,
-                                  two_phase=args.two_phase, include_uncommitted=args.include_uncommitted,
+            request = DecodeRequest(options, start_lsn, args.restart_lsn, end_lsn, args.timeline,
+                                    args.two_phase, args.include_uncommitted)
+            result = decode_spark(executor, segments, catalog, make_plugin, out, request,
                                   segments_per_run=args.segments_per_task, parts_dir=parts_dir, on_warning=warn)
         except Error:
             _take_back(out)

@@ -26,11 +26,12 @@ Takes paths and a catalog snapshot (or source); hands a ``Divergence`` to ``repo
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from ..catalog.model import Catalog
 from ..catalog.pg_catalog import AttributeRelationId, IndexRelationId, RelationRelationId
 from ..errors import UsageError, format_lsn
+from ..logical.request import DecodeRequest
 from ..logical.session import decode_wal, missing_start_message
 from ..logical.startpoint import reading_start
 from ..xact import TransactionListener, XactEvent
@@ -190,11 +191,12 @@ def find_fork(tls, switch_lsn: int | None, old_timeline: int | None, old_tlis) -
 
 
 def diverge(old_paths, catalog, *, new_paths=(), newprimary=None, switch_lsn: int | None = None,
-            old_timeline: int | None = None, plugin: str = "test_decoding", plugin_options: dict | None = None,
-            with_changes: bool = False, spill_dir: str | None = None, warn=None,
-            inputs: InputOptions = DEFAULT_OPTIONS, note=None, fit=None) -> Divergence:
+            old_timeline: int | None = None, plugin: str = "test_decoding", request: DecodeRequest | None = None,
+            with_changes: bool = False, warn=None, inputs: InputOptions = DEFAULT_OPTIONS, note=None,
+            fit=None) -> Divergence:
     """Decode the old timeline past the switch point (and the new one, when its WAL is given) and
-    compare.  ``catalog`` is a ``Catalog``, or a ``catalog.choose.CatalogSource`` (a directory of
+    compare.  ``request`` (a ``DecodeRequest``): the plugin's options and the spilling; its start is the
+    switch point, its timelines the old and the new one found here.  ``catalog`` is a ``Catalog``, or a ``catalog.choose.CatalogSource`` (a directory of
     snapshots, a backup repository) from which the one for the old timeline's reading start is
     chosen (``note(line)`` hears which; ``fit(catalog)`` gives what is used of it).  ``newprimary`` is
     a ``newprimary.NewPrimary`` (read-only queries), or None; ``inputs`` what the command line says
@@ -218,7 +220,8 @@ def diverge(old_paths, catalog, *, new_paths=(), newprimary=None, switch_lsn: in
     if newprimary is not None:
         new_tli = new_tli or newprimary.timeline
     segments = discover(old_paths, old_tli, inputs)
-    options = dict(plugin_options or {})
+    # a slot confirmed up to the switch point, on each timeline; what was open on the old one at its end too
+    request = replace(request or DecodeRequest(), start_lsn=switch, restart_lsn=None, end_lsn=None, timeline=None)
     old_tl = next((tl for tl in tls if tl.tli == old_tli), None)
 
     start_plan = None
@@ -238,9 +241,8 @@ def diverge(old_paths, catalog, *, new_paths=(), newprimary=None, switch_lsn: in
         collector.skipped(message)  # a change of the transaction being replayed skipped: kept with it
         say(message)
 
-    result = decode_wal(segments, catalog, collector, plugin_options=options, start_lsn=switch,
-                        include_uncommitted=True, spill_dir=spill_dir, on_warning=old_warning, observer=watch,
-                        start_plan=start_plan)
+    result = decode_wal(segments, catalog, collector, replace(request, include_uncommitted=True),
+                        on_warning=old_warning, observer=watch, start_plan=start_plan)
     d = Divergence(old_tli, new_tli, switch, source, result.read_from, result.consistent_lsn,
                    result.last_end_lsn if result.last_end_lsn is not None else (old_tl.end_lsn if old_tl else None),
                    plugin=plugin, with_changes=with_changes, catalog_source=catalog.source or None,
@@ -287,8 +289,8 @@ def diverge(old_paths, catalog, *, new_paths=(), newprimary=None, switch_lsn: in
         new_segments = discover(list(dict.fromkeys(list(new_paths) + list(old_paths))), new_tli, inputs)
         new_watch = _XactWatch(switch)
         new_collector = Collector(new_tli, plugin, keep_changes=False)
-        new_result = decode_wal(new_segments, catalog, new_collector, plugin_options=options, start_lsn=switch,
-                                spill_dir=spill_dir, on_warning=say, observer=new_watch)
+        new_result = decode_wal(new_segments, catalog, new_collector, replace(request, include_uncommitted=False),
+                                on_warning=say, observer=new_watch)
         for nd in new_result.not_decoded:
             d.errors.append(f"new timeline {new_tli}: {nd.describe()}")
         new_lacking = sum(1 for m in new_result.warnings if getattr(m, "lacks", True))

@@ -37,12 +37,11 @@ from .reorderbuffer import (
     REORDER_BUFFER_CHANGE_MESSAGE,
     REORDER_BUFFER_CHANGE_TRUNCATE,
     REORDER_BUFFER_CHANGE_UPDATE,
-    DEFAULT_MEMORY_BUDGET,
-    DEFAULT_SPILL_THRESHOLD,
     Change,
     ReorderBuffer,
     invalidation_distribution,
 )
+from ..pg.settings import DEFAULT_MEMORY_BUDGET, DEFAULT_SPILL_THRESHOLD
 from ..rmgr import (
     RM_HEAP2_ID,
     RM_HEAP_ID,
@@ -91,8 +90,11 @@ xl_parameter_change_wal_level = struct.Struct("<i")
 
 
 def _wal_level_error(lsn: int, evidence: str) -> DecodeError:
+    """Replica-level WAL met by a decoder without the page store that rebuilds its rows (``replica``): one
+    that ``decode_wal`` told logical at its start, or one driven by another command (Spark's, diverge)."""
     return DecodeError(f"the WAL was written with wal_level below logical ({evidence}): its heap records lack "
-                       "the row data logical decoding needs", lsn=lsn)
+                       "the row data logical decoding needs, which only a reading begun at replica level rebuilds "
+                       "from the pages ('waldecode decode' starting at or after this LSN; docs/replica.md)", lsn=lsn)
 
 
 # -- pure extractors: a record's changes, with no decoder state (decode.c DecodeInsert & co.) ----------
@@ -287,7 +289,7 @@ class LogicalDecoder(TransactionListener):
                  start_decoding_at: int = 0, assume_consistent: bool = False, major: int | None = None,
                  catalog_history=True, on_warning=None, reorder_buffer: ReorderBuffer | None = None,
                  snapbuilder: SnapBuilder | None = None, tracker: TransactionTracker | None = None,
-                 replayer=plugin_replayer):
+                 replayer=plugin_replayer, replica=None):
         """The parts the decoder drives, as decode.c's LogicalDecodingContext holds them, may be given;
         by default it builds its own from the arguments above.  ``reorder_buffer``, ``snapbuilder``,
         ``tracker``: a ``ReorderBuffer``, ``SnapBuilder``, ``TransactionTracker`` (Spark's driver gives a
@@ -297,7 +299,9 @@ class LogicalDecoder(TransactionListener):
         takes; False, none; or a history built elsewhere that takes no records and answers for the whole
         WAL read (``spark.plan.FrozenCatalogHistory``: the driver's, for Spark's ranges).  ``replayer``:
         called with the decoder, its other parts built, it returns what replays committed transactions
-        (``plugin_replayer``, or Spark driver's, which records them)."""
+        (``plugin_replayer``, or Spark driver's, which records them).  ``replica``: for WAL written at
+        wal_level=replica, a ``replica.ReplicaRows`` that replays each record onto its page store before the
+        decoder takes it and gives the heap records' changes from the pages (the Python path only)."""
         self.catalog = catalog
         self.database = catalog.database_oid
         self.plugin = plugin
@@ -338,8 +342,14 @@ class LogicalDecoder(TransactionListener):
         self.history = history
         self.replayer = replayer(self)
         # decode_framed's native loop reads and writes these parts' state as their own classes keep it
+        self.replica = replica
         self.native_parts = (type(self.rb) is ReorderBuffer and type(self.snapbuild) is SnapBuilder
-                             and type(self.txns) is TransactionTracker)
+                             and type(self.txns) is TransactionTracker and replica is None)
+        # record type -> extractor, per rmgr: the records' own tuples, or at wal_level=replica the pages'
+        self._extractors = {RM_HEAP_ID: HEAP_EXTRACTORS, RM_HEAP2_ID: HEAP2_EXTRACTORS}
+        if replica is not None:
+            self._extractors = {rmid: {**table, **replica.extractors.get(rmid, {})}
+                                for rmid, table in self._extractors.items()}
         self.crashed: list = []  # transactions dropped by ReorderBufferAbortOld (reorderbuffer.TXN)
         self._filter_origin = plugin.filter_by_origin  # FilterByOrigin, asked per change
         self._dispatch = {
@@ -380,6 +390,8 @@ class LogicalDecoder(TransactionListener):
     # -- per record ----------------------------------------------------------------------------
 
     def process(self, rec: DecodedRecord) -> None:
+        if self.replica is not None:
+            self.replica.redo(rec)  # the pages as this record leaves them, before its changes are read
         self.txns.process(rec)  # assignments and crashed transactions reach the reorder buffer from here
         if self.history is not None:
             self.history.process(rec)
@@ -422,7 +434,7 @@ class LogicalDecoder(TransactionListener):
         # Checkpoints, switches, FPIs...: nothing for decoding offline (no serialized snapshots;
         # full-page images of catalog pages went to the catalog history).
         self.rb.process_xid(rec.xl_xid, rec.lsn)
-        if rec.xl_info & 0xF0 == XLOG_PARAMETER_CHANGE:
+        if rec.xl_info & 0xF0 == XLOG_PARAMETER_CHANGE and self.replica is None:
             wal_level = xl_parameter_change_wal_level.unpack_from(rec.main_data, 20)[0]
             if wal_level < WAL_LEVEL_LOGICAL:
                 raise _wal_level_error(rec.lsn, f"a parameter change record sets wal_level to {wal_level}")
@@ -448,7 +460,7 @@ class LogicalDecoder(TransactionListener):
         if self.snapbuild.state < SNAPBUILD_FULL_SNAPSHOT:
             return
         info = rec.xl_info & XLOG_HEAP_OPMASK
-        extract = HEAP_EXTRACTORS.get(info)
+        extract = self._extractors[RM_HEAP_ID].get(info)
         if extract is not None:
             if self._process_change(xid, rec.lsn):
                 self._queue(rec, extract)
@@ -466,7 +478,7 @@ class LogicalDecoder(TransactionListener):
         if self.snapbuild.state < SNAPBUILD_FULL_SNAPSHOT:
             return
         info = rec.xl_info & XLOG_HEAP_OPMASK
-        extract = HEAP2_EXTRACTORS.get(info)
+        extract = self._extractors[RM_HEAP2_ID].get(info)
         if extract is not None:
             if self._process_change(xid, rec.lsn):
                 self._queue(rec, extract)
@@ -542,6 +554,8 @@ class LogicalDecoder(TransactionListener):
         ev = self.txns.event_of(rec)
         if ev is None:
             raise DecodeError(f"unexpected RM_XACT_ID record type: {info}", lsn=rec.lsn)
+        if self.replica is not None:
+            self.replica.ended(ev)  # refuses a commit of DDL the catalog snapshot does not hold
         if not ended:
             # xact_decode bails out here; offline, what ended is still told, never left "open"
             self._ended_before_snapshot(rec, ev)
@@ -619,7 +633,9 @@ class LogicalDecoder(TransactionListener):
         rb = self.rb
         if not parsed.xinfo & rm_xact.XACT_XINFO_HAS_DBINFO:
             # XactLogCommitRecord adds the database to every commit when wal_level is logical
-            raise _wal_level_error(rec.lsn, f"the commit record of transaction {xid} has no database info")
+            if self.replica is None:
+                raise _wal_level_error(rec.lsn, f"the commit record of transaction {xid} has no database info")
+            parsed = parsed._replace(dbId=self.replica.database_of(xid, parsed.subxacts))
         if parsed.msgs:
             rb.set_catalog_changes(xid, rec.lsn)  # DecodeCommit: the commit carries invalidations
         self.snapbuild.commit_txn(rec.lsn, xid)

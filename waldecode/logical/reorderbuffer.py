@@ -36,6 +36,7 @@ import lz4.frame
 from .. import _impl
 from ..errors import SpillError
 from ..faults import crashpoint
+from ..pg.settings import DEFAULT_MEMORY_BUDGET, DEFAULT_SPILL_THRESHOLD
 
 # src/include/replication/reorderbuffer.h: ReorderBufferChangeType (the ones that are queued here)
 REORDER_BUFFER_CHANGE_INSERT = 0
@@ -48,8 +49,6 @@ REORDER_BUFFER_CHANGE_INTERNAL_SPEC_CONFIRM = 8
 REORDER_BUFFER_CHANGE_INTERNAL_SPEC_ABORT = 9
 REORDER_BUFFER_CHANGE_TRUNCATE = 10
 
-DEFAULT_SPILL_THRESHOLD = 4096  # max_changes_in_memory
-DEFAULT_MEMORY_BUDGET = 64 * 1024 * 1024  # logical_decoding_work_mem's default
 
 # src/include/storage/sinval.h: sizeof(SharedInvalidationMessage)
 SizeOfSharedInvalidationMessage = 16
@@ -196,8 +195,15 @@ def new_change_store():
     return logical.ChangeBuffer() if logical is not None else ChangeList()
 
 
+def new_txn(xid: int, first_lsn: int):
+    """A transaction of the implementation in use: ``_logical.TXN`` under Cython (its fields in C, for the
+    record loop), else the reference below."""
+    logical = _impl.logical()
+    return logical.TXN(xid, first_lsn) if logical is not None else TXN(xid, first_lsn)
+
+
 class TXN:
-    """ReorderBufferTXN: one (sub)transaction."""
+    """ReorderBufferTXN: one (sub)transaction (the reference; ``new_txn`` makes the one in use)."""
 
     __slots__ = ("xid", "first_lsn", "final_lsn", "end_lsn", "toptxn", "subtxns", "changes", "nentries",
                  "spill_files", "has_base_snapshot", "is_known_as_subxact",
@@ -311,7 +317,7 @@ class ReorderBuffer:
         txn = self.by_xid.get(xid)
         if txn is None and create:
             # a new transaction is a top-level one until it is assigned (``_logical`` creates them so too)
-            txn = self.by_xid[xid] = self.toplevel[xid] = TXN(xid, lsn)
+            txn = self.by_xid[xid] = self.toplevel[xid] = new_txn(xid, lsn)
         return txn
 
     def process_xid(self, xid: int, lsn: int) -> None:

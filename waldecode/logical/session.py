@@ -10,13 +10,16 @@ CLI; this module only reports.  The segment size always comes from the WAL itsel
 
 from __future__ import annotations
 
+import tempfile
 from dataclasses import dataclass, field
 
 from ..catalog import Catalog
 from ..catalog.choose import check_snapshot
 from .decode import LogicalDecoder, NotDecoded
-from ..errors import WALError, format_lsn
-from .reorderbuffer import DEFAULT_MEMORY_BUDGET, DEFAULT_SPILL_THRESHOLD, OpenTransaction
+from ..errors import DecodeError, WALError, format_lsn
+from .replica import ReplicaRows, ReplicaStart, scan_start
+from .reorderbuffer import OpenTransaction
+from .request import DecodeRequest
 from .snapbuild import SNAPBUILD_CONSISTENT
 from .startpoint import StartPlan, reading_start
 from ..wal.segments import SegmentSet, discover
@@ -53,6 +56,7 @@ class DecodeResult:
     warnings: list[str] = field(default_factory=list)
     consistent_lsn: int | None = None
     last_end_lsn: int | None = None  # end of the last record read
+    replica: ReplicaStart | None = None  # the WAL's wal_level as read before decoding, and a replica read's start
     decoder: LogicalDecoder | None = None  # for inspection (its catalog history, reorder buffer statistics)
 
     @property
@@ -62,17 +66,14 @@ class DecodeResult:
         return not self.not_decoded and not any(getattr(w, "lacks", True) for w in self.warnings)
 
 
-def decode_wal(source, catalog: Catalog, plugin, *, plugin_options: dict | None = None,
-               start_lsn: int | None = None, restart_lsn: int | None = None,
-               end_lsn: int | None = None, timeline: int | None = None, two_phase: bool = False,
-               spill_dir: str | None = None, spill_threshold: int = DEFAULT_SPILL_THRESHOLD,
-               memory_budget: int = DEFAULT_MEMORY_BUDGET, include_uncommitted: bool = False,
-               on_warning=None, observer=None, track=None, start_plan: tuple | None = None,
-               catalog_history=True) -> DecodeResult:
-    """Decode ``source`` (paths, or a ``walfile.SegmentSet``) through ``plugin``, started with
-    ``plugin_options`` (as ``pg_recvlogical -o`` gives them).
+def decode_wal(source, catalog: Catalog, plugin, request: DecodeRequest | None = None, *, on_warning=None,
+               observer=None, track=None, start_plan: tuple | None = None, catalog_history=True,
+               redo_dir: str | None = None, replica_start: ReplicaStart | None = None, **fields) -> DecodeResult:
+    """Decode ``source`` (paths, or a ``walfile.SegmentSet``) through ``plugin`` as ``request`` (a
+    ``request.DecodeRequest``) asks; its fields may be given as keywords instead, or on top of a request
+    (they replace the request's): ``decode_wal(paths, catalog, plugin, start_lsn=lsn, two_phase=True)``.
 
-    ``start_lsn`` is a slot's confirmed position: every transaction committing at or after
+    The request's ``start_lsn`` is a slot's confirmed position: every transaction committing at or after
     it is decoded whole, reading as far back as needed (``startpoint.plan_start``), or
     reported in ``not_decoded`` when the input does not reach back far enough.
     ``restart_lsn``, when the slot's is known, is where reading begins, consistent from
@@ -86,21 +87,39 @@ def decode_wal(source, catalog: Catalog, plugin, *, plugin_options: dict | None 
     the end.  ``start_plan``: ``startpoint.reading_start``'s (plan, read_from) for these starts, when the
     caller has it already.  ``catalog_history``: ``LogicalDecoder``'s.  Before anything is read, ``choose.check_snapshot`` refuses a snapshot of
     another cluster, or one taken after the reading start with catalog changes in between.
+
+    WAL written at wal_level=replica (told by ``replica.scan_start`` from the records) is read from the redo
+    point of the first checkpoint at or after the reading start (``replica_reading``; ``start_plan`` and
+    ``replica_start`` are its answer when the caller has it already), its heap pages replayed into a page
+    store under ``redo_dir`` (default: a temporary directory under ``spill_dir``, removed at the end), and its
+    rows read from them (``replica.ReplicaRows``, docs/replica.md); the catalog is the snapshot's alone.
     """
-    segments = source if isinstance(source, SegmentSet) else discover(source, timeline)
+    request = DecodeRequest.given(request, fields)
+    start_lsn, restart_lsn, end_lsn = request.start_lsn, request.restart_lsn, request.end_lsn
+    segments = source if isinstance(source, SegmentSet) else discover(source, request.timeline)
     mismatch = version_mismatch(segments, catalog)
     if mismatch:
         raise VersionMismatchError(mismatch)
-    plan, read_from = start_plan if start_plan is not None else reading_start(segments, start_lsn, restart_lsn)
+    if start_plan is None:
+        start_plan = reading_start(segments, start_lsn, restart_lsn)
+    if replica_start is None:
+        start_plan, replica_start = replica_reading(segments, start_plan, start_lsn, end_lsn)
+    plan, read_from = start_plan
+    start = replica_start
+    replica = store = None
     check_snapshot(catalog, segments, read_from, start_lsn)
+    if start.replica:
+        store = tempfile.TemporaryDirectory(prefix="waldecode-redo-", dir=redo_dir or request.spill_dir)
+        replica = ReplicaRows(catalog, segments.major, store.name, start)
+        catalog_history = False  # the snapshot's catalog: DDL in the range is refused (ReplicaRows.ended)
     reader = XLogReader(segments=segments, start_lsn=read_from, end_lsn=end_lsn)
-    decoder = LogicalDecoder(catalog, plugin, two_phase=two_phase, spill_dir=spill_dir,
-                             spill_threshold=spill_threshold, memory_budget=memory_budget,
-                             segment_size=segments.seg_size, plugin_options=plugin_options,
+    decoder = LogicalDecoder(catalog, plugin, two_phase=request.two_phase, spill_dir=request.spill_dir,
+                             spill_threshold=request.spill_threshold, memory_budget=request.memory_budget,
+                             segment_size=segments.seg_size, plugin_options=request.plugin_options,
                              start_decoding_at=start_lsn or 0,
                              assume_consistent=plan is not None and plan.assume_consistent,
-                             on_warning=on_warning, catalog_history=catalog_history)
-    result = DecodeResult(plan, read_from, None, end_lsn, decoder=decoder)
+                             on_warning=on_warning, catalog_history=catalog_history, replica=replica)
+    result = DecodeResult(plan, read_from, None, end_lsn, decoder=decoder, replica=start)
     records = reader if track is None else track(reader)
     ended = False  # reading came to its end (else an error is on its way: it alone is reported)
     try:
@@ -119,7 +138,7 @@ def decode_wal(source, catalog: Catalog, plugin, *, plugin_options: dict | None 
     finally:
         if records is not reader:
             records.close()  # the progress line goes before anything else is printed
-        result.open_transactions = decoder.finish(include_uncommitted, hint=start_hint(plan, segments),
+        result.open_transactions = decoder.finish(request.include_uncommitted, hint=start_hint(plan, segments),
                                                   ended=ended)
         result.stop = reader.stop
         result.last_end_lsn = reader.last_end_lsn
@@ -128,7 +147,35 @@ def decode_wal(source, catalog: Catalog, plugin, *, plugin_options: dict | None 
         result.warnings = decoder.warnings
         if decoder.snapbuild.state == SNAPBUILD_CONSISTENT:
             result.consistent_lsn = decoder.snapbuild.consistent_lsn
+        if replica is not None:
+            replica.close()
+            store.cleanup()
     return result
+
+
+def replica_reading(segments, start_plan: tuple, start_lsn: int | None, end_lsn: int | None
+                    ) -> tuple[tuple, ReplicaStart]:
+    """``reading_start``'s (plan, read_from) as the WAL's wal_level asks, and what ``replica.scan_start`` read:
+    below logical, reading begins at the redo point of the first checkpoint at or after the planned start
+    (the pages are known from there on), or when that is after ``start_lsn``, at the first checkpoint's of
+    the input.  The catalog snapshot is chosen and checked for that start."""
+    plan, read_from = start_plan
+    start = scan_start(segments, read_from, end_lsn)
+    if not start.replica:
+        return start_plan, start
+    if start_lsn is not None and read_from is not None and (start.redo_lsn is None or start.redo_lsn > start_lsn):
+        start = scan_start(segments, None, end_lsn)
+    if start.redo_lsn is None:
+        raise DecodeError(f"the WAL was written with wal_level below logical ({start.evidence} at "
+                          f"{format_lsn(start.evidence_lsn)}): decoding it needs the pages from a checkpoint's "
+                          "redo point on, but the WAL read holds no checkpoint record after its start",
+                          lsn=start.evidence_lsn)
+    if start_lsn is not None and start.redo_lsn > start_lsn:
+        raise DecodeError(f"the WAL was written with wal_level below logical ({start.evidence}): decoding from "
+                          f"{format_lsn(start_lsn)} needs the pages from a checkpoint's redo point before it, but "
+                          f"the first checkpoint read has its redo point at {format_lsn(start.redo_lsn)}",
+                          lsn=start.redo_lsn)
+    return (plan, start.redo_lsn), start
 
 
 def start_hint(plan: StartPlan | None, segments: SegmentSet) -> str:

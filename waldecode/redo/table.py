@@ -31,6 +31,8 @@ from ..catalog.datadir.clog import tuple_is_visible
 from ..catalog.datadir.files import data_files
 from ..catalog.datadir.heapscan import heap_page_items
 from ..catalog.model import Attribute
+from ..catalog.pg_catalog import (RELKIND_FOREIGN_TABLE, RELKIND_MATVIEW, RELKIND_PARTITIONED_TABLE,
+                                  RELKIND_RELATION)
 from ..errors import CatalogError, CorruptRecordError, UsageError, WALError, format_lsn
 from ..heap.heaptuple import HEAP_MOVED, HEAP_XMIN_COMMITTED, HEAP_XMIN_INVALID, deform_tuple
 from ..heap.varlena import ToastPointer, decompress_toast_value
@@ -64,6 +66,9 @@ TOAST_ATTRIBUTES = (
     Attribute(2, "chunk_seq", 23, -1, 4, True, "i", "p", False),
     Attribute(3, "chunk_data", 17, -1, -1, False, "i", "p", False),
 )
+
+#: what ``--table`` may name: a table, a materialized view, a partitioned table (its partitions' rows)
+_TABLE_KINDS = (RELKIND_RELATION, RELKIND_MATVIEW, RELKIND_PARTITIONED_TABLE)
 
 _LSN_RE = re.compile(r"^[0-9A-Fa-f]{1,8}/[0-9A-Fa-f]{1,8}$")
 
@@ -230,21 +235,17 @@ def table_as_of(backup, paths, schema: str, name: str, at: str, inclusive: bool 
     view = history.view(stop)
     # ``relations`` finds the OID; ``relation`` gives it with the attributes changed since the backup
     oid = next((r.oid for r in view.relations.values()
-                if r.nspname == schema and r.relname == name and r.relkind in ("r", "m")), None)
+                if r.nspname == schema and r.relname == name and r.relkind in _TABLE_KINDS), None)
     rel = view.relation(oid) if oid is not None else None
     if rel is None:
         raise CatalogError(f"no table {schema}.{name} in database {catalog.database} at {format_lsn(stop)} "
                            f"(recovery stopping {stopped})")
-    spc = rel.reltablespace or catalog.database_tablespace
-    heap = (spc, catalog.database_oid, rel.relfilenode)
-    toast = None
-    if rel.reltoastrelid:
-        t = view.relation(rel.reltoastrelid)
-        if t is None:
-            raise CatalogError(f"the TOAST table {rel.reltoastrelid} of {schema}.{name} is not in the catalog at "
-                               f"{format_lsn(stop)}")
-        toast = ((t.reltablespace or catalog.database_tablespace), catalog.database_oid, t.relfilenode)
-    wanted = {heap} | ({toast} if toast else set())
+    columns = [a for a in rel.attributes if not a.attisdropped]
+    # A partitioned table's rows are its leaf partitions' (SELECT * FROM it), each in its own files
+    leaves = _leaf_partitions(view, rel, stop) if rel.relkind == RELKIND_PARTITIONED_TABLE else [rel]
+    scans = [_Scan(leaf, *_locators(view, catalog, leaf, stop), _column_map(columns, leaf))
+             for leaf in leaves]
+    wanted = {s.heap for s in scans} | {s.toast for s in scans if s.toast}
 
     # -- pass 2: the relations' pages, replayed to the stop point ---------------------------------
     with spool, tempfile.TemporaryDirectory(prefix="waldecode-table-", dir=work_dir) as tmp:
@@ -264,22 +265,22 @@ def table_as_of(backup, paths, schema: str, name: str, at: str, inclusive: bool 
                     break
                 engine.redo(rec)
             status = _StatusAtTarget(clog, multis)
-            columns = [a for a in rel.attributes if not a.attisdropped]
             result = TableAsOf(rel, view, columns, [], stop, stopped, consistent)
             add = result.values.append if on_row is None else (lambda row: on_row(result, row))
-            chunks = None
-            for _blkno, _offnum, values in _visible_tuples(store, heap, status, rel.attributes, f"{schema}.{name}"):
-                out = []
-                for i, att in enumerate(rel.attributes):
-                    if att.attisdropped:
-                        continue
-                    v = values[i] if i < len(values) else None
-                    if isinstance(v, ToastPointer):
-                        if chunks is None:
-                            chunks = _toast_chunks(store, toast, clog, f"TOAST table of {schema}.{name}")
-                        v = _detoast(v, chunks)
-                    out.append(v)
-                add(out)
+            for scan in scans:
+                what = f"{scan.relation.nspname}.{scan.relation.relname}"
+                chunks = None
+                for _blkno, _offnum, values in _visible_tuples(store, scan.heap, status, scan.relation.attributes,
+                                                               what):
+                    out = []
+                    for i in scan.positions:
+                        v = values[i] if i < len(values) else None
+                        if isinstance(v, ToastPointer):
+                            if chunks is None:
+                                chunks = _toast_chunks(store, scan.toast, clog, f"TOAST table of {what}")
+                            v = _detoast(v, chunks)
+                        out.append(v)
+                    add(out)
     return result
 
 
@@ -334,6 +335,67 @@ class _RedoSpool:
 
     def __exit__(self, *exc) -> None:
         self.file.close()
+
+
+@dataclass
+class _Scan:
+    """One relation whose tuples are rows of the table asked for: the table itself, or one of its leaf
+    partitions; ``positions``: for each printed column of the table, the index of its value in the
+    relation's tuples."""
+
+    relation: object
+    heap: tuple
+    toast: tuple | None
+    positions: list
+
+
+def _locators(view, catalog, rel, stop: int) -> tuple:
+    """(heap, TOAST or None) relation file locators (tablespace, database, relfilenode) of ``rel`` at the
+    stop point."""
+    heap = (rel.reltablespace or catalog.database_tablespace, catalog.database_oid, rel.relfilenode)
+    toast = None
+    if rel.reltoastrelid:
+        t = view.relation(rel.reltoastrelid)
+        if t is None:
+            raise CatalogError(f"the TOAST table {rel.reltoastrelid} of {rel.nspname}.{rel.relname} is not in the "
+                               f"catalog at {format_lsn(stop)}")
+        toast = (t.reltablespace or catalog.database_tablespace, catalog.database_oid, t.relfilenode)
+    return heap, toast
+
+
+def _leaf_partitions(view, parent, stop: int) -> list:
+    """The partitions of ``parent`` that hold rows (pg_inherits at the stop point, followed down through
+    sub-partitioned ones), in OID order; a foreign table among them is refused: its rows are elsewhere."""
+    children: dict = {}
+    for child, parents in view.inherits.items():
+        for p in parents:
+            children.setdefault(p, []).append(child)
+    leaves, todo = [], [parent.oid]
+    while todo:
+        for child in sorted(children.get(todo.pop(0), ())):
+            rel = view.relation(child)
+            if rel is None:
+                raise CatalogError(f"partition {child} of {parent.nspname}.{parent.relname} is not in the catalog "
+                                   f"at {format_lsn(stop)}")
+            if rel.relkind == RELKIND_PARTITIONED_TABLE:
+                todo.append(child)
+            elif rel.relkind == RELKIND_FOREIGN_TABLE:
+                raise CatalogError(f"partition {rel.nspname}.{rel.relname} of {parent.nspname}.{parent.relname} is a "
+                                   "foreign table: its rows are not in this cluster's WAL")
+            else:
+                leaves.append(rel)
+    return sorted(leaves, key=lambda r: r.oid)
+
+
+def _column_map(columns: list, rel) -> list:
+    """For each of ``columns`` (the table's, not dropped), the index of its value in ``rel``'s tuples:
+    a partition's columns are the parent's by name, in an order of their own (tupconvert.c
+    convert_tuples_by_name_attrmap)."""
+    index = {a.attname: i for i, a in enumerate(rel.attributes) if not a.attisdropped}
+    try:
+        return [index[a.attname] for a in columns]
+    except KeyError as e:
+        raise CatalogError(f"partition {rel.nspname}.{rel.relname} has no column {e.args[0]} of its parent") from None
 
 
 def _what(rec, end) -> str:

@@ -136,7 +136,7 @@ def prepare(quiet: bool = False) -> str:
     os.makedirs(os.path.dirname(path), exist_ok=True)
     tmp = f"{path}.{os.getpid()}.tmp"
     started = time.monotonic()
-    child = subprocess.run([sys.executable, "-m", "waldecode.spark.classdata", tmp], capture_output=True,
+    child = subprocess.run([sys.executable, "-m", "waldecode.spark.classdump", tmp], capture_output=True,
                            text=True, timeout=PREPARE_TIMEOUT)
     if child.returncode != 0 or not os.path.exists(tmp) or os.path.getsize(tmp) == 0:
         if os.path.exists(tmp):
@@ -148,26 +148,3 @@ def prepare(quiet: bool = False) -> str:
         print(f"waldecode: wrote {path} ({os.path.getsize(path) >> 20} MB, {time.monotonic() - started:.0f} s): "
               "contexts with a local master now map Spark's classes from it", file=sys.stderr)
     return path
-
-
-def _dump(tmp: str) -> None:
-    """The child of ``prepare``: a context with ``-XX:ArchiveClassesAtExit``, a job, a stop, and a wait for
-    the JVM, which writes the archive as it exits (on its standard input's end, PythonGatewayServer)."""
-    from pyspark import SparkContext  # lazy: the optional [spark] extra; only the child of prepare runs this
-
-    from .context import spark_context  # cycle: context imports classdata
-
-    sc = spark_context("local[1]", {"spark.driver.extraJavaOptions":
-                                    f"{LOCAL_JVM_OPTIONS} -XX:ArchiveClassesAtExit={tmp}"})
-    bc = sc.broadcast(b"x")
-    sc.parallelize(range(2), 2).mapPartitions(lambda it: [len(bc.value) + sum(it)]).collect()
-    bc.unpersist()
-    proc = SparkContext._gateway.proc
-    sc.stop()
-    SparkContext._gateway.shutdown()
-    proc.stdin.close()
-    sys.exit(proc.wait(timeout=PREPARE_TIMEOUT))
-
-
-if __name__ == "__main__":
-    _dump(sys.argv[1])

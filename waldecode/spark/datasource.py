@@ -43,6 +43,7 @@ from dataclasses import dataclass, replace
 
 from ..catalog import Catalog
 from ..errors import Error, RangeRefusedError, UsageError, format_lsn
+from ..logical.request import DecodeRequest
 from ..output import UNCHANGED_TOAST
 from ..output.base import CatalogView
 from ..output.rows import leading_fields_ddl
@@ -255,16 +256,11 @@ def commit_lsn_bounds(filters) -> tuple:
 
 @dataclass
 class _Read:
-    """What the options ask for (``_read_options``)."""
+    """What the options ask for (``_read_options``): the run's ``DecodeRequest`` and how it is cut."""
 
     catalog: object
     segments: object
-    plugin_options: dict
-    start_lsn: int | None
-    restart_lsn: int | None
-    end_lsn: int | None
-    two_phase: bool
-    include_uncommitted: bool
+    request: DecodeRequest
     nranges: int
     per_run: int | None  # segmentsPerPartition (None: as the ranges ask)
 
@@ -289,9 +285,10 @@ def _read_options(options: dict) -> _Read:
     segments = discover([p[7:] if p.startswith("file://") else p for p in paths],
                         int(opts["timeline"]) if opts.get("timeline") else None)
     lsn = {k: parse_lsn(opts[k]) if opts.get(k) else None for k in ("startlsn", "restartlsn", "endlsn")}
-    return _Read(catalog, segments, {name: opts[name] for name in _TD_OPTIONS if name in opts},
-                 lsn["startlsn"], lsn["restartlsn"], lsn["endlsn"], _bool(opts.get("twophase")),
-                 _bool(opts.get("includeuncommitted")), int(opts.get("ranges", 4)),
+    request = DecodeRequest({name: opts[name] for name in _TD_OPTIONS if name in opts}, lsn["startlsn"],
+                            lsn["restartlsn"], lsn["endlsn"], two_phase=_bool(opts.get("twophase")),
+                            include_uncommitted=_bool(opts.get("includeuncommitted")))
+    return _Read(catalog, segments, request, int(opts.get("ranges", 4)),
                  int(opts["segmentsperpartition"]) if opts.get("segmentsperpartition") else None)
 
 
@@ -312,23 +309,24 @@ def plan_partitions(options: dict, bounds: tuple = (None, None)) -> list:
     from .job import _segments_per_run, plan_scan
 
     req = _read_options(options)
-    segments, catalog = req.segments, req.catalog
+    segments, catalog, request = req.segments, req.catalog, req.request
     mismatch = version_mismatch(segments, catalog)
     if mismatch:
         raise VersionMismatchError(mismatch)
     probe = RowPlugin(lambda item: None)
-    probe.startup(dict(req.plugin_options), CatalogView(catalog))  # bad options fail here, before reading
+    probe.startup(dict(request.plugin_options), CatalogView(catalog))  # bad options fail here, before reading
     filtered = frozenset(o for o in range(1 << 16) if probe.filter_by_origin(o))
-    start_plan, read_from = reading_start(segments, req.start_lsn, req.restart_lsn)
-    check_snapshot(catalog, segments, read_from, req.start_lsn)  # decode's refusal of a later snapshot, first
+    start_plan, read_from = reading_start(segments, request.start_lsn, request.restart_lsn)
+    check_snapshot(catalog, segments, read_from, request.start_lsn)  # decode's refusal of a later snapshot, first
     seg_size = segments.seg_size
     first = (read_from if read_from is not None else segments.first_segno * seg_size) // seg_size
-    last = segments.last_segno if req.end_lsn is None else min(segments.last_segno, (req.end_lsn - 1) // seg_size)
+    last = (segments.last_segno if request.end_lsn is None
+            else min(segments.last_segno, (request.end_lsn - 1) // seg_size))
     per_run = _segments_per_run(segments, first, last, req.nranges, req.per_run)
     _lo, hi = bounds
-    last_segno = hi // seg_size if hi is not None and not req.include_uncommitted else None
+    last_segno = hi // seg_size if hi is not None and not request.include_uncommitted else None
     try:
-        scan = plan_scan(segments, read_from, req.end_lsn, per_run, catalog.database_oid, filtered, last_segno)
+        scan = plan_scan(segments, read_from, request.end_lsn, per_run, catalog.database_oid, filtered, last_segno)
     except Error as e:
         # The reader refuses the range before its first record: the decoder still finishes (and warns), which
         # the event path's driver pass reproduces
@@ -344,18 +342,15 @@ def plan_partitions(options: dict, bounds: tuple = (None, None)) -> list:
 
 
 class RangeJob:
-    """What every partition of the range path shares: the catalog, the plugin options, the catalog history
-    of the whole WAL read (``plan.FrozenCatalogHistory``; None when the catalog does not change in it), the
-    ranges decoded (a ``ranges.RangePlan``: ``range_refusal`` judges each range by it), and the run's
-    two-phase and uncommitted settings."""
+    """What every partition of the range path shares: the catalog, the run's ``DecodeRequest``, the catalog
+    history of the whole WAL read (``plan.FrozenCatalogHistory``; None when the catalog does not change in
+    it) and the ranges decoded (a ``ranges.RangePlan``: ``range_refusal`` judges each range by it)."""
 
-    def __init__(self, catalog, plugin_options: dict, history, plan, two_phase: bool, include_uncommitted: bool):
+    def __init__(self, catalog, request: DecodeRequest, history, plan):
         self.catalog = catalog
-        self.plugin_options = plugin_options
+        self.request = request
         self.history = history
         self.plan = plan
-        self.two_phase = two_phase
-        self.include_uncommitted = include_uncommitted
 
 
 def _plan_by_ranges(req: _Read, scan, start_plan, bounds: tuple) -> list | None:
@@ -386,7 +381,8 @@ def _plan_by_ranges(req: _Read, scan, start_plan, bounds: tuple) -> list | None:
         scan = range_runs(scan, executor)
     # the catalog pass's records taken in phase 1's read (RunSpans.catalog_records)
     spans = executor.spans(scan, _plan.tracked_relfilenodes(req.catalog))
-    rplan = _ranges.plan_ranges(spans, req.nranges, req.start_lsn, req.restart_lsn, req.end_lsn)
+    request = req.request
+    rplan = _ranges.plan_ranges(spans, req.nranges, request.start_lsn, request.restart_lsn, request.end_lsn)
     if rplan.reason is not None:
         return None
     history = None
@@ -406,12 +402,11 @@ def _plan_by_ranges(req: _Read, scan, start_plan, bounds: tuple) -> list | None:
     kept = [r for r in ranges if _may_hold(r, lo, hi, read_start)]
     if kept and kept[0].rng != 0 and not certain:
         kept.insert(0, ranges[0])
-    end = _end_after(segments, hi) if hi is not None and kept and not req.include_uncommitted else None
+    end = _end_after(segments, hi) if hi is not None and kept and not request.include_uncommitted else None
     if end is not None:
         # no commit after ``hi`` is wanted: nothing after the records starting up to it is read
         kept = [replace(r, end=end) if r.end is None or r.end > end else r for r in kept]
-    shared = tasks.pack((scan, RangeJob(req.catalog, req.plugin_options, history, _ranges.RangePlan(kept),
-                                        req.two_phase, req.include_uncommitted)))
+    shared = tasks.pack((scan, RangeJob(req.catalog, request, history, _ranges.RangePlan(kept))))
     parts = []
     before = None  # the range decoded before, in ``ranges``
     for r in kept:
@@ -497,17 +492,14 @@ def _plan_by_events(req: _Read, scan, refused, start_plan, read_from, bounds: tu
     nodes = _plan.tracked_relfilenodes(catalog)
     while True:
         items = executor.control(scan, nodes) if scan is not None else iter([(0, ("error", refused))])
-        p = _plan.run_driver_pass(items, catalog, RowPlugin(lambda item: None),
-                                  plugin_options=req.plugin_options, start_plan=start_plan, read_from=read_from,
-                                  start_lsn=req.start_lsn, end_lsn=req.end_lsn, two_phase=req.two_phase,
-                                  include_uncommitted=req.include_uncommitted, segments=req.segments,
-                                  nranges=req.nranges, nodes=nodes)
+        p = _plan.run_driver_pass(items, catalog, RowPlugin(lambda item: None), req.request, start_plan=start_plan,
+                                  read_from=read_from, segments=req.segments, nranges=req.nranges, nodes=nodes)
         if p.nodes <= nodes:
             break
         nodes = nodes | p.nodes
     if p.error is not None:
         raise surfaced(p.error, p.result.warnings)
-    ctx = tasks.Phase2(catalog, RowPlugin, req.plugin_options, p.timeline, p.cutoff)
+    ctx = tasks.Phase2(catalog, RowPlugin, req.request, p.timeline, p.cutoff)
     shared = tasks.pack((scan, ctx))
     parts = []
     lo, hi = bounds
@@ -558,9 +550,8 @@ def _range_rows(scan, job: RangeJob, r, verify):
     if verify is not None:
         _read_through(scan.segments, *verify)
     sink = RowSink()
-    info = _ranges.decode_range(scan.segments, job.catalog, RowPlugin, job.plugin_options, r,
-                                two_phase=job.two_phase, include_uncommitted=job.include_uncommitted,
-                                writer=sink, history=job.history)
+    info = _ranges.decode_range(scan.segments, job.catalog, RowPlugin, job.request, r, writer=sink,
+                                history=job.history)
     if info["error"] is not None:
         raise surfaced(info["error"], info["warnings"])
     reason = _ranges.range_refusal(job.plan, r, info)

@@ -72,10 +72,8 @@ class LocalExecutor:
     def catalog_records(self, scan: Scan, nodes: frozenset) -> list:
         return [run_catalog_records(scan, i, nodes) for i in range(len(scan.runs))]
 
-    def decode_ranges(self, scan: Scan, rplan: _ranges.RangePlan, ctx: tasks.Phase2, directory: str,
-                      two_phase: bool, include_uncommitted: bool) -> dict:
-        return {r.rng: _ranges.decode_range(scan.segments, ctx.catalog, ctx.make_plugin, ctx.plugin_options, r,
-                                            two_phase=two_phase, include_uncommitted=include_uncommitted,
+    def decode_ranges(self, scan: Scan, rplan: _ranges.RangePlan, ctx: tasks.Phase2, directory: str) -> dict:
+        return {r.rng: _ranges.decode_range(scan.segments, ctx.catalog, ctx.make_plugin, ctx.request, r,
                                             writer=tasks.PartWriter(directory, r.rng), history=ctx.timeline)
                 for r in rplan.ranges}
 
@@ -310,7 +308,7 @@ class SparkExecutor:
             task = TaskContext.get()
             make_plugin, staged = _staged_plugin(c.make_plugin, _attempt_name(task))
             if staged is not None:
-                c = tasks.Phase2(c.catalog, make_plugin, c.plugin_options, c.timeline, c.cutoff)
+                c = tasks.Phase2(c.catalog, make_plugin, c.request, c.timeline, c.cutoff)
             rows = (row for batch in batches
                     for row in zip(*(batch.column(i).to_pylist() for i in range(batch.num_columns))))
             summary = tasks.decode_rows(rows, c, lambda rng: tasks.PartWriter(directory, rng))
@@ -435,8 +433,7 @@ class SparkExecutor:
 
         return [(r["key"], r["blob"]) for r in self._run_input(scan).mapInArrow(hadoop, KEYED_SCHEMA).collect()]
 
-    def decode_ranges(self, scan: Scan, rplan: _ranges.RangePlan, ctx: tasks.Phase2, directory: str,
-                      two_phase: bool, include_uncommitted: bool) -> dict:
+    def decode_ranges(self, scan: Scan, rplan: _ranges.RangePlan, ctx: tasks.Phase2, directory: str) -> dict:
         """Phase 2 of the range path: a task per range, decoding it with the single-process decoder into
         its part file under ``directory`` (a file-writing plugin's files staged per attempt).  While the
         context is still starting (``PendingContext``), the driver decodes ranges itself, from the first,
@@ -449,34 +446,32 @@ class SparkExecutor:
         if driver is not None:
             # the job is submitted from another thread as soon as the context is up, with the ranges the
             # driver has not taken, so that the range the driver is decoding then does not hold it back
-            driver.start(lambda skip: self._decode_ranges(scan, rplan, ctx, directory, two_phase,
-                                                          include_uncommitted, skip))
+            driver.start(lambda skip: self._decode_ranges(scan, rplan, ctx, directory, skip))
             for r in driver.claimed():
-                results[r.rng], _blob = _decode_part(scan.segments, ctx, r, two_phase, include_uncommitted,
-                                                     directory, f"driver-{r.rng}", on_driver=True)
+                results[r.rng], _blob = _decode_part(scan.segments, ctx, r, directory, f"driver-{r.rng}",
+                                                     on_driver=True)
             results.update(driver.join())
             self.driver_ranges = driver.taken
         else:
-            results = self._decode_ranges(scan, rplan, ctx, directory, two_phase, include_uncommitted, 0)
+            results = self._decode_ranges(scan, rplan, ctx, directory, 0)
         return self._range_results(results, ctx)
 
     def _decode_ranges(self, scan: Scan, rplan: _ranges.RangePlan, ctx: tasks.Phase2, directory: str,
-                       two_phase: bool, include_uncommitted: bool, skip: int) -> dict:
+                       skip: int) -> dict:
         """The range job over the ranges from ``skip`` on: {rng: (summary, implementation, staged directory)}."""
         rscan = range_scan(scan, rplan)
         bc = self.sc.broadcast(rscan)
-        bc_ctx = self.sc.broadcast((os.urandom(8).hex(), tasks.pack((ctx, rplan.ranges, two_phase,
-                                                                      include_uncommitted))))
+        bc_ctx = self.sc.broadcast((os.urandom(8).hex(), tasks.pack((ctx, rplan.ranges))))
 
         def decode(runs):
             from pyspark import TaskContext  # lazy: the optional [spark] extra; LocalExecutor runs without it
 
-            c, rngs, tp, unc = _context(bc_ctx)
+            c, rngs = _context(bc_ctx)
             use_impl(bc.value.impl)
             settle_gc()
             task = TaskContext.get()
             for i, rs in runs:
-                _summary, blob = _decode_part(rs.segments, c, rngs[i], tp, unc, directory, _attempt_name(task))
+                _summary, blob = _decode_part(rs.segments, c, rngs[i], directory, _attempt_name(task))
                 if task.attemptNumber() == 0:
                     crashpoint("spark-phase2-first-attempt")  # the retry test: a task lost after its output
                 yield i, blob
@@ -565,15 +560,14 @@ def _staged_plugin(make_plugin, attempt: str):
     return functools.partial(make_plugin, directory=staged), staged
 
 
-def _decode_part(segments, ctx: tasks.Phase2, r: _ranges.Range, two_phase: bool, include_uncommitted: bool,
-                 directory: str, attempt: str, on_driver: bool = False) -> tuple:
+def _decode_part(segments, ctx: tasks.Phase2, r: _ranges.Range, directory: str, attempt: str,
+                 on_driver: bool = False) -> tuple:
     """Range ``r`` decoded by the single-process decoder into its part file under ``directory``, by a task
     or by the driver (``on_driver``, which ``--timings`` reports): its (summary, implementation, staged
     directory) and those packed, as written beside the part for the driver appending ranges as they end."""
     make_plugin, staged = _staged_plugin(ctx.make_plugin, attempt)
-    info = _ranges.decode_range(segments, ctx.catalog, make_plugin, ctx.plugin_options, r, two_phase=two_phase,
-                                include_uncommitted=include_uncommitted, writer=tasks.PartWriter(directory, r.rng),
-                                history=ctx.timeline)
+    info = _ranges.decode_range(segments, ctx.catalog, make_plugin, ctx.request, r,
+                                writer=tasks.PartWriter(directory, r.rng), history=ctx.timeline)
     if on_driver:
         info["on_driver"] = True
     result = (info, _impl.IMPL, staged)

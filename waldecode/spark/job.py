@@ -38,6 +38,7 @@ from .. import _impl
 from ..catalog import Catalog
 from ..errors import Error, UsageError, format_lsn
 from ..output.base import CatalogView
+from ..logical.request import DecodeRequest
 from ..logical.session import VersionMismatchError, version_mismatch
 from ..logical.startpoint import reading_start
 from ..wal.segments import SegmentSet, discover
@@ -232,14 +233,15 @@ def keep_staged_files(directory: str, staged: set) -> None:
 # -- the run ---------------------------------------------------------------------------------------
 
 
-def decode_spark(executor, paths, catalog: Catalog, make_plugin, out, *, plugin_options: dict | None = None,
-                 start_lsn: int | None = None, restart_lsn: int | None = None, end_lsn: int | None = None,
-                 timeline: int | None = None, two_phase: bool = False, include_uncommitted: bool = False,
+def decode_spark(executor, paths, catalog: Catalog, make_plugin, out, request: DecodeRequest | None = None, *,
                  segments_per_run: int | None = None, parts_dir: str | None = None, on_warning=None,
-                 method: str = "auto"):
-    """Decode ``paths`` through ``make_plugin(write)`` on ``executor``, writing the output bytes to ``out``
-    (a binary file) in the single-process order; returns the ``session.DecodeResult``.  An error is
-    raised after the output that precedes it was written, as ``decode`` writes it.
+                 method: str = "auto", **fields):
+    """Decode ``paths`` through ``make_plugin(write)`` on ``executor`` as ``request`` (a ``DecodeRequest``;
+    its fields may be given as keywords instead, as ``session.decode_wal`` takes them) asks, writing the
+    output bytes to ``out`` (a binary file) in the single-process order; returns the
+    ``session.DecodeResult``.  An error is raised after the output that precedes it was written, as
+    ``decode`` writes it.  The request's spilling settings are the ranges' (each spills in its own
+    temporary directory, as its task's).
 
     ``method``: "ranges" (each output range decoded as a restarted slot, ``ranges``), "events" (the
     driver's pass plans every plugin call, ``plan``), or "auto": ranges when phase 1 and the ranges show
@@ -247,7 +249,9 @@ def decode_spark(executor, paths, catalog: Catalog, make_plugin, out, *, plugin_
     ``executor.fallback`` why the range path was left."""
     if method not in ("auto", "ranges", "events"):
         raise ValueError(f"unknown method {method!r}")
-    segments = paths if isinstance(paths, SegmentSet) else discover(paths, timeline)
+    request = DecodeRequest.given(request, fields)
+    start_lsn, restart_lsn, end_lsn = request.start_lsn, request.restart_lsn, request.end_lsn
+    segments = paths if isinstance(paths, SegmentSet) else discover(paths, request.timeline)
     mismatch = version_mismatch(segments, catalog)
     if mismatch:
         raise VersionMismatchError(mismatch)
@@ -259,7 +263,7 @@ def decode_spark(executor, paths, catalog: Catalog, make_plugin, out, *, plugin_
             raise UsageError(f"the {getattr(make_plugin, '__name__', 'output')} plugin decodes as one output range "
                              "(--ranges 1): what it writes depends on what it wrote before")
     probe = make_plugin(lambda line: None)
-    probe.startup(dict(plugin_options or {}), CatalogView(catalog))  # bad options fail here, before reading
+    probe.startup(dict(request.plugin_options), CatalogView(catalog))  # bad options fail here, before reading
     filtered_origins = frozenset(o for o in range(1 << 16) if probe.filter_by_origin(o))
     start_plan, read_from = reading_start(segments, start_lsn, restart_lsn)
     seg_size = segments.seg_size
@@ -285,10 +289,8 @@ def decode_spark(executor, paths, catalog: Catalog, make_plugin, out, *, plugin_
             executor.fallback = "the plugin's output for a call depends on the transaction before it"
         elif scan is not None and method != "events":
             ranges_scan = scan if segments_per_run else range_runs(scan, executor)
-            result, reason = _decode_by_ranges(executor, ranges_scan, catalog, make_plugin, out, directory,
-                                               plugin_options=plugin_options, start_lsn=start_lsn,
-                                               restart_lsn=restart_lsn, end_lsn=end_lsn, two_phase=two_phase,
-                                               include_uncommitted=include_uncommitted, on_warning=on_warning)
+            result, reason = _decode_by_ranges(executor, ranges_scan, catalog, make_plugin, out, directory, request,
+                                               on_warning)
             if result is not None:
                 executor.method = "ranges"
                 return result
@@ -300,10 +302,8 @@ def decode_spark(executor, paths, catalog: Catalog, make_plugin, out, *, plugin_
             items = (executor.control(scan, nodes, directory) if scan is not None
                      else iter([(0, ("error", refused))]))
             with timings.phase("driver_pass"):
-                p = _plan.run_driver_pass(items, catalog, make_plugin(lambda line: None),
-                                          plugin_options=plugin_options, start_plan=start_plan, read_from=read_from,
-                                          start_lsn=start_lsn, end_lsn=end_lsn, two_phase=two_phase,
-                                          include_uncommitted=include_uncommitted, segments=segments,
+                p = _plan.run_driver_pass(items, catalog, make_plugin(lambda line: None), request,
+                                          start_plan=start_plan, read_from=read_from, segments=segments,
                                           nranges=getattr(executor, "ranges", 1), nodes=nodes,
                                           on_warning=on_warning)
             if p.nodes <= nodes:
@@ -311,7 +311,7 @@ def decode_spark(executor, paths, catalog: Catalog, make_plugin, out, *, plugin_
             # A catalog rewrite or relation-map update made new catalog relfilenodes: read their records too
             nodes = nodes | p.nodes
         result = p.result
-        ctx = tasks.Phase2(catalog, make_plugin, plugin_options, p.timeline, p.cutoff)
+        ctx = tasks.Phase2(catalog, make_plugin, request, p.timeline, p.cutoff)
         if p.events and scan is not None:
             with timings.phase("phase2"):
                 summary = executor.phase2(scan, p, ctx, directory)
@@ -343,8 +343,8 @@ def decode_spark(executor, paths, catalog: Catalog, make_plugin, out, *, plugin_
     return result
 
 
-def _decode_by_ranges(executor, scan: Scan, catalog: Catalog, make_plugin, out, directory: str, *, plugin_options,
-                      start_lsn, restart_lsn, end_lsn, two_phase: bool, include_uncommitted: bool, on_warning):
+def _decode_by_ranges(executor, scan: Scan, catalog: Catalog, make_plugin, out, directory: str,
+                      request: DecodeRequest, on_warning):
     """The range path (``ranges``): (result, None) after writing the output, or (None, why not) having
     written nothing."""
     timings = executor.timings
@@ -352,7 +352,8 @@ def _decode_by_ranges(executor, scan: Scan, catalog: Catalog, make_plugin, out, 
         # the catalog pass's records taken in the same read: whether the catalog changes is known only after it
         spans = executor.spans(scan, _plan.tracked_relfilenodes(catalog))
     with timings.phase("plan"):
-        rplan = _ranges.plan_ranges(spans, getattr(executor, "ranges", 1), start_lsn, restart_lsn, end_lsn)
+        rplan = _ranges.plan_ranges(spans, getattr(executor, "ranges", 1), request.start_lsn, request.restart_lsn,
+                                    request.end_lsn)
     if rplan.reason is not None:
         return None, rplan.reason
     history, history_warnings = None, []
@@ -368,23 +369,23 @@ def _decode_by_ranges(executor, scan: Scan, catalog: Catalog, make_plugin, out, 
         make_plugin = functools.partial(make_plugin, directory=os.path.join(files_dir, ATTEMPTS_DIR, "ranges"))
     parts = os.path.join(directory, "ranges")
     os.makedirs(parts, exist_ok=True)
-    ctx = tasks.Phase2(catalog, make_plugin, plugin_options, history, None)
+    ctx = tasks.Phase2(catalog, make_plugin, request, history, None)
     appended = 0
     with timings.phase("ranges"):
         if files_dir is None and getattr(executor, "streams_ranges", False) and getattr(out, "can_rewind", False):
-            summaries, appended = _stream_ranges(executor, scan, rplan, ctx, parts, two_phase, include_uncommitted,
-                                                 out)
+            summaries, appended = _stream_ranges(executor, scan, rplan, ctx, parts, out)
         else:
-            summaries = executor.decode_ranges(scan, rplan, ctx, parts, two_phase, include_uncommitted)
+            summaries = executor.decode_ranges(scan, rplan, ctx, parts)
     # each range's bytes read (from its restart point), seconds and CPU, for ``--timings``
     first_began = min((s.get("began", 0.0) for s in summaries.values()), default=0.0)
-    timings.range_tasks = [{"range": r.rng, "read_bytes": (r.end or end_lsn or 0) - (r.restart or r.start or 0),
+    timings.range_tasks = [{"range": r.rng,
+                            "read_bytes": (r.end or request.end_lsn or 0) - (r.restart or r.start or 0),
                             "began": round(summaries[r.rng].get("began", 0.0) - first_began, 3),
                             "seconds": round(summaries[r.rng].get("seconds", 0.0), 3),
                             "cpu": round(summaries[r.rng].get("cpu", 0.0), 3),
                             "on_driver": summaries[r.rng].get("on_driver", False)}
                            for r in rplan.ranges if r.rng in summaries]
-    result, reason = _ranges.combine(rplan, summaries, end_lsn)
+    result, reason = _ranges.combine(rplan, summaries, request.end_lsn)
     if result is None:
         if appended:
             out.rewind()  # the event path writes the whole output again
@@ -440,8 +441,8 @@ def _catalog_for_ranges(executor, scan: Scan, catalog: Catalog, spans: list, war
 RANGE_POLL_SECONDS = 0.05
 
 
-def _stream_ranges(executor, scan: Scan, rplan: _ranges.RangePlan, ctx: tasks.Phase2, parts: str, two_phase: bool,
-                   include_uncommitted: bool, out) -> tuple[dict, int]:
+def _stream_ranges(executor, scan: Scan, rplan: _ranges.RangePlan, ctx: tasks.Phase2, parts: str,
+                   out) -> tuple[dict, int]:
     """``executor.decode_ranges`` with the output written as it comes: the job runs in a thread while
     this one appends each range's part to ``out`` as soon as it and every range before it have ended
     and ``ranges.range_refusal`` accepts it (deleting the part: its pages need not reach the disk).
@@ -452,7 +453,7 @@ def _stream_ranges(executor, scan: Scan, rplan: _ranges.RangePlan, ctx: tasks.Ph
 
     def job():
         try:
-            box["summaries"] = executor.decode_ranges(scan, rplan, ctx, parts, two_phase, include_uncommitted)
+            box["summaries"] = executor.decode_ranges(scan, rplan, ctx, parts)
         except BaseException as e:  # re-raised in the caller's thread
             box["error"] = e
 

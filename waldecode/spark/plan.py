@@ -278,17 +278,16 @@ class Plan:
     plugin_options: OutputPluginOptions = field(default_factory=OutputPluginOptions)
 
 
-def run_driver_pass(items, catalog: Catalog, plugin: OutputPlugin, *, plugin_options: dict | None,
-                    start_plan, read_from, start_lsn, end_lsn, two_phase: bool, include_uncommitted: bool,
-                    segments, nranges: int, nodes: frozenset, on_warning=None) -> Plan:
+def run_driver_pass(items, catalog: Catalog, plugin: OutputPlugin, request, *, start_plan, read_from, segments,
+                    nranges: int, nodes: frozenset, on_warning=None) -> Plan:
     """Feed ``items`` ((lsn, item) in LSN order, from phase 1) to a ``DriverDecoder`` as ``decode_wal``
-    feeds records to its decoder, and plan phase 2."""
-    check_snapshot(catalog, segments, read_from, start_lsn)  # done by the CLI already: a no-op there
-    decoder = DriverDecoder(catalog, plugin, two_phase=two_phase, segment_size=segments.seg_size,
-                            plugin_options=plugin_options, start_decoding_at=start_lsn or 0,
+    feeds records to its decoder, as ``request`` (a ``DecodeRequest``) asks, and plan phase 2."""
+    check_snapshot(catalog, segments, read_from, request.start_lsn)  # done by the CLI already: a no-op there
+    decoder = DriverDecoder(catalog, plugin, two_phase=request.two_phase, segment_size=segments.seg_size,
+                            plugin_options=request.plugin_options, start_decoding_at=request.start_lsn or 0,
                             assume_consistent=start_plan is not None and start_plan.assume_consistent,
                             on_warning=on_warning)
-    result = DecodeResult(start_plan, read_from, None, end_lsn, decoder=decoder)
+    result = DecodeResult(start_plan, read_from, None, request.end_lsn, decoder=decoder)
     error = None
     cutoff = None
     try:
@@ -309,7 +308,7 @@ def run_driver_pass(items, catalog: Catalog, plugin: OutputPlugin, *, plugin_opt
         error = e
         cutoff = lsn
     # as decode_wal: an error that stopped reading is reported alone
-    result.open_transactions = decoder.finish(include_uncommitted, hint=start_hint(start_plan, segments),
+    result.open_transactions = decoder.finish(request.include_uncommitted, hint=start_hint(start_plan, segments),
                                               ended=error is None)
     result.not_decoded = decoder.not_decoded
     result.ended_early = list(decoder.finished_early.values())

@@ -403,9 +403,10 @@ def _range_start(bounds: list, lsn: int) -> int | None:
     return bounds[i - 1] if i else None
 
 
-def decode_range(segments, catalog, make_plugin, plugin_options, r: Range, *, two_phase: bool,
-                 include_uncommitted: bool, writer, spill_dir: str | None = None, history=None) -> dict:
-    """One range through ``session.decode_wal`` (the single-process decoder), its lines to ``writer``
+def decode_range(segments, catalog, make_plugin, request, r: Range, *, writer, history=None) -> dict:
+    """One range through ``session.decode_wal`` (the single-process decoder) as the run's ``request`` (a
+    ``DecodeRequest``) asks it of the range (``DecodeRequest.for_range``: a slot restarted at the range's
+    restart point, spilling in a directory of its own), its lines to ``writer``
     (``tasks.PartWriter``); returns its summary: lines, warnings, error, and the facts of its
     ``DecodeResult`` the driver combines and checks.  ``history``: the catalog history of the whole WAL
     read (``plan.FrozenCatalogHistory``, the driver's) when the catalog changes in it: the range decodes
@@ -420,14 +421,12 @@ def decode_range(segments, catalog, make_plugin, plugin_options, r: Range, *, tw
     info = {"lines": 0, "warnings": [], "error": None, "result": None,
             "began": time.time(), "seconds": 0.0, "cpu": 0.0}
     began, cpu = time.perf_counter(), time.process_time()
-    own_spill = None
-    if spill_dir is None:
-        spill_dir = own_spill = tempfile.mkdtemp(prefix="waldecode-range-spill-")
+    # the range's task may share its machine with others of the run: spill files of its own
+    own_spill = tempfile.mkdtemp(prefix="waldecode-range-spill-", dir=request.spill_dir)
     try:
         try:
-            result = decode_wal(segments, catalog, plugin, plugin_options=plugin_options, start_lsn=r.start,
-                                restart_lsn=r.restart, end_lsn=r.end, two_phase=two_phase, spill_dir=spill_dir,
-                                include_uncommitted=include_uncommitted and r.last,
+            asked = request.for_range(r.start, r.restart, r.end, r.last, own_spill)
+            result = decode_wal(segments, catalog, plugin, asked,
                                 catalog_history=history if history is not None else True)
         except Error as e:
             info["error"] = e
@@ -451,8 +450,7 @@ def decode_range(segments, catalog, make_plugin, plugin_options, r: Range, *, tw
                 "problems": list(getattr(plugin, "problems", ())),
             }
     finally:
-        if own_spill is not None:
-            shutil.rmtree(own_spill, ignore_errors=True)
+        shutil.rmtree(own_spill, ignore_errors=True)
         info["seconds"] = time.perf_counter() - began
         info["cpu"] = time.process_time() - cpu
     return info

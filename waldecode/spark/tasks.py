@@ -54,6 +54,7 @@ from ..output.test_decoding import TestDecoding
 from ..logical.replay import Replayer
 from ..logical.decode import HEAP2_EXTRACTORS, HEAP2_IGNORED, HEAP_EXTRACTORS, HEAP_IGNORED, message_changes
 from ..logical.reorderbuffer import Change, change_size, changes_of_batch, new_change_store
+from ..logical.request import DecodeRequest
 from ..rmgr import heap as rm_heap
 from ..rmgr.heap import XLOG_HEAP_OPMASK
 from ..rmgr.xlog import XLOG_PARAMETER_CHANGE
@@ -549,16 +550,20 @@ class PartWriter:
 
 
 class Phase2:
-    """What every phase-2 task gets (broadcast once): the catalog, the plugin to make, the catalog
-    timeline and where reading stopped.  The events of the plan travel with the rows, each range
-    getting only its own (``event_chunks``)."""
+    """What every phase-2 task gets (broadcast once): the catalog, the plugin to make, the run's
+    ``DecodeRequest``, the catalog timeline and where reading stopped.  The events of the plan travel
+    with the rows, each range getting only its own (``event_chunks``)."""
 
-    def __init__(self, catalog, make_plugin, plugin_options: dict, timeline, cutoff: int | None = None):
+    def __init__(self, catalog, make_plugin, request: DecodeRequest, timeline, cutoff: int | None = None):
         self.catalog = catalog
         self.make_plugin = make_plugin  # write -> OutputPlugin (a picklable callable)
-        self.plugin_options = plugin_options
+        self.request = request
         self.timeline = timeline
         self.cutoff = cutoff  # no change at or after this LSN is replayed (where reading stopped)
+
+    @property
+    def plugin_options(self) -> dict:
+        return self.request.plugin_options
 
 
 #: events per chunk row of phase 2: a chunk is unpickled whole in the task

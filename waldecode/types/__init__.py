@@ -23,29 +23,11 @@ from __future__ import annotations
 import importlib
 
 from ..pg.settings import DEFAULT_SETTINGS
-from ..errors import TypeOutputError
+from ..errors import TypeOutputError, UnsupportedSettingError, UnsupportedTypeError
 from ..heap.heaptuple import MissingValue
 from ..heap.varlena import ToastPointer
-
-
-class UnsupportedTypeError(TypeOutputError):
-    """The type's output function is not implemented here (or the type is not in the catalog)."""
-
-    def __init__(self, typeoid: int, typname: str | None, typoutput: str | None = None):
-        self.typeoid = typeoid
-        self.typname = typname
-        self.typoutput = typoutput
-        if typname is None:
-            msg = f"type OID {typeoid} is not in the catalog snapshot"
-        elif typoutput:
-            msg = f"type {typname} (OID {typeoid}): output function {typoutput} is not supported"
-        else:
-            msg = f"type {typname} (OID {typeoid}) has no supported output function"
-        super().__init__(msg)
-
-
-class UnsupportedSettingError(TypeOutputError):
-    """A setting value (e.g. an lc_monetary locale) that output cannot reproduce."""
+from . import datetime as _dt
+from . import misc as _misc
 
 
 # output function name -> fn(value, typ, ctx) -> str; filled from the family modules below
@@ -60,10 +42,6 @@ class OutputContext:
     """
 
     def __init__(self, catalog, settings: dict | None = None):
-        # cycle: types.datetime and types.misc import UnsupportedSettingError from here
-        from . import datetime as _dt
-        from . import misc as _misc
-
         self.catalog = catalog
         self.major = getattr(catalog, "major", 15) or 15
         merged = dict(DEFAULT_SETTINGS)
@@ -91,8 +69,6 @@ class OutputContext:
     @property
     def timezone(self):
         if self._timezone is None:
-            from . import datetime as _dt  # cycle: types.datetime imports this module
-
             self._timezone = _dt.load_timezone(self.timezone_name)
         return self._timezone
 

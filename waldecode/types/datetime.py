@@ -19,8 +19,7 @@ import datetime as _pydt
 import re
 import struct
 
-from ..errors import CorruptRecordError
-from . import UnsupportedSettingError
+from ..errors import CorruptRecordError, UnsupportedSettingError
 
 _i32 = struct.Struct("<i")
 _i64 = struct.Struct("<q")

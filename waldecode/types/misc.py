@@ -18,8 +18,7 @@ import locale
 import struct
 from typing import NamedTuple
 
-from ..errors import CorruptRecordError
-from . import UnsupportedSettingError
+from ..errors import CorruptRecordError, UnsupportedSettingError
 
 _u32 = struct.Struct("<I")
 _i32 = struct.Struct("<i")

@@ -17,10 +17,9 @@ from __future__ import annotations
 
 import struct
 
-from ..errors import CorruptRecordError
+from ..errors import CorruptRecordError, UnsupportedTypeError
 from ..heap.heaptuple import ALIGNMENT
 from ..heap.varlena import ToastPointer, read_varlena
-from . import UnsupportedTypeError
 
 _u32 = struct.Struct("<I")
 

