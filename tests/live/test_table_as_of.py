@@ -24,80 +24,19 @@ psycopg = pytest.importorskip("psycopg")
 
 from doc_commands import lane_command  # noqa: E402
 from pitr import DB, PitrPrimary, Target, copy_lines  # noqa: E402
+from table_workload import SCHEMA, workload  # noqa: E402
 from waldecode.cli import main  # noqa: E402
-from waldecode.cli.table import copy_csv, copy_text  # noqa: E402
+from waldecode.cli.table import _ParquetRows, copy_csv, copy_text  # noqa: E402
 from waldecode.pg.lsn import format_lsn  # noqa: E402
 from waldecode.redo.backup_label import read_backup_label  # noqa: E402
 
 pytestmark = [pytest.mark.server, pytest.mark.slow]
 
-SCHEMA = """
-CREATE TABLE orders (id int PRIMARY KEY, customer text, amount numeric(10,2), note text, gone int);
-ALTER TABLE orders ALTER COLUMN note SET STORAGE EXTERNAL;
-INSERT INTO orders SELECT g, 'c' || g, g * 1.5, NULL, g FROM generate_series(1, 60) g;
-INSERT INTO orders VALUES (61, E'tab\\there\\nnewline \\\\ backslash', 0, E'\\x01ctl', 0);
-"""
-
-BIG = "(SELECT string_agg(md5(g::text), '') FROM generate_series(1, {n}) g)"
-
-
-def _workload(p: PitrPrimary) -> None:
-    tx = p.transaction
-    tx("INSERT INTO orders SELECT g, 'c' || g, g * 1.5, NULL, g FROM generate_series(62, 120) g")
-    tx("UPDATE orders SET amount = amount + 1 WHERE id % 3 = 0")  # HOT: no indexed column
-    tx("DELETE FROM orders", commit=False)
-    tx("DELETE FROM orders WHERE id BETWEEN 5 AND 12")
-    tx("SAVEPOINT a", "INSERT INTO orders VALUES (500, 'lost', 1, NULL, 0)", "ROLLBACK TO SAVEPOINT a",
-       "INSERT INTO orders VALUES (501, 'kept', 2, NULL, 0)", "SAVEPOINT b",
-       "UPDATE orders SET customer = 'sub' WHERE id = 1", "RELEASE SAVEPOINT b")
-    tx("UPDATE orders SET id = id + 1000 WHERE id BETWEEN 30 AND 35")  # non-HOT: the key changes
-    tx(f"INSERT INTO orders VALUES (600, 'toast', 3, {BIG.format(n=300)}, 0)",
-       f"INSERT INTO orders VALUES (601, 'toast compressed', 3, repeat('abc', 5000), 0)")
-    tx("ALTER TABLE orders ALTER COLUMN note SET STORAGE EXTENDED",
-       "INSERT INTO orders VALUES (602, 'inline compressed', 3, repeat('xyz', 1000), 0)")
-    tx("SELECT * FROM orders WHERE id = 40 FOR UPDATE")  # a committed locker-only xmax
-    # two sessions FOR SHARE: a locker-only multixact on rows 41 and 42, held across transactions
-    a, b = p.cluster.connect(DB), p.cluster.connect(DB)
-    try:
-        for s in (a, b):
-            s.execute("BEGIN")
-            s.execute("SELECT * FROM orders WHERE id IN (41, 42) FOR SHARE")
-        tx("UPDATE orders SET customer = 'while locked' WHERE id = 43")
-        for s in (a, b):
-            s.execute("COMMIT")
-        # a key-share locker open while the row is updated: a multixact with an updater
-        a.execute("BEGIN")
-        a.execute("SELECT * FROM orders WHERE id = 44 FOR KEY SHARE")
-        tx("UPDATE orders SET customer = 'multi updated' WHERE id = 44")
-        tx("UPDATE orders SET customer = 'multi updated twice' WHERE id = 44", commit=False)
-        a.execute("COMMIT")
-    finally:
-        a.close()
-        b.close()
-    tx(f"UPDATE orders SET note = {BIG.format(n=250)} WHERE id = 600")  # a new TOAST value, the old one dead
-    tx("DELETE FROM orders WHERE id = 601")
-    for i in range(4):  # a chain of HOT updates on one page, then a read that prunes it
-        tx(f"UPDATE orders SET amount = amount + {i} WHERE id = 50")
-    p.outside("SELECT pg_switch_wal()")  # a segment of its own in the middle, for the missing-segment test
-    p.outside("SELECT count(*) FROM orders", "VACUUM orders")
-    tx("DELETE FROM orders WHERE id % 2 = 1 AND id < 100", "INSERT INTO orders VALUES (700, 'last', 4, NULL, 0)")
-    p.outside("VACUUM FREEZE orders")
-    tx("ALTER TABLE orders ADD COLUMN flag text DEFAULT 'dflt'", "ALTER TABLE orders DROP COLUMN gone")
-    tx("INSERT INTO orders VALUES (701, 'after add', 5, NULL, 'own')")
-    tx("ALTER TABLE orders ALTER COLUMN amount TYPE numeric(12,3)")  # a rewrite: a new relfilenode
-    tx("UPDATE orders SET customer = 'after rewrite' WHERE id = 2")
-    p.outside("VACUUM FULL orders")
-    tx("UPDATE orders SET customer = 'after vacuum full' WHERE id = 3")
-    p.outside("SELECT pg_switch_wal()")  # another: a gap after a target is no concern
-    tx("TRUNCATE orders", "INSERT INTO orders VALUES (800, 'after truncate', 5, NULL, 'x')")
-    tx("INSERT INTO orders VALUES (801, 'the end', 6, NULL, 'y')")
-    tx("INSERT INTO orders VALUES (802, 'the very end', 7, NULL, 'z')")
-
 
 @pytest.fixture(scope="module")
 def primary():
     with PitrPrimary(SCHEMA, "orders") as p:
-        _workload(p)
+        workload(p)
         p.finish()
         yield p
 
@@ -200,8 +139,9 @@ def test_missing_segment(primary, capsys, tmp_path):
     assert status == 0 and copy_lines(capsys.readouterr().out.encode()) == copy_lines(t.rows)
 
 
-def test_other_formats(primary, capsys, tmp_path):
-    """csv, jsonl and sql print the same rows (one line each) as copy; parquet holds jsonl's values."""
+def test_other_formats(primary, capsys, tmp_path, monkeypatch):
+    """csv, jsonl and sql print the same rows (one line each) as copy; parquet holds jsonl's values,
+    written a row group at a time (groups of 7 rows here)."""
     at = format_lsn(primary.txns[-1].end_lsn)
     _s, copy, _e = _waldecode(primary, capsys, at, True)
     n = len(copy_lines(copy))
@@ -218,6 +158,12 @@ def test_other_formats(primary, capsys, tmp_path):
     assert main(["table", "--backup", str(primary.backup), "--table", "orders", "--at", at, "--database", DB,
                  "--format", "parquet", "--output", str(path), str(primary.archive)]) == 0
     table = pq.read_table(path)
+    assert pq.ParquetFile(path).num_row_groups == 1  # 64k rows a group
+    monkeypatch.setattr(_ParquetRows, "ROW_GROUP_ROWS", 7)
+    assert main(["table", "--backup", str(primary.backup), "--table", "orders", "--at", at, "--database", DB,
+                 "--format", "parquet", "--output", str(path), str(primary.archive)]) == 0
+    assert pq.ParquetFile(path).num_row_groups == -(-n // 7)
+    assert pq.read_table(path).equals(table)
     texts = sorted(tuple(c["value"] for c in json.loads(line)["columns"]) for line in outs["jsonl"])
     got = sorted(tuple(None if row[f] is None else str(row[f]) for f in table.column_names if f != "_text")
                  for row in table.to_pylist())

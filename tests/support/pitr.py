@@ -1,11 +1,12 @@
 """PostgreSQL's own point-in-time recovery as the oracle of "a table as it was at any moment" (issue 23).
 
-Owns the truth the redo of a table is compared with: a PostgreSQL 15 primary archiving every WAL
+Owns the truth the redo of a table is compared with: a PostgreSQL primary (15, or the ``major`` given:
+16 and 18 are the bundled servers of ``waldecode.testing.cluster``) archiving every WAL
 segment (``archive_command`` copying into a directory), a plain base backup of it taken before the
 workload (``pg_basebackup -Fp -X none``: the WAL comes from the archive, as a DBA restores), a
 workload recorder (``PitrPrimary.transaction``) that notes after each transaction what recovery can
 be told to stop at: the xid (``txid_current()``), the commit record's LSN (read back from the WAL with
-``pg_walinspect``, the server's own reader), the insert LSN after it, the commit timestamp
+``pg_waldump``, the server's own reader), the insert LSN after it, the commit timestamp
 (``pg_xact_commit_timestamp``: the ``xact_time`` of the commit record, which is what
 ``recovery_target_time`` compares) and a clock reading between it and the next commit, and the
 table's ``COPY ... TO STDOUT`` bytes as the primary holds them after that transaction.
@@ -51,7 +52,7 @@ from typing import Callable
 import backup_tools as bt
 from waldecode.pg.lsn import format_lsn, parse_lsn
 
-__all__ = ["PitrPrimary", "Recovered", "RecoveryFailed", "Target", "TxnRecord", "copy_lines"]
+__all__ = ["PitrPrimary", "Recovered", "RecoveryFailed", "Target", "TxnRecord", "copy_digest", "copy_lines"]
 
 DB = "pitr"
 
@@ -74,24 +75,51 @@ RECOVERY_SETTINGS = {
 # xlogrecovery.c recoveryStopsBefore/After: "recovery stopping before commit of transaction 745, time ..."
 _STOPPING_RE = re.compile(r"LOG:\s+(recovery stopping .*)$", re.M)
 _FATAL_RE = re.compile(r"(FATAL:\s+.*)$", re.M)
+# pg_waldump.c XLogDumpDisplayRecord: "rmgr: Transaction len (rec/tot): ..., tx: 745, lsn: 0/0301A2B8, prev
+# 0/0301A280, desc: COMMIT 2026-..." (xactdesc.c names the record COMMIT or ABORT)
+_WALDUMP_XACT_END_RE = re.compile(r"\btx:\s+(\d+), lsn: ([0-9A-F]+/[0-9A-F]+), prev [0-9A-F]+/[0-9A-F]+, "
+                                  r"desc: (COMMIT|ABORT)\b")
 
 
-def copy_table(conn, table: str) -> bytes | None:
+def copy_table(conn, table: str, digest: bool = False) -> bytes | None:
     """``COPY ... TO STDOUT`` of ``table`` on an autocommit connection; a partitioned table's rows are
     its partitions' (``COPY`` refuses a partitioned table: ``SELECT *`` is what a DBA copies); None when
-    there is no such table."""
+    there is no such table.  With ``digest``, ``copy_digest``'s text of it instead of the bytes."""
     kind = conn.execute("SELECT relkind FROM pg_class WHERE oid = to_regclass(%s)", (table,)).fetchone()
     if kind is None:
         return None
     source = f"(SELECT * FROM {table})" if kind[0] == "p" else table
     with conn.cursor() as cur:
         with cur.copy(f"COPY {source} TO STDOUT") as cp:
+            if digest:
+                return copy_digest(cp).encode()
             return b"".join(bytes(b) for b in cp)
 
 
 def copy_lines(data: bytes) -> list[bytes]:
     """The rows of ``COPY ... TO STDOUT`` text output, sorted: the table as a multiset of rows."""
     return sorted(data.splitlines())
+
+
+def copy_digest(blocks) -> str:
+    """The table as a multiset of rows, in constant memory, from ``COPY ... TO STDOUT`` text output
+    given in blocks of any size (a row's line break escaped, so a line is a row): the number of rows
+    and the sum, modulo 2**256, of each row's SHA-256 (a sum, so that the order of the rows does not
+    matter)."""
+    import hashlib
+
+    n = total = 0
+    rest = b""
+    for block in blocks:
+        lines = (rest + bytes(block)).split(b"\n")
+        rest = lines.pop()
+        for line in lines:
+            total += int.from_bytes(hashlib.sha256(line).digest(), "big")
+            n += 1
+    if rest:
+        total += int.from_bytes(hashlib.sha256(rest).digest(), "big")
+        n += 1
+    return f"{n} rows, sha256 sum {total % 2 ** 256:064x}"
 
 
 @dataclass(frozen=True)
@@ -142,7 +170,8 @@ class RecoveryFailed(RuntimeError):
 
 @dataclass
 class PitrPrimary:
-    """A PostgreSQL 15 primary archiving its WAL, a base backup of it, and the workload's record.
+    """A PostgreSQL primary (``major``, 15 by default) archiving its WAL, a base backup of it, and the
+    workload's record.
 
     ``with PitrPrimary(schema, table) as p:`` starts the primary, creates ``schema`` in database
     ``pitr``, calls ``before_backup(p)`` if given (work that must be in the backup's files: open
@@ -156,6 +185,10 @@ class PitrPrimary:
     schema: str
     table: str  # the table compared; it may be created by the workload (its rows are None until then)
     settings: dict = field(default_factory=dict)
+    major: int = 15  # the server's major version (waldecode.testing.cluster.find_bindir finds it)
+    # a table too large to hold: every ``rows`` and ``Recovered.copy`` is ``copy_digest``'s text instead
+    # of the COPY bytes (and ``Recovered.lines`` that one line)
+    digest: bool = False
     before_backup: Callable | None = None  # called with the primary after ``schema``, before the backup
     # more archive_command steps after the copy into ``archive`` (shell lines, ``$1`` = %p, ``$2`` = %f),
     # made from the temporary directory before the server starts: a backup tool's archive beside it
@@ -176,15 +209,14 @@ class PitrPrimary:
             settings = {"archive_mode": "on", "archive_command": command, "track_commit_timestamp": "on",
                         **self.settings}
             try:
-                self.cluster = Cluster(15, settings=settings, base_dir=self.base)
+                self.cluster = Cluster(self.major, settings=settings, base_dir=self.base)
                 self.cluster.__enter__()
             except ClusterError as e:
                 import pytest
-                pytest.skip(f"PostgreSQL 15 is not available: {e}")
+                pytest.skip(f"PostgreSQL {self.major} is not available: {e}")
             c = self.cluster
             c.sql(f"CREATE DATABASE {DB}")
             self.conn = c.connect(DB)
-            self.conn.execute("CREATE EXTENSION pg_walinspect")
             self.conn.execute(self.schema)
             if self.before_backup is not None:
                 self.before_backup(self)
@@ -212,8 +244,9 @@ class PitrPrimary:
 
     # -- the workload ---------------------------------------------------------------------------
 
-    def _copy(self) -> bytes | None:
-        return copy_table(self.conn, self.table)
+    def _copy(self, conn=None) -> bytes | None:
+        """``copy_table`` of the table through ``conn`` (the primary's by default), with ``digest``."""
+        return copy_table(conn or self.conn, self.table, self.digest)
 
     def _insert_lsn(self) -> int:
         return parse_lsn(self.conn.execute("SELECT pg_current_wal_insert_lsn()::text").fetchone()[0])
@@ -247,16 +280,15 @@ class PitrPrimary:
 
     def finish(self) -> None:
         """The end of the workload: the last segment switched out and archived, and the start LSN of
-        every transaction's commit or abort record read back from the WAL (pg_walinspect)."""
+        every transaction's commit or abort record read back from the archived WAL by the server's
+        own ``pg_waldump`` (every version has it; pg_walinspect is a contrib module the bundled 16
+        and 18 servers lack)."""
         end = self._insert_lsn()
         self.conn.execute("SELECT pg_switch_wal()")
         bt.wait_archived(self.cluster)
-        rows = self.conn.execute(
-            "SELECT start_lsn::text, xid::text::bigint, record_type "
-            "FROM pg_get_wal_records_info(%s::pg_lsn, %s::pg_lsn) "
-            "WHERE resource_manager = 'Transaction' AND record_type IN ('COMMIT', 'ABORT')",
-            (format_lsn(self.backup_end_lsn), format_lsn(end))).fetchall()
-        ends = {(xid, kind): parse_lsn(lsn) for lsn, xid, kind in rows}
+        out = self.cluster.run_bin("pg_waldump", "--path", self.archive, "--rmgr", "Transaction",
+                                   "--start", format_lsn(self.backup_end_lsn), "--end", format_lsn(end)).stdout
+        ends = {(int(xid), kind): parse_lsn(lsn) for xid, lsn, kind in _WALDUMP_XACT_END_RE.findall(out)}
         done = []
         for t in self.txns:
             key = (t.xid, "COMMIT" if t.committed else "ABORT")
@@ -331,7 +363,7 @@ class PitrPrimary:
                                      autocommit=True) as conn:
                     if conn.execute("SELECT pg_is_in_recovery()").fetchone()[0]:
                         raise RuntimeError(f"recovery to {target}: the server did not promote")
-                    copy = copy_table(conn, self.table)
+                    copy = self._copy(conn)
             finally:
                 bt.run_as_server([*pg_ctl, "-m", "immediate", "-w", "stop"], check=False)
             stopping = _STOPPING_RE.findall(text)

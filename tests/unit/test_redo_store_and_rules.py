@@ -61,6 +61,26 @@ def test_store_round_trip_sparse_and_presence(tmp_path):
         assert store.read(REL, 0, 100_000) is None
 
 
+@pytest.mark.parametrize("first, n", [(0, 1), (0, 8), (3, 5), (5, 20), (7, 1), (8, 16), (13, 300)])
+def test_write_blocks_is_write_block_by_block(tmp_path, first, n):
+    """Pages stored in one write (a relation file copied in) read back, and are marked present, as
+    the same pages stored one at a time, whatever the byte boundaries of the presence bitmap."""
+    pages = [bytes([i % 251 + 1]) * BLCKSZ for i in range(n)]
+    with PageStore(tmp_path / "one") as one, PageStore(tmp_path / "each") as each:
+        one.write(REL, 0, 2, pages[0])  # a page already present before the range
+        each.write(REL, 0, 2, pages[0])
+        one.write_blocks(REL, 0, first, b"".join(pages))
+        for i, page in enumerate(pages):
+            each.write(REL, 0, first + i, page)
+        assert list(one.blocks(REL, 0)) == list(each.blocks(REL, 0))
+        assert all(one.read(REL, 0, b) == each.read(REL, 0, b) for b in each.blocks(REL, 0))
+        assert one.read(REL, 0, first + n) is None
+    with PageStore(tmp_path / "one") as again:  # the presence bitmap was saved
+        assert list(again.blocks(REL, 0)) == sorted({2, *range(first, first + n)})
+    with pytest.raises(ValueError, match="whole number"):
+        PageStore(tmp_path / "x").write_blocks(REL, 0, 0, b"x" * 100)
+
+
 def test_store_keeps_a_bounded_number_of_files_open(tmp_path):
     with PageStore(tmp_path) as store:
         for rel in range(200):

@@ -3,8 +3,9 @@ target would show them (issue 23; ``redo.table`` computes them), printed as ``CO
 does (``copy``, ``csv``), as JSON lines or as INSERT statements.
 
 Nothing is written unless every row was read: the rows are spooled (to a temporary file past 64 MiB)
-as they are read and copied out at the end, so that a bad target, a missing segment or an unknown
-table leaves only the error line on stderr.
+as they are read and copied out at the end (Parquet: written a row group at a time to a temporary
+name, renamed at the end), so that a bad target, a missing segment or an unknown table leaves only
+the error line on stderr.
 """
 
 from __future__ import annotations
@@ -96,9 +97,12 @@ def cmd_table(args) -> int:
                options=argtypes.input_options(args))
     read = _reader(args)
     if args.format == "parquet":
-        result = read(args.backup, args.paths, schema, name, args.at, args.inclusive == "on", **run)
+        with _ParquetRows(args.output) as rows:
+            result = read(args.backup, args.paths, schema, name, args.at, args.inclusive == "on", on_row=rows.add,
+                          **run)
+            rows.done(result)
         _say_backup(result)
-        return _write_parquet(result, args.output)
+        return EXIT_OK
     line = _line_writer(args.format, schema, name)
     with tempfile.SpooledTemporaryFile(max_size=64 * 1024 * 1024, mode="w+b") as spool:
         result = read(args.backup, args.paths, schema, name, args.at, args.inclusive == "on",
@@ -159,42 +163,79 @@ def _line_writer(fmt: str, schema: str, name: str):
     return insert
 
 
-def _write_parquet(result, path: str) -> int:
-    """One Parquet file: a field per column, typed as ``decode --parquet`` types them
-    (``output.parquet.arrow_column``; the output text where no lossless type exists), and ``_text``,
-    the output text of the values a typed column cannot hold (as ``new_text``: numeric NaN,
-    infinities, a timestamp out of Arrow's range).  Written to a temporary name, renamed at the end."""
-    import os  # lazy: only --format parquet
+class _ParquetRows:
+    """One Parquet file written a row group at a time as the rows come (``add``, ``table_as_of``'s
+    ``on_row``): a field per column, typed as ``decode --parquet`` types them
+    (``output.parquet.arrow_column``; the output text where no lossless type exists), and ``_text``, the
+    output text of the values a typed column cannot hold (as ``new_text``: numeric NaN, infinities, a
+    timestamp out of Arrow's range).  Written to a temporary name, renamed by ``done``; removed when
+    reading fails."""
 
-    import pyarrow.parquet as pq  # lazy: pyarrow, only --format parquet
+    #: rows of a row group: at most this many rows are held
+    ROW_GROUP_ROWS = 65536
 
-    from ..errors import format_lsn  # lazy: as above
-    from ..output.parquet import _array, _Columns, _pa  # lazy: as above
-    from ..types import output_text  # lazy: as above
+    def __init__(self, path: str):
+        self.path, self.tmp = path, path + ".tmp"
+        self.writer = None
+        self.result = None
+        self.typed, self.texts = [], []
 
-    pa = _pa()
+    def _start(self, result) -> None:
+        import pyarrow.parquet as pq  # lazy: pyarrow, only --format parquet
 
-    catalog = result.catalog
-    columns = _Columns(catalog, result.relation, lambda typeoid, v: output_text(typeoid, v, catalog))
-    # _Columns indexes the relation's attributes (dropped ones included); the rows hold the others only
-    kept = [i for i, a in enumerate(result.relation.attributes) if not a.attisdropped]
-    typed_rows, texts = [], []
-    for row in result.values:
+        from ..errors import format_lsn  # lazy: as above
+        from ..output.parquet import _Columns, _pa  # lazy: as above
+
+        pa = self.pa = _pa()
+        self.result = result
+        catalog = result.catalog
+        self.columns = _Columns(catalog, result.relation, result.output)
+        # _Columns indexes the relation's attributes (dropped ones included); the rows hold the others only
+        self.kept = [i for i, a in enumerate(result.relation.attributes) if not a.attisdropped]
+        self.fields = list(self.columns.struct) if self.columns.struct is not None else []
+        self.text_type = pa.map_(pa.string(), pa.string())
+        meta = {"waldecode.relation": f"{result.relation.nspname}.{result.relation.relname}",
+                "waldecode.columns": json.dumps(self.columns.described),
+                "waldecode.stop_lsn": format_lsn(result.stop_lsn)}
+        self.schema = pa.schema(self.fields + [pa.field("_text", self.text_type)], metadata=meta)
+        self.writer = pq.ParquetWriter(self.tmp, self.schema)
+
+    def add(self, result, row: list) -> None:
+        if self.writer is None:
+            self._start(result)
         full = [None] * len(result.relation.attributes)
-        for i, v in zip(kept, row):
+        for i, v in zip(self.kept, row):
             full[i] = v
-        out, text, _size = columns.values(full, None, None)
-        typed_rows.append(out)
-        texts.append(text)
-    fields = list(columns.struct) if columns.struct is not None else []
-    arrays = [_array(pa, f.type, [r[k] for r in typed_rows]) for k, f in enumerate(fields)]
-    text_type = pa.map_(pa.string(), pa.string())
-    table = pa.Table.from_arrays(arrays + [_array(pa, text_type, texts)],
-                                 schema=pa.schema(fields + [pa.field("_text", text_type)]))
-    meta = {"waldecode.relation": f"{result.relation.nspname}.{result.relation.relname}",
-            "waldecode.columns": json.dumps(columns.described), "waldecode.stop_lsn": format_lsn(result.stop_lsn)}
-    table = table.replace_schema_metadata(meta)
-    tmp = path + ".tmp"
-    pq.write_table(table, tmp)
-    os.replace(tmp, path)
-    return EXIT_OK
+        out, text, _size = self.columns.values(full, None, None)
+        self.typed.append(out)
+        self.texts.append(text)
+        if len(self.typed) >= self.ROW_GROUP_ROWS:
+            self._flush()
+
+    def _flush(self) -> None:
+        from ..output.parquet import _array  # lazy: as above
+
+        pa, typed = self.pa, self.typed
+        arrays = [_array(pa, f.type, [r[k] for r in typed]) for k, f in enumerate(self.fields)]
+        self.writer.write_table(pa.Table.from_arrays(arrays + [_array(pa, self.text_type, self.texts)],
+                                                     schema=self.schema))
+        self.typed, self.texts = [], []
+
+    def done(self, result) -> None:
+        """The last row group, and the file under its name (no rows: the schema alone)."""
+        if self.writer is None:
+            self._start(result)
+        if self.typed:
+            self._flush()
+        self.writer.close()
+        self.writer = None
+        os.replace(self.tmp, self.path)
+
+    def __enter__(self) -> "_ParquetRows":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        if self.writer is not None:
+            self.writer.close()
+        if os.path.exists(self.tmp):
+            os.unlink(self.tmp)

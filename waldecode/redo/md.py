@@ -7,7 +7,7 @@ PG_<major>_<catversion>/<dbOid>``), cut into segment files of RELSEG_SIZE blocks
 and later ones suffixed ``.1``, ``.2``...  ``load_base_backup`` copies every block of every relation
 fork but the free space map (of every relation, or of the ``wanted`` ones) from a ``DataFiles``
 source (a plain backup, a pgBackRest set, a tar: ``waldecode.catalog.datadir.files``) into a
-``PageStore``, one block at a time: never a relation in memory.  Hands the store to redo, which
+``PageStore``, 1 MiB at a time: never a relation in memory.  Hands the store to redo, which
 starts from these pages at the backup's redo point.
 
 A backup's pages may be newer than the redo point (it is copied while the cluster runs) or torn;
@@ -27,6 +27,9 @@ from ..wal.xlogrecord import BLCKSZ
 FSM_FORKNUM = 1
 # src/include/pg_config.h: RELSEG_SIZE (blocks per segment file, the default 1 GB)
 RELSEG_SIZE = 131072
+
+#: blocks read and stored at a time (1 MiB): a relation is never held whole
+_CHUNK_BLOCKS = 128
 
 _FILE_RE = re.compile(r"^(\d+)(?:_(fsm|vm|init))?(?:\.(\d+))?$")
 
@@ -77,10 +80,12 @@ def load_base_backup(store, files, major: int, wanted=None) -> int:
                            path=files.path(path), what="file")
         first = segno * RELSEG_SIZE
         with files.open(path) as f:
-            for i in range(size // BLCKSZ):
-                page = f.read(BLCKSZ)
-                if len(page) != BLCKSZ:
-                    raise WALError(f"block {first + i} ends early", path=files.path(path), what="file")
-                store.write(locator, fork, first + i, page)
-                n += 1
+            for i in range(0, size // BLCKSZ, _CHUNK_BLOCKS):
+                want = min(_CHUNK_BLOCKS, size // BLCKSZ - i) * BLCKSZ
+                pages = f.read(want)
+                if len(pages) != want:
+                    raise WALError(f"block {first + i + len(pages) // BLCKSZ} ends early", path=files.path(path),
+                                   what="file")
+                store.write_blocks(locator, fork, first + i, pages)
+                n += want // BLCKSZ
     return n

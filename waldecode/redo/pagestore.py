@@ -114,6 +114,31 @@ class PageStore:
             f.present[i] |= bit
             f.dirty = True
 
+    def write_blocks(self, locator: tuple, fork: int, first: int, data) -> None:
+        """Store the consecutive pages of ``data`` (a whole number of them) from block ``first`` on, in
+        one write: how a relation file is copied in."""
+        n, rest = divmod(len(data), BLCKSZ)
+        if rest:
+            raise ValueError(f"pages are {BLCKSZ} bytes: {len(data)} bytes are not a whole number of them")
+        if not n:
+            return
+        f = self._fork(locator, fork, True)
+        os.pwrite(f.fd, data, first * BLCKSZ)
+        last = first + n - 1
+        if (last >> 3) >= len(f.present):
+            f.present.extend(bytes((last >> 3) + 1 - len(f.present)))
+        present = f.present
+        blkno = first
+        while blkno <= last:  # bit by bit up to a byte boundary, then whole bytes
+            if blkno & 7 == 0 and blkno + 7 <= last:
+                stop = (last + 1) >> 3
+                present[blkno >> 3:stop] = b"\xff" * (stop - (blkno >> 3))
+                blkno = stop << 3
+                continue
+            present[blkno >> 3] |= 1 << (blkno & 7)
+            blkno += 1
+        f.dirty = True
+
     def truncate(self, locator: tuple, fork: int, nblocks: int) -> None:
         """smgrtruncate: the fork ends before block ``nblocks``."""
         f = self._fork(locator, fork, False)

@@ -8,20 +8,24 @@ table at the target (the catalog history, from the backup's catalog), and the ro
 relation).  Hands rows (a list of ``(Attribute, text | None)`` per row) to ``cli.table``, which
 prints them.
 
-Two passes over the WAL from the backup label's START WAL LOCATION: the first finds the stop point
+Two passes from the backup label's START WAL LOCATION: the first reads the WAL, finds the stop point
 and, with the catalog history, transaction status (``clog.CommitLog``) and multixact members
-(``multixact.MultiXacts``) as of it, and the table's relation file nodes at the target; the second
-copies only those relations' files from the backup into a page store and replays their heap
-records up to the stop point.  A segment missing after the stop point is no concern (recovery
-never asks for it); one before it is a ``MissingSegmentError`` naming it.
+(``multixact.MultiXacts``) as of it, and the table's relation file nodes at the target, and keeps
+in a temporary file the records that may change the table's pages (``_RedoSpool``); the second
+copies only those relations' files from the backup into a page store and replays the kept records
+up to the stop point (it reads the WAL again only for a table the backup knew by another name).  A
+segment missing after the stop point is no concern (recovery never asks for it); one before it is a
+``MissingSegmentError`` naming it.
 """
 
 from __future__ import annotations
 
+import pickle
 import re
 import tempfile
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
+from functools import cached_property
 
 from ..catalog.datadir.clog import tuple_is_visible
 from ..catalog.datadir.files import data_files
@@ -34,12 +38,14 @@ from ..heap.heaptuple import HEAP_MOVED, HEAP_XMIN_COMMITTED, HEAP_XMIN_INVALID,
 from ..heap.varlena import ToastPointer, decompress_toast_value
 from ..pg.lsn import parse_lsn
 from ..pg.transam import xid_precedes
-from ..rmgr import RM_XACT_ID
+from ..rmgr import RM_HEAP2_ID, RM_HEAP_ID, RM_SMGR_ID, RM_XACT_ID, RM_XLOG_ID
 from ..rmgr import xact as rm_xact
-from ..types import output_text
+from ..rmgr.smgr import XLOG_SMGR_CREATE, xl_smgr_create
+from ..types import OutputContext
 from ..wal.segments import discover
 from ..wal.storage import DEFAULT_OPTIONS, InputOptions
 from ..wal.xlogreader import XLogReader
+from ..wal.xlogrecord import XLR_INFO_MASK
 from ..xact import xact_event
 from .backup_label import backup_end_lsn, read_backup_label, redo_checkpoint
 from .clog import CommitLog, XidStatus
@@ -171,10 +177,17 @@ class TableAsOf:
     consistent_lsn: int
     backup: object = None  # catalog.backups.Backup: the repository's backup read (None: a plain base backup)
 
+    @cached_property
+    def output(self):
+        """``(typeoid, value) -> text``: the output functions in a session with the settings of the catalog
+        at the stop, one context for every value (``types.output_text`` looks its context up by the
+        settings at each call, which costs more than most output functions)."""
+        return OutputContext(self.catalog).output
+
     def texts(self, row: list) -> list:
         """A row's columns as the server's output functions print them (None: NULL)."""
-        catalog = self.catalog
-        return [None if v is None else output_text(a.atttypid, v, catalog) for a, v in zip(self.columns, row)]
+        output = self.output
+        return [None if v is None else output(a.atttypid, v) for a, v in zip(self.columns, row)]
 
 
 def table_as_of(backup, paths, schema: str, name: str, at: str | RecoveryTarget, inclusive: bool = True,
@@ -186,7 +199,7 @@ def table_as_of(backup, paths, schema: str, name: str, at: str | RecoveryTarget,
     TimeZone setting) shows them; errors name what is missing, ``TargetBeforeBackupError`` a target
     this backup cannot reach.  ``on_row(result, values)``, when given, takes each row as it is read
     (the result's ``values`` stay empty: rows are not held)."""
-    from ..catalog.datadir import snapshot_from_datadir  # lazy: the catalog readers, only this command
+    from ..catalog.datadir import read_pg_control, snapshot_from_datadir  # lazy: the catalog readers, only this command
     from ..catalog.history import CatalogHistory  # lazy: as above
 
     files = data_files(backup)
@@ -209,6 +222,9 @@ def table_as_of(backup, paths, schema: str, name: str, at: str | RecoveryTarget,
     history = CatalogHistory(catalog, major)
 
     # -- pass 1: where replay stops, and what is committed there -----------------------------------
+    # (and the records of the table's relations, kept for pass 2: the WAL is read once; an anonymous
+    # temporary file, gone with its last reference whatever happens)
+    spool = _RedoSpool(work_dir, catalog, schema, name)
     consistent = None
     stop = stopped = None
     reader = XLogReader(segments=segments, start_lsn=label.start_lsn, read_to_gap=True)
@@ -220,6 +236,7 @@ def table_as_of(backup, paths, schema: str, name: str, at: str | RecoveryTarget,
         history.process(rec)
         clog.redo(rec)
         multis.redo(rec)
+        spool.offer(rec)
         if consistent is None and backup_end_lsn(label, rec) is not None:
             consistent = rec.end_lsn
         if stops_after(target, rec, end):
@@ -252,12 +269,19 @@ def table_as_of(backup, paths, schema: str, name: str, at: str | RecoveryTarget,
     wanted = {s.heap for s in scans} | {s.toast for s in scans if s.toast}
 
     # -- pass 2: the relations' pages, replayed to the stop point ---------------------------------
-    with tempfile.TemporaryDirectory(prefix="waldecode-table-", dir=work_dir) as tmp:
+    with spool, tempfile.TemporaryDirectory(prefix="waldecode-table-", dir=work_dir) as tmp:
         with PageStore(tmp) as store:
             load_base_backup(store, files, major, wanted=wanted.__contains__)
-            engine = HeapRedo(store, major, wanted=wanted.__contains__)
-            # up to the stop: a stop at a segment's end (after an XLOG_SWITCH) needs nothing of the next
-            for rec in XLogReader(segments=segments, start_lsn=label.start_lsn, end_lsn=stop, read_to_gap=True):
+            # xlog.h XLogHintBitIsNeeded: data checksums (18's initdb default) or wal_log_hints WAL-log hint
+            # bits, and then XLOG_HEAP2_VISIBLE redo moves the heap page's LSN
+            control = read_pg_control(files, major)
+            engine = HeapRedo(store, major, wanted=wanted.__contains__,
+                              hint_bits_logged=bool(control.data_checksum_version or control.wal_log_hints))
+            # the records pass 1 kept; the WAL again when the table is a relation the backup knew by another
+            # name (up to the stop: a stop at a segment's end, after an XLOG_SWITCH, needs nothing of the next)
+            records = spool.records() if spool.covers(wanted) else \
+                XLogReader(segments=segments, start_lsn=label.start_lsn, end_lsn=stop, read_to_gap=True)
+            for rec in records:
                 if rec.lsn >= stop:
                     break
                 engine.redo(rec)
@@ -326,6 +350,59 @@ def table_from_repository(path, paths, schema: str, name: str, at: str, inclusiv
     finally:
         for b in backups:
             b.close()
+
+
+class _RedoSpool:
+    """The records pass 2 replays, kept in a temporary file as pass 1 reads them, so that the WAL is
+    read once: heap, heap2 and XLOG records (full-page images) with a block of a relation file of the
+    table's database that the backup's catalog does not give to another relation (the table's own
+    and its TOAST table's at the backup, and any file created after it, as a rewrite or a TRUNCATE
+    gives the table), and every storage record.  ``covers(wanted)``: whether the table's relation
+    files at the stop are among them; not when the table there is a relation the backup knew by
+    another name (``ALTER TABLE ... RENAME``): then pass 2 reads the WAL again."""
+
+    def __init__(self, work_dir, catalog, schema: str, name: str):
+        db, spc = catalog.database_oid, catalog.database_tablespace
+        rels = catalog.relations
+
+        def locator(r):
+            return (r.reltablespace or spc, db, r.relfilenode)
+
+        named = [r for r in rels.values() if r.nspname == schema and r.relname == name]
+        mine = {locator(r) for r in named} | {locator(rels[r.reltoastrelid]) for r in named
+                                               if r.reltoastrelid in rels}
+        self.others = {locator(r) for r in rels.values() if r.relfilenode} - mine
+        self.db = db
+        self.count = 0
+        self.file = tempfile.TemporaryFile(prefix="waldecode-table-redo-", dir=work_dir)
+
+    def offer(self, rec) -> None:
+        rmid = rec.xl_rmid
+        if rmid == RM_SMGR_ID:
+            if rec.xl_info & ~XLR_INFO_MASK == XLOG_SMGR_CREATE:
+                # storage.c RelationCreateStorage: a file number a dropped relation freed, taken again
+                self.others.discard(tuple(xl_smgr_create.unpack_from(rec.main_data)[:3]))
+        elif rmid not in (RM_HEAP_ID, RM_HEAP2_ID, RM_XLOG_ID) or not any(
+                b.dbOid == self.db and (b.spcOid, b.dbOid, b.relNumber) not in self.others for b in rec.blocks):
+            return
+        # one pickle per record, each with its own memo: a pickler or unpickler kept across records would
+        # hold every record in its memo
+        pickle.dump(rec, self.file, protocol=pickle.HIGHEST_PROTOCOL)
+        self.count += 1
+
+    def covers(self, wanted: set) -> bool:
+        return not wanted & self.others
+
+    def records(self):
+        self.file.seek(0)
+        for _ in range(self.count):
+            yield pickle.load(self.file)
+
+    def __enter__(self) -> "_RedoSpool":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.file.close()
 
 
 @dataclass
