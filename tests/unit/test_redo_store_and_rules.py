@@ -232,3 +232,24 @@ def test_load_base_backup_follows_md_c_layout(tmp_path):
         (tmp_path / "backup" / "base/5/126").write_bytes(b"x" * 100)
         with pytest.raises(WALError, match=r"not a multiple of 8192 in file .*base/5/126"):
             load_base_backup(store, PlainDirectory(tmp_path / "backup"), 15, wanted=lambda loc: loc[2] == 126)
+
+
+def test_a_backup_file_another_relation_held_is_not_loaded():
+    """``redo.table._own_backup_files``: the backup's file of a locator is the relation's own when the
+    backup's catalog gives it to the same relation or to none; a file number the relation took after the
+    backup's relation of that number was dropped is not (its pages would be that relation's rows)."""
+    from types import SimpleNamespace as NS
+
+    from waldecode.redo.table import _Scan, _own_backup_files
+
+    def rel(oid, relfilenode, toast=0):
+        return NS(oid=oid, relfilenode=relfilenode, reltablespace=0, reltoastrelid=toast)
+
+    backup = NS(database_oid=5, database_tablespace=1663,
+                relations={16384: rel(16384, 16384, 16387), 16387: rel(16387, 16387),
+                           16390: rel(16390, 16500)})
+    kept = _Scan(rel(16384, 16384, 16387), (1663, 5, 16384), (1663, 5, 16387), [])
+    created = _Scan(rel(17000, 17001), (1663, 5, 17001), None, [])  # a file number nobody held
+    reused = _Scan(rel(18000, 16500), (1663, 5, 16500), None, [])  # 16500 was 16390's
+    assert _own_backup_files(backup, [kept, created, reused]) == {(1663, 5, 16384), (1663, 5, 16387),
+                                                                  (1663, 5, 17001)}

@@ -267,11 +267,14 @@ def table_as_of(backup, paths, schema: str, name: str, at: str | RecoveryTarget,
     scans = [_Scan(leaf, *_locators(view, catalog, leaf, stop), _column_map(columns, leaf))
              for leaf in leaves]
     wanted = {s.heap for s in scans} | {s.toast for s in scans if s.toast}
+    # the backup's file of a locator another relation held then is not this one's: that relation was dropped
+    # (xact_redo_commit's DropRelationFiles) and its file number given again (smgr_redo's XLOG_SMGR_CREATE)
+    from_backup = _own_backup_files(catalog, scans)
 
     # -- pass 2: the relations' pages, replayed to the stop point ---------------------------------
     with spool, tempfile.TemporaryDirectory(prefix="waldecode-table-", dir=work_dir) as tmp:
         with PageStore(tmp) as store:
-            load_base_backup(store, files, major, wanted=wanted.__contains__)
+            load_base_backup(store, files, major, wanted=from_backup.__contains__)
             # xlog.h XLogHintBitIsNeeded: data checksums (18's initdb default) or wal_log_hints WAL-log hint
             # bits, and then XLOG_HEAP2_VISIBLE redo moves the heap page's LSN
             control = read_pg_control(files, major)
@@ -429,6 +432,22 @@ def _locators(view, catalog, rel, stop: int) -> tuple:
                                f"catalog at {format_lsn(stop)}")
         toast = (t.reltablespace or catalog.database_tablespace, catalog.database_oid, t.relfilenode)
     return heap, toast
+
+
+def _own_backup_files(backup_catalog, scans) -> set:
+    """The locators of ``scans`` whose file in the backup is the relation's own: those the backup's
+    catalog gives to the same relation (by OID) or to none; not one it gives to another relation, whose
+    file number the table's relation took after that one was dropped."""
+    db, spc = backup_catalog.database_oid, backup_catalog.database_tablespace
+    owner = {(r.reltablespace or spc, db, r.relfilenode): r.oid
+             for r in backup_catalog.relations.values() if r.relfilenode}
+    own = set()
+    for s in scans:
+        toast_oid = s.relation.reltoastrelid
+        for locator, oid in ((s.heap, s.relation.oid), (s.toast, toast_oid)):
+            if locator is not None and owner.get(locator, oid) == oid:
+                own.add(locator)
+    return own
 
 
 def _leaf_partitions(view, parent, stop: int) -> list:
