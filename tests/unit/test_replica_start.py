@@ -12,10 +12,11 @@ from __future__ import annotations
 import struct
 
 import pytest
-from walgen import Record, write_wal
+from walgen import Block, Record, write_wal
 
 from waldecode.logical import replica
-from waldecode.rmgr import RM_XACT_ID, RM_XLOG_ID
+from waldecode.rmgr import RM_HEAP_ID, RM_XACT_ID, RM_XLOG_ID
+from waldecode.rmgr import heap as rm_heap
 from waldecode.rmgr import xact as rm_xact
 from waldecode.rmgr.xlog import (WAL_LEVEL_LOGICAL, WAL_LEVEL_REPLICA, XLOG_CHECKPOINT_ONLINE, XLOG_NOOP,
                                  XLOG_PARAMETER_CHANGE, CheckPoint, xl_parameter_change)
@@ -108,3 +109,16 @@ def test_replica_without_a_checkpoint(tmp_path):
 def test_parameter_change_tells(tmp_path, level):
     start, _w = scan(tmp_path, [parameter_change(level), checkpoint(REDO)])
     assert start.wal_level == level
+
+
+@pytest.mark.parametrize("flags,told", [(rm_heap.XLH_INSERT_CONTAINS_NEW_TUPLE, WAL_LEVEL_LOGICAL), (0, None)])
+def test_a_logically_logged_insert_tells_logical(tmp_path, flags, told):
+    """heapam.c heap_insert sets XLH_INSERT_CONTAINS_NEW_TUPLE only for a relation RelationIsLogicallyLogged
+    (wal_level logical): the first insert of a transaction that commits far later tells it; an insert without
+    it tells nothing (a catalog's never has it)."""
+    insert = Record(RM_HEAP_ID, rm_heap.XLOG_HEAP_INSERT, xid=740, main_data=struct.pack("<HB", 1, flags),
+                    blocks=[Block(0, data=bytes(5) + b"row")])
+    start, w = scan(tmp_path, [insert, checkpoint(REDO)])
+    assert start.wal_level == told
+    if told is not None:
+        assert "logically logged" in start.evidence and start.evidence_lsn == w.records[1].lsn

@@ -102,7 +102,9 @@ class ReplicaStart(NamedTuple):
 def wal_level_evidence(rec: DecodedRecord, major: int) -> tuple[int, str] | None:
     """What one record tells of the wal_level it was written at, or None: a parameter-change record,
     a 17+ checkpoint, a commit record (below logical a commit names its database only when it carries
-    invalidations: XactLogCommitRecord), or a record only logical level writes."""
+    invalidations: XactLogCommitRecord), or a record only logical level writes: XLOG_HEAP2_NEW_CID, a
+    heap record with the tuple data only a logically logged relation's carries (the first record of a
+    transaction that commits gigabytes later tells it)."""
     rmid = rec.xl_rmid
     info = rec.xl_info & ~XLR_INFO_MASK
     if rmid == RM_XLOG_ID:
@@ -118,9 +120,32 @@ def wal_level_evidence(rec: DecodedRecord, major: int) -> tuple[int, str] | None
             if parsed.xinfo & rm_xact.XACT_XINFO_HAS_DBINFO:
                 return WAL_LEVEL_LOGICAL, "a commit record without invalidations names its database"
             return WAL_LEVEL_REPLICA, "a commit record without invalidations does not name its database"
-    elif rmid == RM_HEAP2_ID and info & rm_heap.XLOG_HEAP_OPMASK == rm_heap.XLOG_HEAP2_NEW_CID:
-        return WAL_LEVEL_LOGICAL, "an XLOG_HEAP2_NEW_CID record"
+    elif rmid == RM_HEAP2_ID:
+        op = info & rm_heap.XLOG_HEAP_OPMASK
+        if op == rm_heap.XLOG_HEAP2_NEW_CID:
+            return WAL_LEVEL_LOGICAL, "an XLOG_HEAP2_NEW_CID record"
+        if op == rm_heap.XLOG_HEAP2_MULTI_INSERT and rec.main_data[:1] and \
+                rec.main_data[0] & rm_heap.XLH_INSERT_CONTAINS_NEW_TUPLE:
+            return WAL_LEVEL_LOGICAL, _LOGICALLY_LOGGED
+    elif rmid == RM_HEAP_ID:
+        # heapam.c: these flags are set only for a relation RelationIsLogicallyLogged, which needs
+        # XLogLogicalInfoActive (wal_level logical); their absence tells nothing (a catalog is never)
+        op = info & rm_heap.XLOG_HEAP_OPMASK
+        at, flag = _HEAP_LOGICAL_FLAGS.get(op, (None, 0))
+        if at is not None and len(rec.main_data) > at and rec.main_data[at] & flag:
+            return WAL_LEVEL_LOGICAL, _LOGICALLY_LOGGED
     return None
+
+
+_LOGICALLY_LOGGED = "a heap record carries the tuple data of a logically logged relation"
+# heapam_xlog.h: the byte of the flags in xl_heap_insert (after OffsetNumber), xl_heap_update and
+# xl_heap_delete (after xmax, OffsetNumber and infobits), and the flags only logical level sets
+_HEAP_LOGICAL_FLAGS = {
+    rm_heap.XLOG_HEAP_INSERT: (2, rm_heap.XLH_INSERT_CONTAINS_NEW_TUPLE),
+    rm_heap.XLOG_HEAP_UPDATE: (7, rm_heap.XLH_UPDATE_CONTAINS_NEW_TUPLE),
+    rm_heap.XLOG_HEAP_HOT_UPDATE: (7, rm_heap.XLH_UPDATE_CONTAINS_NEW_TUPLE),
+    rm_heap.XLOG_HEAP_DELETE: (7, rm_heap.XLH_DELETE_CONTAINS_OLD),
+}
 
 
 def scan_start(segments, read_from: int | None, end_lsn: int | None = None) -> ReplicaStart:
