@@ -365,17 +365,12 @@ class _RedoSpool:
     another name (``ALTER TABLE ... RENAME``): then pass 2 reads the WAL again."""
 
     def __init__(self, work_dir, catalog, schema: str, name: str):
-        db, spc = catalog.database_oid, catalog.database_tablespace
         rels = catalog.relations
-
-        def locator(r):
-            return (r.reltablespace or spc, db, r.relfilenode)
-
         named = [r for r in rels.values() if r.nspname == schema and r.relname == name]
-        mine = {locator(r) for r in named} | {locator(rels[r.reltoastrelid]) for r in named
-                                               if r.reltoastrelid in rels}
-        self.others = {locator(r) for r in rels.values() if r.relfilenode} - mine
-        self.db = db
+        mine = {_locator(catalog, r) for r in named} | {_locator(catalog, rels[r.reltoastrelid]) for r in named
+                                                         if r.reltoastrelid in rels}
+        self.others = set(_file_owners(catalog)) - mine
+        self.db = catalog.database_oid
         self.count = 0
         self.file = tempfile.TemporaryFile(prefix="waldecode-table-redo-", dir=work_dir)
 
@@ -420,27 +415,35 @@ class _Scan:
     positions: list
 
 
+def _locator(catalog, rel) -> tuple:
+    """The relation file locator (tablespace, database, relfilenode) of ``rel``, a relation of ``catalog``'s
+    database (reltablespace 0: the database's default tablespace)."""
+    return (rel.reltablespace or catalog.database_tablespace, catalog.database_oid, rel.relfilenode)
+
+
+def _file_owners(catalog) -> dict:
+    """locator -> OID of the relation that has the file, for every relation of ``catalog`` with storage of
+    its own (a mapped catalog's relfilenode is 0 in pg_class)."""
+    return {_locator(catalog, r): r.oid for r in catalog.relations.values() if r.relfilenode}
+
+
 def _locators(view, catalog, rel, stop: int) -> tuple:
-    """(heap, TOAST or None) relation file locators (tablespace, database, relfilenode) of ``rel`` at the
-    stop point."""
-    heap = (rel.reltablespace or catalog.database_tablespace, catalog.database_oid, rel.relfilenode)
+    """(heap, TOAST or None) relation file locators of ``rel`` at the stop point."""
     toast = None
     if rel.reltoastrelid:
         t = view.relation(rel.reltoastrelid)
         if t is None:
             raise CatalogError(f"the TOAST table {rel.reltoastrelid} of {rel.nspname}.{rel.relname} is not in the "
                                f"catalog at {format_lsn(stop)}")
-        toast = (t.reltablespace or catalog.database_tablespace, catalog.database_oid, t.relfilenode)
-    return heap, toast
+        toast = _locator(catalog, t)
+    return _locator(catalog, rel), toast
 
 
 def _own_backup_files(backup_catalog, scans) -> set:
     """The locators of ``scans`` whose file in the backup is the relation's own: those the backup's
     catalog gives to the same relation (by OID) or to none; not one it gives to another relation, whose
     file number the table's relation took after that one was dropped."""
-    db, spc = backup_catalog.database_oid, backup_catalog.database_tablespace
-    owner = {(r.reltablespace or spc, db, r.relfilenode): r.oid
-             for r in backup_catalog.relations.values() if r.relfilenode}
+    owner = _file_owners(backup_catalog)
     own = set()
     for s in scans:
         toast_oid = s.relation.reltoastrelid
