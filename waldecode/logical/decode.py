@@ -74,7 +74,7 @@ from ..rmgr.heap import (  # heapam_xlog.h, declared once in the rmgr module
 from ..rmgr.heap import xl_heap_header as _xl_heap_header
 from ..rmgr.heap import XLOG_HEAP_OPMASK
 from ..rmgr.xact import XLOG_XACT_OPMASK
-from ..rmgr.xlog import XLOG_PARAMETER_CHANGE
+from ..rmgr.xlog import WAL_LEVEL_LOGICAL, XLOG_PARAMETER_CHANGE, parameter_change_wal_level
 
 _u32 = struct.Struct("<I")
 _u16 = struct.Struct("<H")
@@ -84,9 +84,6 @@ HEAP_IGNORED = rm_heap.record_types(rm_heap.HEAP_IGNORED_TYPES)
 HEAP2_IGNORED = rm_heap.record_types(rm_heap.HEAP2_IGNORED_TYPES)
 
 
-# src/include/access/xlog.h (XLOG_PARAMETER_CHANGE: pg_control.h, declared in the rmgr module)
-WAL_LEVEL_LOGICAL = 2
-xl_parameter_change_wal_level = struct.Struct("<i")
 
 
 def _wal_level_error(lsn: int, evidence: str) -> DecodeError:
@@ -435,7 +432,7 @@ class LogicalDecoder(TransactionListener):
         # full-page images of catalog pages went to the catalog history).
         self.rb.process_xid(rec.xl_xid, rec.lsn)
         if rec.xl_info & 0xF0 == XLOG_PARAMETER_CHANGE and self.replica is None:
-            wal_level = xl_parameter_change_wal_level.unpack_from(rec.main_data, 20)[0]
+            wal_level = parameter_change_wal_level(rec.main_data)
             if wal_level < WAL_LEVEL_LOGICAL:
                 raise _wal_level_error(rec.lsn, f"a parameter change record sets wal_level to {wal_level}")
 

@@ -55,7 +55,8 @@ from ..rmgr import RM_HEAP2_ID, RM_HEAP_ID, RM_XACT_ID, RM_XLOG_ID
 from ..rmgr import heap as rm_heap
 from ..rmgr import xact as rm_xact
 from ..rmgr.xlog import (WAL_LEVEL_LOGICAL, WAL_LEVEL_REPLICA, XLOG_CHECKPOINT_ONLINE, XLOG_CHECKPOINT_SHUTDOWN,
-                         XLOG_FPW_CHANGE, XLOG_PARAMETER_CHANGE, CheckPoint, get_wal_level_string)
+                         XLOG_FPW_CHANGE, XLOG_PARAMETER_CHANGE, CheckPoint, get_wal_level_string,
+                         parameter_change_wal_level)
 from ..wal.xlogreader import XLogReader
 from ..wal.xlogrecord import XLR_INFO_MASK, DecodedRecord
 from .reorderbuffer import (REORDER_BUFFER_CHANGE_DELETE, REORDER_BUFFER_CHANGE_INSERT,
@@ -75,9 +76,6 @@ REPLICA_IDENTITY_INDEX = "i"
 StatisticRelationId = 2619
 PgStatisticToastTable = 2840
 
-# src/include/access/xlog_internal.h: xl_parameter_change, wal_level after five ints
-_xl_parameter_change_wal_level = struct.Struct("<i")
-_WAL_LEVEL_OFFSET = 20
 # How far scan_start reads past a record that said wal_level logical, looking for one that says replica
 LOGICAL_LOOKAHEAD = 1024 * 1024
 _u16 = struct.Struct("<H")
@@ -109,7 +107,7 @@ def wal_level_evidence(rec: DecodedRecord, major: int) -> tuple[int, str] | None
     info = rec.xl_info & ~XLR_INFO_MASK
     if rmid == RM_XLOG_ID:
         if info == XLOG_PARAMETER_CHANGE:
-            level = _xl_parameter_change_wal_level.unpack_from(rec.main_data, _WAL_LEVEL_OFFSET)[0]
+            level = parameter_change_wal_level(rec.main_data)
             return level, f"a parameter change record sets wal_level to {get_wal_level_string(level)}"
         if info in (XLOG_CHECKPOINT_ONLINE, XLOG_CHECKPOINT_SHUTDOWN) and major >= 17:
             level = CheckPoint.unpack_from(rec.main_data)[4]

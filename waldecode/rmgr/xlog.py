@@ -43,8 +43,15 @@ wal_level_options = (("minimal", WAL_LEVEL_MINIMAL), ("replica", WAL_LEVEL_REPLI
 # oldestMulti, oldestMultiDB, time (pg_time_t @64), oldestCommitTsXid,
 # newestCommitTsXid, oldestActiveXid
 CheckPoint = struct.Struct("<QIIB3xi Q IIIIIII 4x q III")
-# src/include/access/xlog_internal.h: xl_parameter_change
+# src/include/access/xlog_internal.h: xl_parameter_change (MaxConnections, max_worker_processes,
+# max_wal_senders, max_prepared_xacts, max_locks_per_xact, wal_level, wal_log_hints, track_commit_timestamp)
 xl_parameter_change = struct.Struct("<iiiiiiBB")
+
+
+def parameter_change_wal_level(main_data: bytes) -> int:
+    """The wal_level an XLOG_PARAMETER_CHANGE record sets."""
+    return xl_parameter_change.unpack_from(main_data)[5]
+
 # xl_end_of_recovery: end_time, ThisTimeLineID, PrevTimeLineID, [17+: wal_level]
 xl_end_of_recovery = struct.Struct("<qII")
 xl_end_of_recovery_17 = struct.Struct("<qIIi")
