@@ -21,6 +21,7 @@ import struct
 from typing import NamedTuple
 
 from ..errors import CorruptRecordError
+from ..pg.bufpage import MAXALIGN
 from .varlena import read_varlena, varsize_any
 
 # src/include/access/htup_details.h
@@ -185,3 +186,43 @@ def _deform(buf, bits_off: int, data_off: int, end: int, natts: int, hasnull: in
         if att.atthasmissing and not att.attisdropped and att.attmissingval is not None:
             values[i] = MissingValue(att.attmissingval)
     return values
+
+
+def heap_fill_tuple(attributes, datums, natts: int | None = None) -> tuple[bytes, int, int, int]:
+    """heap_fill_tuple: ``datums`` per attribute (None for NULL, else the stored bytes: with
+    their varlena header for attlen -1, without the NUL for attlen -2).  Returns
+    ``(body, t_infomask2, t_infomask, t_hoff)`` as ``heaptuple.deform_tuple`` takes them.
+    ``natts``: store only the first ``natts`` attributes (a tuple older than ADD COLUMN)."""
+    if natts is None:
+        natts = len(attributes)
+    hasnull = any(d is None for d in datums[:natts])
+    bitmap_len = (natts + 7) // 8 if hasnull else 0
+    t_hoff = MAXALIGN(SizeofHeapTupleHeader + bitmap_len)
+    bitmap = bytearray(bitmap_len)
+    data = bytearray()
+    infomask = HEAP_HASNULL if hasnull else 0
+    for i in range(natts):
+        d = datums[i]
+        if d is None:
+            continue
+        if hasnull:
+            bitmap[i >> 3] |= 1 << (i & 7)
+        att = attributes[i]
+        a = ALIGNMENT[att.attalign]
+        if att.attlen == -1:
+            infomask |= HEAP_HASVARWIDTH
+            if d[0] == 0x01:
+                infomask |= HEAP_HASEXTERNAL
+            elif d[0] & 1 == 0:
+                data += b"\x00" * ((-len(data)) % a)
+            data += d
+        elif att.attlen == -2:
+            infomask |= HEAP_HASVARWIDTH
+            data += b"\x00" * ((-len(data)) % a)
+            data += bytes(d) + b"\x00"
+        else:
+            assert len(d) == att.attlen, (att, len(d))
+            data += b"\x00" * ((-len(data)) % a)
+            data += d
+    body = bytes(bitmap) + b"\x00" * (t_hoff - SizeofHeapTupleHeader - bitmap_len) + bytes(data)
+    return body, natts, infomask, t_hoff

@@ -42,8 +42,7 @@ from typing import NamedTuple
 from ..catalog import Catalog, Relation
 from ..errors import CatalogError, DecodeError, WALError, format_lsn
 from ..heap import heaptuple
-from ..heap.heaptuple import (HEAP_HASNULL, HEAP_HASVARWIDTH, HEAP_XMIN_COMMITTED, HEAP_XMIN_INVALID,
-                              SizeofHeapTupleHeader)
+from ..heap.heaptuple import HEAP_XMIN_COMMITTED, HEAP_XMIN_INVALID, SizeofHeapTupleHeader
 from ..heap.varlena import ToastPointer, decompress_toast_value
 from ..pg.relpath import fork_name
 from ..redo import bufpage as bp
@@ -188,35 +187,12 @@ def scan_start(segments, read_from: int | None, end_lsn: int | None = None) -> R
 
 def heap_form_tuple(attributes, values: list, natts: int | None = None) -> bytes:
     """heap_form_tuple of the values ``heaptuple.deform_tuple`` gives (None: NULL), as a WAL tuple
-    (xl_heap_header, then the null bitmap, padding and data).  A varlena gets a 4-byte header, aligned
-    as att_align_nominal asks (what heap_fill_tuple writes for a value it cannot make short).  ``natts``:
-    only the first ``natts`` attributes are stored (a tuple older than ADD COLUMN keeps its count)."""
-    if natts is None:
-        natts = len(attributes)
-    attributes, values = attributes[:natts], values[:natts]
-    hasnull = any(v is None for v in values)
-    bitmap = bytearray((natts + 7) >> 3) if hasnull else bytearray()
-    data = bytearray()
-    infomask = HEAP_HASNULL if hasnull else 0
-    for i, (att, v) in enumerate(zip(attributes, values)):
-        if v is None:
-            continue
-        if hasnull:
-            bitmap[i >> 3] |= 1 << (i & 7)
-        if att.attlen == -2:
-            data += bytes(v) + b"\x00"
-            infomask |= HEAP_HASVARWIDTH
-            continue
-        a = heaptuple.ALIGNMENT[att.attalign]
-        data += bytes(-len(data) % a)
-        if att.attlen == -1:
-            data += struct.pack("<I", (len(v) + 4) << 2) + bytes(v)
-            infomask |= HEAP_HASVARWIDTH
-        else:
-            data += bytes(v)
-    t_hoff = bp.MAXALIGN(SizeofHeapTupleHeader + len(bitmap))
-    body = bytes(bitmap) + bytes(t_hoff - SizeofHeapTupleHeader - len(bitmap)) + bytes(data)
-    return rm_heap.xl_heap_header.pack(natts, infomask, t_hoff) + body
+    (``rmgr.heap.wal_tuple``).  A varlena gets a 4-byte header (what heap_fill_tuple writes for a value it
+    cannot make short).  ``natts``: only the first ``natts`` attributes are stored (a tuple older than ADD
+    COLUMN keeps its count)."""
+    datums = [None if v is None else struct.pack("<I", (len(v) + 4) << 2) + bytes(v) if att.attlen == -1
+              else bytes(v) for att, v in zip(attributes, values)]
+    return rm_heap.wal_tuple(attributes, datums, natts)
 
 
 class ReplicaRows:

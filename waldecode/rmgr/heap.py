@@ -12,7 +12,7 @@ from __future__ import annotations
 import struct
 
 from ..heap.heaptuple import (HEAP_KEYS_UPDATED, HEAP_XMAX_EXCL_LOCK, HEAP_XMAX_IS_MULTI, HEAP_XMAX_KEYSHR_LOCK,
-                              HEAP_XMAX_LOCK_ONLY)
+                              HEAP_XMAX_LOCK_ONLY, heap_fill_tuple)
 from .rmgrdesc_utils import (RelFileLocator, array_desc, block_data, flag_list, item_pointer, offset_elems,
                              oid_elems, redirect_elems)
 from .standby import SizeOfSharedInvalidationMessage, standby_desc_invalidations
@@ -150,6 +150,14 @@ SizeOfHeapMultiInsert = 4
 xl_multi_insert_tuple = struct.Struct("<HHHB")  # datalen, t_infomask2, t_infomask, t_hoff
 SizeOfMultiInsertTuple = 7
 xl_heap_header = struct.Struct("<HHB")  # t_infomask2, t_infomask, t_hoff: what WAL keeps of a tuple header
+
+
+def wal_tuple(attributes, datums, natts: int | None = None) -> bytes:
+    """A tuple as a heap WAL record carries it: xl_heap_header (t_infomask2, t_infomask,
+    t_hoff), then the body (decode.py keeps this in ``Change.newtuple`` / ``oldtuple``)."""
+    body, infomask2, infomask, t_hoff = heap_fill_tuple(attributes, datums, natts)
+    return xl_heap_header.pack(infomask2, infomask, t_hoff) + body
+
 SizeOfHeapHeader = 5
 SizeOfHeapUpdate = 14
 SizeOfHeapDelete = 8
