@@ -7,8 +7,8 @@ frames it (``tasks.frame_run``); and over records hypothesis writes (``walgen.as
 and ABORT records with or without xinfo, dbinfo, subtransactions, relation locators, invalidations,
 dropped stats, a two-phase part, an origin (xinfo's and the record's origin block), main data cut
 short anywhere, among other records and two-phase ones — where the two give the same result or
-raise the same error type.  ``_logical.ended_columns``, which turns ``ended`` into ``RunSpans``'
-sorted columns, agrees with ``ranges.ended_columns`` on dictionaries hypothesis draws.
+raise the same error type.  ``_logical.XactEnds``, which keeps ``ended`` and gives ``RunSpans``'
+sorted columns and open xids, agrees with ``ranges.XactEnds`` on ends hypothesis draws.
 """
 
 from __future__ import annotations
@@ -50,14 +50,14 @@ native = pytest.mark.skipif(logical_native is None or not hasattr(logical_native
 
 
 def spans_of(fn, framed, major: int):
-    """(firsts, ended, returned or the error's type) of ``fn`` over ``framed``."""
+    """(firsts, ended's columns, returned or the error's type) of ``fn`` over ``framed``."""
     firsts: dict = {}
-    ended: dict = {}
+    ended = (ranges.XactEnds if fn is ranges.xact_spans else logical_native.XactEnds)()
     try:
         out = fn(framed, major, firsts, ended, ranges.xact_end)
     except Exception as e:  # the error type is what both must agree on
         out = type(e)
-    return firsts, ended, out
+    return firsts, ended.columns(), out
 
 
 def assert_same(framed, major: int) -> tuple:
@@ -199,7 +199,8 @@ def test_the_native_spans_read_the_subtransactions_of_commits_and_aborts():
     firsts, ended, out = assert_same(framed, major)
     assert out is False and firsts == {800: framed[0][0]}
     c, a = (framed[1][0], 1), (framed[2][0], 0)
-    assert ended == {800: c, 801: c, 802: c, 803: c, 900: a, 901: a, 902: a}
+    xids, lsns, commits = ended
+    assert list(zip(xids, zip(lsns, commits))) == [(800, c), (801, c), (802, c), (803, c), (900, a), (901, a), (902, a)]
 
 
 PARTS = [XACT_XINFO_HAS_DBINFO, XACT_XINFO_HAS_SUBXACTS, XACT_XINFO_HAS_RELFILELOCATORS, XACT_XINFO_HAS_INVALS,
@@ -227,12 +228,23 @@ def test_native_spans_equal_the_reference_with_main_data_cut_anywhere(info, majo
 
 
 @native
-@settings(max_examples=200, deadline=None)
-@given(ended=st.dictionaries(st.integers(1, 2**32 - 1) | st.integers(1, 40),
-                             st.tuples(st.integers(0, 2**64 - 1), st.sampled_from([0, 1])), max_size=300))
-def test_native_ended_columns_equal_the_reference(ended):
-    """RunSpans' columns (sorted by xid: plan_ranges bisects them) come out alike from both."""
-    got = logical_native.ended_columns(ended)
-    want = ranges.ended_columns(ended)
-    assert got == want
-    assert list(got[0]) == sorted(ended)
+@settings(max_examples=300, deadline=None)
+@given(ends=st.lists(st.tuples(st.integers(1, 2**32 - 1) | st.integers(1, 40), st.integers(0, 2**64 - 1),
+                               st.sampled_from([0, 1])), max_size=300),
+       firsts=st.dictionaries(st.integers(1, 2**32 - 1) | st.integers(1, 40), st.integers(0, 2**64 - 1),
+                              max_size=100))
+def test_native_xact_ends_equal_the_reference(ends, firsts):
+    """RunSpans' columns (sorted by xid: plan_ranges bisects them, an xid ended again keeping its last
+    end) and the open xids come out alike from both; reading them twice changes nothing."""
+    got, want = logical_native.XactEnds(), ranges.XactEnds()
+    for xid, lsn, commit in ends:
+        got.add(xid, lsn, commit)
+        want.add(xid, lsn, commit)
+    assert got.columns() == want.columns()
+    assert list(got.columns()[0]) == sorted({xid for xid, _, _ in ends})
+    assert list(got.open_of(firsts).items()) == list(want.open_of(firsts).items())
+    assert len(got) == len(want)
+    if ends:  # more after a read: sorted again
+        got.add(*ends[0])
+        want.add(*ends[0])
+        assert got.columns() == want.columns()

@@ -88,12 +88,43 @@ class RunSpans:
     catalog_records: list | None = None
 
 
-def xact_spans(records, major: int, firsts: dict, ended: dict, slow=None, prepared: dict | None = None) -> bool:
+class XactEnds:
+    """Each xid a COMMIT or ABORT record of a run ends (``xact_spans``): the record's LSN, 1 for a commit,
+    0 for an abort; an xid ended again keeps its last end.  The pure-Python reference of
+    ``_logical.XactEnds``."""
+
+    def __init__(self):
+        self._ends: dict = {}
+
+    def add(self, xid: int, lsn: int, commit) -> None:
+        self._ends[xid] = (lsn, 1 if commit else 0)
+
+    def __len__(self) -> int:
+        return len(self._ends)
+
+    def columns(self) -> tuple:
+        """``RunSpans``' columns, sorted by xid (``plan_ranges`` looks xids up by bisection): array("Q")
+        of xids, array("Q") of the LSN of the record ending each, and bytes of 1 for a commit, 0 for an
+        abort."""
+        xids = array("Q")
+        lsns = array("Q")
+        commit = bytearray()
+        for xid, (lsn, is_commit) in sorted(self._ends.items()):
+            xids.append(xid)
+            lsns.append(lsn)
+            commit.append(is_commit)
+        return xids, lsns, bytes(commit)
+
+    def open_of(self, firsts: dict) -> dict:
+        """Of ``firsts`` (xid -> LSN), those not ended here, in ``firsts``' order."""
+        return {xid: lsn for xid, lsn in firsts.items() if xid not in self._ends}
+
+
+def xact_spans(records, major: int, firsts: dict, ended: XactEnds, slow=None, prepared: dict | None = None) -> bool:
     """The pure-Python reference of ``_logical.xact_spans``: over framed records ``(lsn, raw end, bytes)``,
     ``firsts`` gets each xid's first record (the lowest LSN there: framing with ``FrameState.firsts``
-    notes the other records' xids in it before these are read), and ``ended`` each xid a COMMIT or
-    ABORT record ends (the record's own xid and its subtransactions) with (that record's LSN, 1 for a
-    commit, 0 for an abort).  COMMIT PREPARED and ROLLBACK PREPARED end the prepared transaction (both
+    notes the other records' xids in it before these are read), and ``ended`` (``XactEnds``) each xid a
+    COMMIT or ABORT record ends (the record's own xid and its subtransactions).  COMMIT PREPARED and ROLLBACK PREPARED end the prepared transaction (both
     print with two-phase decoding: 1); a PREPARE ends nothing (the transaction stays open until then) and
     goes to ``prepared`` (xid -> its LSN).
     A commit or abort record is not where its transaction's changes begin: it is not in ``firsts``.
@@ -109,10 +140,9 @@ def xact_spans(records, major: int, firsts: dict, ended: dict, slow=None, prepar
                 xid, subxacts, is_commit, xinfo = xact_end(rec, lsn, raw_end, major, with_xinfo=True)
                 if info in (XLOG_XACT_COMMIT, XLOG_XACT_COMMIT_PREPARED) and xinfo & XACT_XINFO_HAS_INVALS:
                     catalog = True
-                end = (lsn, is_commit)
-                ended[xid] = end
+                ended.add(xid, lsn, is_commit)
                 for sub in subxacts:
-                    ended[sub] = end
+                    ended.add(sub, lsn, is_commit)
                 continue
             if info == XLOG_XACT_PREPARE:
                 if prepared is not None and xid:
@@ -151,7 +181,7 @@ def run_spans(segments, run: int, first: int, last: int, start: int | None, end_
     the few it may need (``FrameState.catalog``) besides the xact records, and ``catalog_records`` chooses."""
     major = segments.major
     firsts: dict = {}
-    ended: dict = {}  # xid -> (lsn, 1 for a commit)
+    ended = _native_or(XactEnds)()
     prepared: dict = {}  # xid -> its PREPARE's LSN
     first_lsn = None
     catalog = False
@@ -184,8 +214,8 @@ def run_spans(segments, run: int, first: int, last: int, start: int | None, end_
             break
         if take is not None:
             xlog_xid = take(raw, major, nodes, taken, xlog_xid)
-    xids, lsns, commit = _native_or(ended_columns)(ended)
-    open_ = {xid: lsn for xid, lsn in firsts.items() if xid not in ended}
+    xids, lsns, commit = ended.columns()
+    open_ = ended.open_of(firsts)
     return RunSpans(run, first_lsn, open_, xids, lsns, commit, stop, error, catalog, prepared, taken)
 
 
@@ -276,20 +306,6 @@ def catalog_history(catalog, runs_records, major: int, spans: list, warn=None):
                 return (f"transaction {xid} changed catalog rows and committed at {s.ended_lsns[i]:X} without "
                         "invalidations")
     return history
-
-
-def ended_columns(ended: dict) -> tuple:
-    """``xact_spans``' ``ended`` as ``RunSpans``' columns, sorted by xid (``plan_ranges`` looks xids up
-    by bisection): array("Q") of xids, array("Q") of the LSN of the record ending each, and bytes of
-    1 for a commit, 0 for an abort.  The reference of ``_logical.ended_columns``."""
-    xids = array("Q")
-    lsns = array("Q")
-    commit = bytearray()
-    for xid, (lsn, is_commit) in sorted(ended.items()):
-        xids.append(xid)
-        lsns.append(lsn)
-        commit.append(1 if is_commit else 0)
-    return xids, lsns, bytes(commit)
 
 
 @dataclass
