@@ -16,6 +16,7 @@ with full_page_writes off, a page the WAL never imaged is named, not guessed.
 
 from __future__ import annotations
 
+import re
 import shutil
 import subprocess
 import sys
@@ -23,7 +24,7 @@ import sys
 import pytest
 
 from waldecode.catalog.dsn import snapshot_from_connection
-from waldecode.errors import DecodeError, format_lsn
+from waldecode.errors import DecodeError, UsageError, format_lsn
 from waldecode.logical import replica as replica_mod
 from waldecode.logical.session import decode_wal
 from waldecode.output.test_decoding import TestDecoding
@@ -98,6 +99,14 @@ WORKLOAD = [
     "INSERT INTO t_full SELECT g, 'new' || g, date '2021-01-01', g FROM generate_series(1000, 1400) g",
     "DELETE FROM t_full WHERE id BETWEEN 1000 AND 1100",
 ]
+
+
+# Before each run, one transaction, so that the runs' xids stay the same: for the oracle of -o old-rows=full every
+# table made REPLICA IDENTITY FULL (the slot then prints whole old rows), in the other runs an xid taken
+FULL_IDENTITY = """DO $$DECLARE r record; BEGIN
+  FOR r IN SELECT oid::regclass AS t FROM pg_class WHERE relnamespace = 'public'::regnamespace AND relkind IN ('r', 'p')
+  LOOP EXECUTE format('ALTER TABLE %s REPLICA IDENTITY FULL', r.t); END LOOP; END$$"""
+TAKE_AN_XID = "SELECT txid_current()"
 
 
 def run_workload(c, marks: list) -> None:
@@ -180,6 +189,7 @@ def runs(request, tmp_path_factory):
         # the truth: wal_level=logical and a test_decoding slot
         c.start()
         with c.connect(DB) as conn:
+            conn.execute(TAKE_AN_XID)
             conn.execute("CHECKPOINT")
             conn.execute("SELECT pg_create_logical_replication_slot('truth', 'test_decoding')")
             slot_start, = conn.execute("SELECT confirmed_flush_lsn::text FROM pg_replication_slots").fetchone()
@@ -200,8 +210,29 @@ def runs(request, tmp_path_factory):
         out["logical_wal"] = c.archive_wal(tmp / "logical", first, last)
         out["logical_start"], out["logical_end"] = parse_lsn(slot_start), parse_lsn(end)
 
+        # the oracle of -o old-rows=full: the same at wal_level=logical with every table REPLICA IDENTITY FULL
+        _start_at(c, pristine)
+        with c.connect(DB) as conn:
+            conn.execute(FULL_IDENTITY)
+            out["full_catalog"] = snapshot_from_connection(conn)
+            conn.execute("CHECKPOINT")
+            conn.execute("SELECT pg_create_logical_replication_slot('full', 'test_decoding')")
+            slot_start, = conn.execute("SELECT confirmed_flush_lsn::text FROM pg_replication_slots").fetchone()
+            first = conn.execute("SELECT pg_walfile_name(%s::pg_lsn)", (slot_start,)).fetchone()[0]
+        run_workload(c, [])
+        with c.connect(DB) as conn:
+            out["full_expected"] = [r[0] for r in conn.execute(
+                "SELECT data FROM pg_logical_slot_peek_changes('full', NULL, NULL)").fetchall()]
+            conn.execute("SELECT pg_drop_replication_slot('full')")
+            end, = conn.execute("SELECT pg_current_wal_insert_lsn()::text").fetchone()
+            conn.execute("SELECT pg_switch_wal()")
+            last = conn.execute("SELECT pg_walfile_name(%s::pg_lsn)", (end,)).fetchone()[0]
+        out["full_wal"] = c.archive_wal(tmp / "full", first, last)
+        out["full_start"], out["full_end"] = parse_lsn(slot_start), parse_lsn(end)
+
         # the same from the same data directory at wal_level=replica, then DDL after it
         _start_at(c, pristine, wal_level="replica")
+        c.sql(TAKE_AN_XID, dbname=DB)
         marks = []
         out["replica_wal"], out["replica_end"] = _wal_run(c, tmp, "replica", lambda: run_workload(c, marks))
         out["replica_mark"] = marks[0]
@@ -348,3 +379,101 @@ def test_page_without_image_is_named(runs, tmp_path):
                                           r"is needed to decode the row change, but full_page_writes was off "
                                           r"\(said at [0-9A-F]+/[0-9A-F]+\)"):
         _decode(runs["nofpw_wal"], runs["catalog"], tmp_path, runs["nofpw_end"])
+
+
+# -- -o old-rows=full and -o toast=fill ------------------------------------------------------------------------
+
+def _decode_with(runs, tmp_path, **options):
+    got: list[str] = []
+    decode_wal([runs["replica_wal"]], runs["catalog"], TestDecoding(got.append), end_lsn=runs["replica_end"],
+               spill_dir=str(tmp_path), plugin_options=options)
+    return got
+
+
+def _filled(lines: list[str], full_lines: list[str]) -> tuple[list[str], int]:
+    """``lines`` with each new row's ``unchanged-toast-datum`` replaced by the value the same change's whole old
+    row has in ``full_lines`` (the REPLICA IDENTITY FULL run's slot, line for line the same changes), and how
+    many were replaced."""
+    out, n = [], 0
+    for line, full in zip(lines, full_lines, strict=True):
+        for m in UNCHANGED.finditer(line):
+            old_part = full.split(" new-tuple: ", 1)[0]
+            value = re.search(re.escape(m.group(1)) + r":('(?:[^']|'')*')", old_part)
+            assert value is not None, (m.group(1), full[:200])
+            line = line.replace(m.group(0), f"{m.group(1)}:{value.group(1)}", 1)
+            n += 1
+        out.append(line)
+    return out, n
+
+
+UNCHANGED = re.compile(r"(\w+\[[^\]]+\]):unchanged-toast-datum")
+
+
+def test_old_rows_full_gives_the_full_identity_slots_rows(runs, tmp_path):
+    """-o old-rows=full on the DEFAULT-identity run's replica WAL: the lines of the slot of the same workload
+    with every table REPLICA IDENTITY FULL (whole old rows of every UPDATE and DELETE, TOAST values inlined)."""
+    full = runs["full_expected"]
+    assert full != runs["expected"] and len(full) == len(runs["expected"])  # the option has something to do
+    assert "table public.t_nokey: DELETE: a[integer]:4 b[text]:'b4'" in full
+    got = _decode_with(runs, tmp_path, **{"old-rows": "full"})
+    for i, (g, e) in enumerate(zip(_transactions(got), _transactions(full))):
+        assert g == e, f"transaction {i} differs"
+    assert got == full
+
+
+def test_toast_fill_gives_the_old_rows_value(runs, tmp_path):
+    """-o toast=fill: a new row's unchanged TOAST value is the value the FULL run's old row has; with and
+    without old-rows=full."""
+    expected, n = _filled(runs["expected"], runs["full_expected"])
+    assert n >= 1
+    assert _decode_with(runs, tmp_path, toast="fill") == expected
+    full_expected, n = _filled(runs["full_expected"], runs["full_expected"])
+    assert n >= 1
+    assert _decode_with(runs, tmp_path, toast="fill", **{"old-rows": "full"}) == full_expected
+
+
+def test_decode_command_with_old_rows_full(runs, tmp_path):
+    """``waldecode decode -o old-rows=full``: taken by waldecode, not given to the plugin; a bad value is a
+    usage error."""
+    catalog = tmp_path / "catalog.json"
+    catalog.write_text(runs["catalog"].to_json())
+    argv = [sys.executable, "-m", "waldecode.cli", "decode", "--catalog", str(catalog), "--end-lsn",
+            format_lsn(runs["replica_end"]), str(runs["replica_wal"])]
+    proc = subprocess.run(argv + ["-o", "old-rows=full"], capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.splitlines() == runs["full_expected"]
+    proc = subprocess.run(argv + ["-o", "old-rows=all"], capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 2 and proc.stderr.strip() == \
+        "waldecode: error: -o old-rows takes identity or full, not 'all'", proc.stderr
+
+
+def test_old_rows_full_on_logical_wal(runs, tmp_path):
+    """At wal_level logical the whole old row is in the record only for a REPLICA IDENTITY FULL table: the FULL
+    run's WAL gives its slot's lines, the DEFAULT run's WAL is refused at its first UPDATE of another table."""
+    got: list[str] = []
+    decode_wal([runs["full_wal"]], runs["full_catalog"], TestDecoding(got.append), start_lsn=runs["full_start"],
+               end_lsn=runs["full_end"], spill_dir=str(tmp_path), plugin_options={"old-rows": "full"})
+    assert got == runs["full_expected"]
+    with pytest.raises(DecodeError, match=r"-o old-rows=full: the UPDATE of public\.t_default in transaction \d+ has "
+                                          r"no whole old row in the WAL: .* this one has REPLICA IDENTITY DEFAULT"):
+        decode_wal([runs["logical_wal"]], runs["catalog"], TestDecoding(lambda line: None),
+                   start_lsn=runs["logical_start"], end_lsn=runs["logical_end"], spill_dir=str(tmp_path),
+                   plugin_options={"old-rows": "full"})
+
+
+def test_toast_fill_on_logical_wal_is_refused(runs, tmp_path):
+    with pytest.raises(UsageError, match=r"-o toast=fill reads unchanged TOAST values from the pages a "
+                                         r"wal_level=replica read replays, but this WAL was written at wal_level "
+                                         r"logical"):
+        decode_wal([runs["logical_wal"]], runs["catalog"], TestDecoding(lambda line: None),
+                   start_lsn=runs["logical_start"], end_lsn=runs["logical_end"], spill_dir=str(tmp_path),
+                   plugin_options={"toast": "fill"})
+
+
+def test_toast_fill_value_stored_before_the_start_is_named(runs, tmp_path):
+    """An unchanged TOAST value of a new row whose chunks no page read since the start holds: named."""
+    with pytest.raises(DecodeError, match=r"TOAST value \d+ of column doc of the new row of public\.t_full: chunk 0 is "
+                                          r"on no page of pg_toast\.pg_toast_\d+ the WAL read imaged since its start"):
+        decode_wal([runs["ddl_wal"]], runs["catalog"], TestDecoding(lambda line: None),
+                   restart_lsn=runs["late_start"], end_lsn=runs["late_end"], spill_dir=str(tmp_path),
+                   plugin_options={"toast": "fill"})
