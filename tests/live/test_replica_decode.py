@@ -16,6 +16,7 @@ with full_page_writes off, a page the WAL never imaged is named, not guessed.
 
 from __future__ import annotations
 
+import json
 import re
 import shutil
 import subprocess
@@ -28,9 +29,11 @@ from waldecode.errors import DecodeError, UsageError, format_lsn
 from waldecode.logical import replica as replica_mod
 from waldecode.logical.session import decode_wal
 from waldecode.output.test_decoding import TestDecoding
-from waldecode.rmgr import RM_HEAP2_ID, RM_HEAP_ID
+from waldecode.rmgr import RM_HEAP2_ID, RM_HEAP_ID, RM_XLOG_ID
 from waldecode.rmgr import heap as rm_heap
-from waldecode.rmgr.xlog import WAL_LEVEL_LOGICAL, WAL_LEVEL_REPLICA
+from waldecode.rmgr.xlog import (WAL_LEVEL_LOGICAL, WAL_LEVEL_REPLICA, XLOG_CHECKPOINT_ONLINE, XLOG_CHECKPOINT_SHUTDOWN,
+                                 CheckPoint)
+from waldecode.wal.xlogrecord import XLR_INFO_MASK
 from waldecode.wal.xlogreader import XLogReader, parse_lsn
 
 pytestmark = [pytest.mark.server, pytest.mark.slow]
@@ -477,3 +480,39 @@ def test_toast_fill_value_stored_before_the_start_is_named(runs, tmp_path):
         decode_wal([runs["ddl_wal"]], runs["catalog"], TestDecoding(lambda line: None),
                    restart_lsn=runs["late_start"], end_lsn=runs["late_end"], spill_dir=str(tmp_path),
                    plugin_options={"toast": "fill"})
+
+
+# -- --slot -------------------------------------------------------------------------------------------------
+
+def _checkpoint_redo_points(wal) -> set[int]:
+    return {CheckPoint.unpack_from(rec.main_data)[0] for rec in XLogReader([wal])
+            if rec.xl_rmid == RM_XLOG_ID and rec.xl_info & ~XLR_INFO_MASK in (XLOG_CHECKPOINT_ONLINE,
+                                                                              XLOG_CHECKPOINT_SHUTDOWN)}
+
+
+@pytest.mark.parametrize("where", ["before", "after"])
+def test_slot_on_replica_wal(runs, tmp_path, where):
+    """``decode --slot``: part of the replica WAL (to an LSN before or after the workload's CHECKPOINT), then
+    the rest from the slot; OUT holds the slot's lines, each once.  The slot's restart point is a checkpoint's
+    redo point (a resumed run's pages are known from there on), past the first one when a later one fits."""
+    catalog = tmp_path / "catalog.json"
+    catalog.write_text(runs["catalog"].to_json())
+    wal, mark, end = runs["replica_wal"], runs["replica_mark"], runs["replica_end"]
+    redo_points = _checkpoint_redo_points(wal)
+    first = min(p for p in redo_points if p >= runs["catalog"].lsn)  # where a read of the workload begins
+    middle = (first + mark) // 2 if where == "before" else (mark + end) // 2
+    slot, out = tmp_path / "slot", tmp_path / "out"
+    argv = [sys.executable, "-m", "waldecode.cli", "decode", "--catalog", str(catalog), "--slot", str(slot),
+            "--output", str(out), "--slot-interval", "0", str(wal), "--end-lsn"]
+    proc = subprocess.run(argv + [format_lsn(middle)], capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, "first run: " + proc.stderr
+    part = out.read_text().splitlines()
+    assert 0 < len(part) < len(runs["expected"])
+    doc = json.loads(slot.read_text())
+    restart = parse_lsn(doc["restart_lsn"])
+    assert restart in redo_points
+    if where == "after":
+        assert restart > first
+    proc = subprocess.run(argv + [format_lsn(end)], capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, f"second run, from the slot's restart {doc['restart_lsn']}: " + proc.stderr
+    assert out.read_text().splitlines() == runs["expected"]

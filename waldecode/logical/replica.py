@@ -179,6 +179,15 @@ def scan_start(segments, read_from: int | None, end_lsn: int | None = None) -> R
     return ReplicaStart(*lowest, *checkpoint)
 
 
+def checkpoint_redo(rec: DecodedRecord) -> int | None:
+    """The redo point a checkpoint record names, else None: where a replica-level read can begin with no page
+    known (from there on every page's first change carries a full-page image), so the only restart point an
+    offline slot (``slot.SlotKeeper``) can keep for such WAL."""
+    if rec.xl_rmid == RM_XLOG_ID and rec.xl_info & ~XLR_INFO_MASK in (XLOG_CHECKPOINT_ONLINE, XLOG_CHECKPOINT_SHUTDOWN):
+        return CheckPoint.unpack_from(rec.main_data)[0]
+    return None
+
+
 def heap_form_tuple(attributes, values: list, natts: int | None = None) -> bytes:
     """heap_form_tuple of the values ``heaptuple.deform_tuple`` gives (None: NULL), as a WAL tuple
     (``rmgr.heap.wal_tuple``).  A varlena gets a 4-byte header (what heap_fill_tuple writes for a value it
