@@ -184,10 +184,11 @@ def runs(request, tmp_path_factory):
         with c.connect(DB) as conn:
             conn.execute(SCHEMA)
             catalog = snapshot_from_connection(conn)
+            checksums, = conn.execute("SHOW data_checksums").fetchone()
         c.stop()
         pristine = c.base / "pristine"
         _copy_datadir(c.pgdata, pristine)
-        out = {"catalog": catalog}
+        out = {"catalog": catalog, "major": c.major, "data_checksums": checksums}
 
         # the truth: wal_level=logical and a test_decoding slot
         c.start()
@@ -332,10 +333,13 @@ def test_logical_wal_is_told_logical(runs, tmp_path):
 
 def test_replica_wal_has_what_logical_wal_would_carry_elsewhere(runs):
     """The replica WAL has the records this module exists for: updates logged as a difference from the
-    old version, and inserts whose tuple only the page image holds."""
+    old version, and inserts whose tuple only the page image holds; and prune records, and on 18 data
+    checksums."""
     seen = {"prefix_suffix": 0, "insert_image_only": 0, "multi_insert_image_only": 0}
+    prunes = 0
     for rec in XLogReader([runs["replica_wal"]]):
         info = rec.xl_info & rm_heap.XLOG_HEAP_OPMASK
+        prunes += rec.xl_rmid == RM_HEAP2_ID and info == rm_heap.XLOG_HEAP2_PRUNE  # PRUNE_ON_ACCESS in 17+
         if rec.xl_rmid == RM_HEAP_ID and info in (rm_heap.XLOG_HEAP_UPDATE, rm_heap.XLOG_HEAP_HOT_UPDATE):
             if rec.main_data[7] & (rm_heap.XLH_UPDATE_PREFIX_FROM_OLD | rm_heap.XLH_UPDATE_SUFFIX_FROM_OLD):
                 seen["prefix_suffix"] += 1
@@ -344,6 +348,10 @@ def test_replica_wal_has_what_logical_wal_would_carry_elsewhere(runs):
         elif rec.xl_rmid == RM_HEAP2_ID and info == rm_heap.XLOG_HEAP2_MULTI_INSERT:
             seen["multi_insert_image_only"] += rec.blocks[0].has_image and not rec.blocks[0].data
     assert all(seen.values()), seen
+    # and what differs between the servers: pages pruned on access (XLOG_HEAP2_PRUNE_ON_ACCESS from 17 on, the
+    # redo of a prune record of another layout), data checksums on by default from 18 on
+    assert prunes, "no prune record"
+    assert runs["data_checksums"] == ("on" if runs["major"] >= 18 else "off")
 
 
 IDENTITY = replica_mod.ReplicaRows.identity
