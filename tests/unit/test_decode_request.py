@@ -45,6 +45,22 @@ def test_plugin_options_are_the_requests_own():
     assert pickle.loads(pickle.dumps(r)) == r  # Spark broadcasts it with the ranges' context
 
 
+def test_waldecodes_own_options_are_taken_out_of_the_plugins():
+    """``-o old-rows=full``, ``-o toast=fill``: the decoder's (request.DECODER_OPTIONS), never the plugin's, kept
+    through a range's request; a value they do not take is a usage error naming the option."""
+    r = DecodeRequest({"include-xids": "0", "old-rows": "full"})
+    assert r.plugin_options == {"include-xids": "0"}
+    assert r.decoder_options == {"old-rows": "full", "toast": "unchanged"} and r.old_rows_full and not r.toast_fill
+    ranged = r.for_range(None, None, None, True, None)
+    assert ranged.decoder_options == r.decoder_options and ranged.plugin_options == r.plugin_options
+    assert DecodeRequest().decoder_options == {"old-rows": "identity", "toast": "unchanged"}
+    with pytest.raises(UsageError, match="^-o toast takes unchanged or fill, not nothing$"):
+        DecodeRequest({"toast": None})
+    with pytest.raises(UsageError, match="^spark decode does not take -o old-rows=full"):
+        r.refuse_decoder_options("spark decode")
+    DecodeRequest({"toast": "unchanged"}).refuse_decoder_options("spark decode")  # the defaults: nothing asked
+
+
 def test_a_range_is_a_slot_restarted_there():
     r = DecodeRequest({"x": "1"}, 100, None, 900, 2, two_phase=True, include_uncommitted=True, spill_threshold=7)
     first = r.for_range(100, 50, 400, last=False, spill_dir="/s")

@@ -10,7 +10,7 @@ import sys
 
 from .. import argtypes, progress
 from ..errors import UsageError, format_lsn
-from ..logical.request import DecodeRequest
+from ..logical.request import DecodeRequest, split_options
 from ..output import plugin_class
 from ..pg.settings import DEFAULT_MEMORY_BUDGET, DEFAULT_SPILL_THRESHOLD
 from ..wal.segments import discover
@@ -126,7 +126,7 @@ def cmd_decode(args) -> int:
         probe = ParquetOutput(directory=args.parquet)
     else:
         probe = plugin_class(args.format)(lambda line: None)
-    probe.startup(dict(options), CatalogView(catalog))
+    probe.startup(split_options(options)[0], CatalogView(catalog))  # waldecode's own -o checked here too
     # Before the slot file and the output exist: a snapshot of another cluster, or of later than the start
     check_snapshot(catalog, segments, start_plan[1], start_lsn, say=_say)
     from ..forensics.timelines import decode_start_warnings  # lazy: 3 ms that inspect does not need

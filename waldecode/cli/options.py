@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from .. import argtypes
 from ..errors import UsageError
+from ..logical.request import DECODER_OPTIONS
 from ..output import PLUGINS
 
 CATALOG_HELP = ("catalog snapshot written by 'waldecode catalog' (relations, types, settings), or a directory of "
@@ -39,7 +40,9 @@ def add_plugin(parser, flag: str = "--format", help: str = "output plugin") -> N
 
 def add_plugin_options(parser) -> None:
     parser.add_argument("-o", "--option", dest="options", action="append", default=[], metavar="NAME[=VALUE]",
-                        help="output plugin option, as pg_recvlogical -o passes it (repeatable)")
+                        help="output plugin option, as pg_recvlogical -o passes it (repeatable); "
+                             + ", ".join(f"{name}={values[1]}" for name, values in DECODER_OPTIONS.items())
+                             + " are waldecode's own (docs/replica.md)")
 
 
 def plugin_options(items) -> dict:

@@ -54,6 +54,10 @@ class ToastPointer(NamedTuple):
     va_valueid: int  # chunk_id of the value in the TOAST table
     va_toastrelid: int  # OID of the TOAST table
 
+    def ondisk_datum(self) -> bytes:
+        """The pointer as a tuple stores it: varattrib_1b_e with VARTAG_ONDISK, then varatt_external."""
+        return b"\x01" + bytes((VARTAG_ONDISK,)) + _varatt_external.pack(*self)
+
     @property
     def extsize(self) -> int:
         """Bytes stored in the TOAST table (VARATT_EXTERNAL_GET_EXTSIZE)."""

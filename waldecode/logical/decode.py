@@ -269,7 +269,8 @@ def plugin_replayer(decoder: "LogicalDecoder") -> Replayer:
     with the catalog history's view (the snapshot without one) and given to the decoder's plugin."""
     options = decoder.plugin_options
     return Replayer(decoder.catalog, decoder.plugin, decoder.snapshot, options.receive_rewrites,
-                    history=decoder.history, warn=decoder.warn, wal_tuples=options.receive_wal_tuples)
+                    history=decoder.history, warn=decoder.warn, wal_tuples=options.receive_wal_tuples,
+                    whole_old_rows=decoder.whole_old_rows)
 
 
 class LogicalDecoder(TransactionListener):
@@ -286,7 +287,7 @@ class LogicalDecoder(TransactionListener):
                  start_decoding_at: int = 0, assume_consistent: bool = False, major: int | None = None,
                  catalog_history=True, on_warning=None, reorder_buffer: ReorderBuffer | None = None,
                  snapbuilder: SnapBuilder | None = None, tracker: TransactionTracker | None = None,
-                 replayer=plugin_replayer, replica=None):
+                 replayer=plugin_replayer, replica=None, whole_old_rows: bool = False):
         """The parts the decoder drives, as decode.c's LogicalDecodingContext holds them, may be given;
         by default it builds its own from the arguments above.  ``reorder_buffer``, ``snapbuilder``,
         ``tracker``: a ``ReorderBuffer``, ``SnapBuilder``, ``TransactionTracker`` (Spark's driver gives a
@@ -298,7 +299,10 @@ class LogicalDecoder(TransactionListener):
         called with the decoder, its other parts built, it returns what replays committed transactions
         (``plugin_replayer``, or Spark driver's, which records them).  ``replica``: for WAL written at
         wal_level=replica, a ``replica.ReplicaRows`` that replays each record onto its page store before the
-        decoder takes it and gives the heap records' changes from the pages (the Python path only)."""
+        decoder takes it and gives the heap records' changes from the pages (the Python path only).
+        ``whole_old_rows`` (``-o old-rows=full`` on logical-level WAL): an UPDATE or DELETE of a table whose
+        records do not carry the whole old row (replica identity other than FULL) is an error
+        (``Replayer.whole_old_rows``; the Python path only)."""
         self.catalog = catalog
         self.database = catalog.database_oid
         self.plugin = plugin
@@ -337,11 +341,12 @@ class LogicalDecoder(TransactionListener):
             self.warn(history.inactive_reason)
             history = None
         self.history = history
+        self.whole_old_rows = whole_old_rows
         self.replayer = replayer(self)
         # decode_framed's native loop reads and writes these parts' state as their own classes keep it
         self.replica = replica
         self.native_parts = (type(self.rb) is ReorderBuffer and type(self.snapbuild) is SnapBuilder
-                             and type(self.txns) is TransactionTracker and replica is None)
+                             and type(self.txns) is TransactionTracker and replica is None and not whole_old_rows)
         # record type -> extractor, per rmgr: the records' own tuples, or at wal_level=replica the pages'
         self._extractors = {RM_HEAP_ID: HEAP_EXTRACTORS, RM_HEAP2_ID: HEAP2_EXTRACTORS}
         if replica is not None:

@@ -26,6 +26,10 @@ from ..catalog import (
     RELKIND_FOREIGN_TABLE,
     RELKIND_SEQUENCE,
     RELPERSISTENCE_PERMANENT,
+    REPLICA_IDENTITY_DEFAULT,
+    REPLICA_IDENTITY_FULL,
+    REPLICA_IDENTITY_INDEX,
+    REPLICA_IDENTITY_NOTHING,
     Catalog,
     Relation,
 )
@@ -62,6 +66,10 @@ _SKIP = "skip"  # not logically logged, a rewrite heap not asked for, or a seque
 
 #: ``Replayer.row_target``'s answer for a file no relation of the catalog in force is stored in
 UNMAPPED = "unmapped"
+
+# ALTER TABLE ... REPLICA IDENTITY's words for pg_class.relreplident
+_REPLICA_IDENTITY_NAMES = {REPLICA_IDENTITY_DEFAULT: "DEFAULT", REPLICA_IDENTITY_FULL: "FULL",
+                           REPLICA_IDENTITY_INDEX: "USING INDEX", REPLICA_IDENTITY_NOTHING: "NOTHING"}
 
 _ACTION_NAMES = {REORDER_BUFFER_CHANGE_INSERT: INSERT, REORDER_BUFFER_CHANGE_UPDATE: UPDATE,
                  REORDER_BUFFER_CHANGE_DELETE: DELETE}
@@ -126,14 +134,19 @@ class ReplayState:
 
 class Replayer:
     def __init__(self, catalog: Catalog, plugin: OutputPlugin, snapshot: CatalogView,
-                 include_rewrites: bool = False, history=None, warn=None, wal_tuples: bool = False):
+                 include_rewrites: bool = False, history=None, warn=None, wal_tuples: bool = False,
+                 whole_old_rows: bool = False):
         """``snapshot`` is the plugin's view of ``catalog``, the one its ``startup`` was given;
-        ``wal_tuples``: the plugin takes row changes as WAL tuples (``change_tuples``)."""
+        ``wal_tuples``: the plugin takes row changes as WAL tuples (``change_tuples``); ``whole_old_rows``:
+        ``-o old-rows=full`` on logical-level WAL, whose records carry the whole old row only for a table
+        with REPLICA IDENTITY FULL (ExtractReplicaIdentity in heapam.c): an UPDATE or DELETE of another
+        table is refused rather than printed with a partial row or none."""
         self.catalog = catalog
         self.snapshot = snapshot
         self.plugin = plugin
         self.include_rewrites = include_rewrites
         self.wal_tuples = wal_tuples
+        self.whole_old_rows = whole_old_rows
         self.history = history if history is not None and history.active else None
         self.warn = warn
         self._shown = catalog  # the catalog of the last change, and the plugin's view of it
@@ -429,6 +442,14 @@ class Replayer:
             if change.action == REORDER_BUFFER_CHANGE_INSERT and change.newtuple is not None:
                 self._append_chunk(toast_hash, rel, change)
             return
+        if self.whole_old_rows and change.action != REORDER_BUFFER_CHANGE_INSERT \
+                and rel.relreplident != REPLICA_IDENTITY_FULL:
+            raise DecodeError(f"-o old-rows=full: the {_ACTION_NAMES[change.action]} of {rel.nspname}.{rel.relname} "
+                              f"in transaction {xid} has no whole old row in the WAL: at wal_level logical a record "
+                              "carries it only for a table with REPLICA IDENTITY FULL, and this one has REPLICA "
+                              f"IDENTITY {_REPLICA_IDENTITY_NAMES.get(rel.relreplident, rel.relreplident)} (WAL "
+                              "written at wal_level replica is decoded with whole old rows from its pages)",
+                              lsn=change.lsn)
         if toast is not None:
             try:
                 self.plugin.change_tuples(txn, change.lsn, view, rel, _ACTION_NAMES[change.action], change.newtuple,

@@ -39,7 +39,7 @@ from __future__ import annotations
 import struct
 from typing import NamedTuple
 
-from ..catalog import Catalog, Relation
+from ..catalog import REPLICA_IDENTITY_FULL, REPLICA_IDENTITY_NOTHING, Catalog, Relation
 from ..errors import CatalogError, DecodeError, WALError, format_lsn
 from ..heap import heaptuple
 from ..heap.heaptuple import HEAP_XMIN_COMMITTED, HEAP_XMIN_INVALID, SizeofHeapTupleHeader
@@ -62,12 +62,6 @@ from .reorderbuffer import (REORDER_BUFFER_CHANGE_DELETE, REORDER_BUFFER_CHANGE_
                             REORDER_BUFFER_CHANGE_INTERNAL_SPEC_ABORT, REORDER_BUFFER_CHANGE_INTERNAL_SPEC_INSERT,
                             REORDER_BUFFER_CHANGE_UPDATE, Change)
 from .replay import relation_is_logically_logged
-
-# src/include/catalog/pg_class.h: relreplident
-REPLICA_IDENTITY_DEFAULT = "d"
-REPLICA_IDENTITY_NOTHING = "n"
-REPLICA_IDENTITY_FULL = "f"
-REPLICA_IDENTITY_INDEX = "i"
 
 # src/include/catalog/pg_statistic.h: StatisticRelationId and its TOAST table (DECLARE_TOAST(pg_statistic, 2840,
 # 2841)).  ANALYZE writes these rows in a transaction of its own; they change no relation's definition, so
@@ -185,12 +179,22 @@ def scan_start(segments, read_from: int | None, end_lsn: int | None = None) -> R
     return ReplicaStart(*lowest, *checkpoint)
 
 
+def checkpoint_redo(rec: DecodedRecord) -> int | None:
+    """The redo point a checkpoint record names, else None: where a replica-level read can begin with no page
+    known (from there on every page's first change carries a full-page image), so the only restart point an
+    offline slot (``slot.SlotKeeper``) can keep for such WAL."""
+    if rec.xl_rmid == RM_XLOG_ID and rec.xl_info & ~XLR_INFO_MASK in (XLOG_CHECKPOINT_ONLINE, XLOG_CHECKPOINT_SHUTDOWN):
+        return CheckPoint.unpack_from(rec.main_data)[0]
+    return None
+
+
 def heap_form_tuple(attributes, values: list, natts: int | None = None) -> bytes:
     """heap_form_tuple of the values ``heaptuple.deform_tuple`` gives (None: NULL), as a WAL tuple
     (``rmgr.heap.wal_tuple``).  A varlena gets a 4-byte header (what heap_fill_tuple writes for a value it
-    cannot make short).  ``natts``: only the first ``natts`` attributes are stored (a tuple older than ADD
-    COLUMN keeps its count)."""
-    datums = [None if v is None else struct.pack("<I", (len(v) + 4) << 2) + bytes(v) if att.attlen == -1
+    cannot make short), a TOAST pointer stays one.  ``natts``: only the first ``natts`` attributes are stored
+    (a tuple older than ADD COLUMN keeps its count)."""
+    datums = [None if v is None else v.ondisk_datum() if isinstance(v, ToastPointer)
+              else struct.pack("<I", (len(v) + 4) << 2) + bytes(v) if att.attlen == -1
               else bytes(v) for att, v in zip(attributes, values)]
     return rm_heap.wal_tuple(attributes, datums, natts)
 
@@ -204,8 +208,14 @@ class ReplicaRows:
     of one that changed the catalog after the snapshot.
     """
 
-    def __init__(self, catalog: Catalog, major: int, store_dir, start: ReplicaStart | None = None):
+    def __init__(self, catalog: Catalog, major: int, store_dir, start: ReplicaStart | None = None, *,
+                 old_rows_full: bool = False, toast_fill: bool = False):
+        """``old_rows_full`` (``-o old-rows=full``): every UPDATE's and DELETE's old row whole, as REPLICA
+        IDENTITY FULL logs it, whatever the table's identity; ``toast_fill`` (``-o toast=fill``): an UPDATE's
+        new row with its unchanged TOAST values read from the TOAST pages (``fill_unchanged_toast``)."""
         self.catalog = catalog
+        self.old_rows_full = old_rows_full
+        self.toast_fill = toast_fill
         self.database = catalog.database_oid
         self.major = major
         self.start = start
@@ -412,6 +422,8 @@ class ReplicaRows:
         newtuple = self._tuple(rec, self._page(rec, 0, rel), new_offnum, blk.blkno)
         old_id = 1 if rec.block(1) is not None else 0
         oldtuple = self._tuple(rec, self._page(rec, old_id, rel), old_offnum, rec.block(old_id).blkno)
+        if self.toast_fill:
+            newtuple = self.fill_unchanged_toast(rec, rel, newtuple, oldtuple)
         return [self._change(rec, REORDER_BUFFER_CHANGE_UPDATE, blk, newtuple,
                              self.identity(rec, rel, oldtuple, newtuple))]
 
@@ -441,8 +453,9 @@ class ReplicaRows:
     def identity(self, rec: DecodedRecord, rel: Relation, oldtuple: bytes, newtuple: bytes | None) -> bytes | None:
         """ExtractReplicaIdentity (heapam.c) of the old version: what a logical-level record of this update
         (``newtuple``) or delete (None) logs as its old tuple.  A value stored out of line in it would be
-        inlined there (toast_flatten_tuple): that is not done yet, and refused."""
-        replident = rel.relreplident
+        inlined there (toast_flatten_tuple), from the TOAST pages.  With ``old_rows_full`` every table's
+        old row is logged as REPLICA IDENTITY FULL logs it."""
+        replident = REPLICA_IDENTITY_FULL if self.old_rows_full else rel.relreplident
         if replident == REPLICA_IDENTITY_NOTHING:
             return None
         old = self._values(rec, rel, oldtuple)
@@ -471,7 +484,25 @@ class ReplicaRows:
         """toast_flatten_tuple: the values stored out of line, read from the redone TOAST pages."""
         return [self._toast_fetch(rec, rel, i, v) if isinstance(v, ToastPointer) else v for i, v in enumerate(values)]
 
-    def _toast_fetch(self, rec, rel: Relation, column: int, pointer: ToastPointer) -> bytes:
+    def fill_unchanged_toast(self, rec, rel: Relation, newtuple: bytes, oldtuple: bytes) -> bytes:
+        """``-o toast=fill``: the new version with the values it shares with the old one out of line inlined,
+        read from the TOAST pages.  heap_toast_insert_or_update keeps the old version's TOAST pointer for a
+        value the update left unchanged, whose chunks the transaction then never writes: logical decoding
+        cannot give it (test_decoding's ``unchanged-toast-datum``).  A pointer the old version does not hold is
+        a value this transaction stored, which the reorder buffer rebuilds from its chunks as at logical
+        level."""
+        new = self._values(rec, rel, newtuple)
+        old = self._values(rec, rel, oldtuple)
+        unchanged = [i for i, v in enumerate(new)
+                     if isinstance(v, ToastPointer) and i < len(old) and old[i] == v]
+        if not unchanged:
+            return newtuple
+        for i in unchanged:
+            new[i] = self._toast_fetch(rec, rel, i, new[i], "new row")
+        natts = rm_heap.xl_heap_header.unpack_from(newtuple)[0] & heaptuple.HEAP_NATTS_MASK
+        return heap_form_tuple(rel.attributes, new, natts)
+
+    def _toast_fetch(self, rec, rel: Relation, column: int, pointer: ToastPointer, row: str = "old row") -> bytes:
         """toast_fetch_datum over the TOAST table's pages in the store: the chunks of the value whose
         inserter was not read aborting (HeapTupleSatisfiesToast), chunk 0 to the last, each once.  Pages
         the WAL read never imaged are not there: a chunk missing is an error naming the value."""
@@ -480,7 +511,7 @@ class ReplicaRows:
         from ..redo.table import TOAST_ATTRIBUTES
 
         toast = self.catalog.relation(pointer.va_toastrelid)
-        what = (f"TOAST value {pointer.va_valueid} of column {rel.attributes[column].attname} of the old row of "
+        what = (f"TOAST value {pointer.va_valueid} of column {rel.attributes[column].attname} of the {row} of "
                 f"{rel.nspname}.{rel.relname}")
         if toast is None:
             raise DecodeError(f"{what}: its TOAST table (OID {pointer.va_toastrelid}) is not in the catalog snapshot",

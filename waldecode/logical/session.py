@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from ..catalog import Catalog
 from ..catalog.choose import check_snapshot
 from .decode import LogicalDecoder, NotDecoded
-from ..errors import DecodeError, WALError, format_lsn
+from ..errors import DecodeError, UsageError, WALError, format_lsn
 from .replica import ReplicaRows, ReplicaStart, scan_start
 from .reorderbuffer import OpenTransaction
 from .request import DecodeRequest
@@ -108,9 +108,14 @@ def decode_wal(source, catalog: Catalog, plugin, request: DecodeRequest | None =
     start = replica_start
     replica = store = None
     check_snapshot(catalog, segments, read_from, start_lsn)
+    if request.toast_fill and not start.replica:
+        raise UsageError(f"-o toast=fill reads unchanged TOAST values from the pages a wal_level=replica read "
+                         f"replays, but this WAL was written at wal_level logical ({start.evidence} at "
+                         f"{format_lsn(start.evidence_lsn)})")
     if start.replica:
         store = tempfile.TemporaryDirectory(prefix="waldecode-redo-", dir=redo_dir or request.spill_dir)
-        replica = ReplicaRows(catalog, segments.major, store.name, start)
+        replica = ReplicaRows(catalog, segments.major, store.name, start, old_rows_full=request.old_rows_full,
+                              toast_fill=request.toast_fill)
         catalog_history = False  # the snapshot's catalog: DDL in the range is refused (ReplicaRows.ended)
     reader = XLogReader(segments=segments, start_lsn=read_from, end_lsn=end_lsn)
     decoder = LogicalDecoder(catalog, plugin, two_phase=request.two_phase, spill_dir=request.spill_dir,
@@ -118,7 +123,8 @@ def decode_wal(source, catalog: Catalog, plugin, request: DecodeRequest | None =
                              segment_size=segments.seg_size, plugin_options=request.plugin_options,
                              start_decoding_at=start_lsn or 0,
                              assume_consistent=plan is not None and plan.assume_consistent,
-                             on_warning=on_warning, catalog_history=catalog_history, replica=replica)
+                             on_warning=on_warning, catalog_history=catalog_history, replica=replica,
+                             whole_old_rows=request.old_rows_full and replica is None)
     result = DecodeResult(plan, read_from, None, end_lsn, decoder=decoder, replica=start)
     records = reader if track is None else track(reader)
     ended = False  # reading came to its end (else an error is on its way: it alone is reported)

