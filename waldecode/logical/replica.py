@@ -50,7 +50,7 @@ from ..redo import htup_details as ht
 from ..redo.pagestore import PageStore
 from ..redo.xlogrecovery import HeapRedo
 from ..redo.xlogutils import BLK_DONE, BLK_NOTFOUND
-from ..rmgr import RM_HEAP2_ID, RM_HEAP_ID, RM_XACT_ID, RM_XLOG_ID
+from ..rmgr import RM_HEAP2_ID, RM_HEAP_ID, RM_SMGR_ID, RM_XACT_ID, RM_XLOG_ID
 from ..rmgr import heap as rm_heap
 from ..rmgr import xact as rm_xact
 from ..rmgr.xlog import (WAL_LEVEL_LOGICAL, WAL_LEVEL_REPLICA, XLOG_CHECKPOINT_ONLINE, XLOG_CHECKPOINT_SHUTDOWN,
@@ -62,6 +62,7 @@ from .reorderbuffer import (REORDER_BUFFER_CHANGE_DELETE, REORDER_BUFFER_CHANGE_
                             REORDER_BUFFER_CHANGE_INTERNAL_SPEC_ABORT, REORDER_BUFFER_CHANGE_INTERNAL_SPEC_INSERT,
                             REORDER_BUFFER_CHANGE_UPDATE, Change)
 from .replay import relation_is_logically_logged
+from .replica_ddl import ReplicaCatalog
 
 # src/include/catalog/pg_class.h: relreplident
 REPLICA_IDENTITY_DEFAULT = "d"
@@ -212,6 +213,10 @@ class ReplicaRows:
         self.store = PageStore(store_dir)
         database = self.database
         self.heap_redo = HeapRedo(self.store, major, wanted=lambda locator: locator[1] == database)
+        # the catalog history's answers once the decoder follows the catalog (``follow``); None: the snapshot's
+        # catalog alone, and a commit of DDL after it refused
+        self.ddl: ReplicaCatalog | None = None
+        self._view = catalog  # the catalog the record being decoded sees
         self._last = None  # (record, RedoRecord) of the record replayed last
         self.catalog_changes: dict[int, tuple[int, str]] = {}  # xid -> (LSN, relation) of its first catalog change
         self.databases: dict[int, int] = {}  # xid -> the database of its first row change (database_of)
@@ -233,6 +238,12 @@ class ReplicaRows:
     def close(self) -> None:
         self.store.close()
 
+    def follow(self, history, tracker) -> None:
+        """Follow the catalog through the WAL with the decoder's catalog history (None: it has none, and
+        DDL stays refused): the catalog a row change sees and TRUNCATE come from ``replica_ddl``."""
+        if history is not None:
+            self.ddl = ReplicaCatalog(history, tracker, self.database, self.catalog.database_tablespace)
+
     # -- redo and the DDL check ----------------------------------------------------------------------
 
     def redo(self, rec: DecodedRecord) -> None:
@@ -248,7 +259,10 @@ class ReplicaRows:
             blk = rec.block(0)
             if blk is not None and blk.dbOid and rec.xl_xid not in self.databases:
                 self.databases[rec.xl_xid] = blk.dbOid
-            self._note_catalog_change(rec)
+            if self.ddl is None:
+                self._note_catalog_change(rec)
+        elif self.ddl is not None and rec.xl_rmid == RM_SMGR_ID:
+            self.ddl.smgr(rec)
 
     def database_of(self, xid: int, subxacts) -> int:
         """The database of a transaction whose commit does not name it (below logical, one without
@@ -287,6 +301,8 @@ class ReplicaRows:
         if ev.info == rm_xact.XLOG_XACT_PREPARE:
             return  # told again at COMMIT or ROLLBACK PREPARED
         xids = (ev.xid, *ev.subxacts)
+        if self.ddl is not None:
+            self.ddl.ended(xids)
         self._last_ended = (ev.xid, self._database(xids))
         for x in xids:
             self.databases.pop(x, None)
@@ -358,7 +374,10 @@ class ReplicaRows:
             raise DecodeError(f"heap record at {format_lsn(rec.lsn)} has no block 0", lsn=rec.lsn)
         if blk.dbOid != self.database:
             return None
-        rel = self.catalog.relation_by_filenode(blk.spcOid, blk.relNumber)
+        if self.ddl is not None:
+            rel, self._view = self.ddl.relation(rec, blk)
+        else:
+            rel = self.catalog.relation_by_filenode(blk.spcOid, blk.relNumber)
         if rel is None or not relation_is_logically_logged(rel):
             return None
         return blk, rel
@@ -406,7 +425,7 @@ class ReplicaRows:
         version included), the old one from its page, logged as the replica identity asks."""
         found = self._relation(rec)
         if found is None:
-            return []
+            return self.ddl.truncate_changes(rec) if self.ddl is not None else []
         blk, rel = found
         _oxmax, old_offnum, _obits, _flags, _nxmax, new_offnum = rm_heap.xl_heap_update.unpack_from(rec.main_data)
         newtuple = self._tuple(rec, self._page(rec, 0, rel), new_offnum, blk.blkno)
@@ -479,13 +498,13 @@ class ReplicaRows:
         from ..catalog.datadir.heapscan import heap_page_items
         from ..redo.table import TOAST_ATTRIBUTES
 
-        toast = self.catalog.relation(pointer.va_toastrelid)
+        toast = self._view.relation(pointer.va_toastrelid)
         what = (f"TOAST value {pointer.va_valueid} of column {rel.attributes[column].attname} of the old row of "
                 f"{rel.nspname}.{rel.relname}")
         if toast is None:
             raise DecodeError(f"{what}: its TOAST table (OID {pointer.va_toastrelid}) is not in the catalog snapshot",
                               lsn=rec.lsn)
-        locator = (toast.reltablespace or self.catalog.database_tablespace, self.database, toast.relfilenode)
+        locator = (toast.reltablespace or self._view.database_tablespace, self.database, toast.relfilenode)
         parts: dict[int, bytes] = {}
         try:
             for blkno in self.store.blocks(locator, 0):

@@ -111,7 +111,6 @@ def decode_wal(source, catalog: Catalog, plugin, request: DecodeRequest | None =
     if start.replica:
         store = tempfile.TemporaryDirectory(prefix="waldecode-redo-", dir=redo_dir or request.spill_dir)
         replica = ReplicaRows(catalog, segments.major, store.name, start)
-        catalog_history = False  # the snapshot's catalog: DDL in the range is refused (ReplicaRows.ended)
     reader = XLogReader(segments=segments, start_lsn=read_from, end_lsn=end_lsn)
     decoder = LogicalDecoder(catalog, plugin, two_phase=request.two_phase, spill_dir=request.spill_dir,
                              spill_threshold=request.spill_threshold, memory_budget=request.memory_budget,

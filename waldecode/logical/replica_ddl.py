@@ -1,0 +1,174 @@
+"""DDL inside a wal_level=replica range: the catalog a row change sees, and TRUNCATE told from the catalog rows.
+
+The catalog rows a DDL transaction writes are logged the same way at replica and at logical level
+(heapam.c logs a catalog's tuples for recovery only: RelationIsLogicallyLogged is false for a catalog at
+any level), so ``catalog.history.CatalogHistory`` follows them from the redone catalog pages as it does on
+logical-level WAL.  What replica level lacks is what logical decoding adds for a transaction's own view of
+its catalog changes, XLOG_HEAP2_NEW_CID (the command ids of catalog rows), and the top-level xid that
+logical level writes into a subtransaction's first record (XLR_BLOCK_ID_TOPLEVEL_XID); and TRUNCATE writes
+no XLOG_HEAP_TRUNCATE (heapam.c: only ``if (RelationIsLogicallyLogged(rel))``).  This module owns the
+rules that stand in for them (docs/replica.md, "DDL"), for ``replica.ReplicaRows``:
+
+* the catalog a row change sees (``relation``): the history's view at the change's LSN for its top-level
+  transaction, i.e. the committed catalog plus the transaction's own catalog rows written at earlier LSNs
+  (record order stands in for command ids: a command's catalog rows are written before the rows it
+  changes under them).  A change whose transaction may be a subtransaction (its top-level xid is not
+  known until the commit lists it) of another open transaction with uncommitted catalog rows for the same
+  relation cannot be decided: an error naming both transactions and the LSN;
+* TRUNCATE (``truncate_changes``): a pg_class row of a logically logged ordinary table rewritten with a
+  new relfilenode in the same tablespace, when the transaction wrote no transient heap for it
+  (make_new_heap's ``pg_temp_<OID>`` row, whose relrewrite names the table: ALTER TABLE rewrites,
+  VACUUM FULL, CLUSTER) is ExecuteTruncateGuts's RelationSetNewRelfilenumber: a TRUNCATE change at that
+  record.  What the catalog rows cannot tell is refused with an error: several tables, or a sequence,
+  given new storage with no row change between (one TRUNCATE of several tables, or RESTART IDENTITY,
+  against several commands), and a table truncated in place (XLOG_SMGR_TRUNCATE, a table created or
+  truncated earlier in the same transaction).
+"""
+
+from __future__ import annotations
+
+import struct
+
+from ..catalog import Relation
+from ..catalog.pg_catalog import RELKIND_RELATION, RELKIND_SEQUENCE, AttributeRelationId, IndexRelationId, \
+    RelationRelationId
+from ..errors import DecodeError, format_lsn
+from ..rmgr import RM_SMGR_ID
+from ..rmgr import heap as rm_heap
+from ..rmgr import smgr as rm_smgr
+from ..wal.xlogrecord import XLR_INFO_MASK, DecodedRecord
+from .reorderbuffer import REORDER_BUFFER_CHANGE_TRUNCATE, Change
+from .replay import relation_is_logically_logged
+
+# src/include/common/relpath.h: ForkNumber
+MAIN_FORKNUM = 0
+
+
+class ReplicaCatalog:
+    """The catalog history's answers for replica-level row changes (see the module's docstring)."""
+
+    def __init__(self, history, tracker, database: int, database_tablespace: int):
+        self.history = history
+        self.tracker = tracker
+        self.database = database
+        self.database_tablespace = database_tablespace
+        # top-level xid -> (LSN, what) of the storage renewals since its last row change: one TRUNCATE
+        # command or several cannot be told apart below logical
+        self._renewals: dict[int, list] = {}
+
+    # -- the catalog a change sees -------------------------------------------------------------------
+
+    def view(self, rec: DecodedRecord):
+        """The catalog as the record's top-level transaction (as far as known) sees it at the record."""
+        return self.history.view(rec.lsn, self.tracker.top(rec.xl_xid) if rec.xl_xid else 0)
+
+    def relation(self, rec: DecodedRecord, blk) -> tuple[Relation | None, object]:
+        """(relation stored in the block's file, or None; the catalog view it was found in) for a row
+        change; an error when another open transaction's catalog rows would decide it."""
+        view = self.view(rec)
+        rel = view.relation_by_filenode(blk.spcOid, blk.relNumber)
+        xid = rec.xl_xid
+        if xid:
+            top = self.tracker.top(xid)
+            self._check_undecidable(rec, blk, rel, top)
+            if rel is not None and relation_is_logically_logged(rel):
+                self._renewals.pop(top, None)  # a row change ends a run of storage renewals
+        return rel, view
+
+    def _check_undecidable(self, rec, blk, rel: Relation | None, top: int) -> None:
+        """Below logical a subtransaction's records do not name their top-level transaction: if another
+        transaction still open wrote catalog rows of this relation (or gave a relation this file), the change
+        sees them if it is that transaction's subtransaction, and not if it is a transaction of its own."""
+        if top != rec.xl_xid:
+            return  # its top-level transaction is known (a commit or an assignment listed it)
+        oid = rel.oid if rel is not None else None
+        for other, txn in self.history.txns.items():
+            if other == top:
+                continue
+            for ev in txn.events:
+                row = ev.row
+                if ev.lsn >= rec.lsn:
+                    break
+                if ((ev.cat == RelationRelationId and (row["oid"] == oid or row["relfilenode"] == blk.relNumber))
+                        or (ev.cat == AttributeRelationId and row["attrelid"] == oid)
+                        or (ev.cat == IndexRelationId and row["indrelid"] == oid)):
+                    what = f"{rel.nspname}.{rel.relname}" if rel is not None else \
+                        f"file {blk.spcOid}/{blk.dbOid}/{blk.relNumber}"
+                    raise DecodeError(
+                        f"the row change of transaction {rec.xl_xid} to {what} at {format_lsn(rec.lsn)} cannot be "
+                        f"decoded: transaction {other}, still open, changed its catalog rows at {format_lsn(ev.lsn)}, "
+                        f"and below wal_level=logical the WAL does not say whether {rec.xl_xid} is a subtransaction "
+                        f"of {other} (which sees those rows) or not", lsn=rec.lsn)
+
+    # -- TRUNCATE -------------------------------------------------------------------------------
+
+    def truncate_changes(self, rec: DecodedRecord) -> list[Change]:
+        """The TRUNCATE a pg_class update (already taken by the history) stands for, if any."""
+        xid = rec.xl_xid
+        if not xid:
+            return []
+        top = self.tracker.top(xid)
+        txn = self.history.txns.get(top)
+        if txn is None:
+            return []
+        old = new = None
+        for ev in txn.events:
+            if ev.lsn == rec.lsn and ev.cat == RelationRelationId:
+                if ev.deleted:
+                    old = ev.row
+                else:
+                    new = ev.row
+        if old is None or new is None or old["oid"] != new["oid"] or old["relfilenode"] == new["relfilenode"] \
+                or not new["relfilenode"] or old["reltablespace"] != new["reltablespace"]:
+            return []
+        oid = new["oid"]
+        relkind = new["relkind"]
+        if relkind == RELKIND_SEQUENCE:
+            self._renewed(rec, top, f"sequence {new['relname']} (OID {oid})")
+            return []
+        if relkind != RELKIND_RELATION:
+            return []  # a TOAST table's or an index's new storage goes with its table's
+        view = self.history.view(rec.lsn + 1, top)
+        rel = view.relation(oid)
+        if rel is None or not relation_is_logically_logged(rel) or rel.relrewrite:
+            return []
+        if any(ev.cat == RelationRelationId and not ev.deleted and ev.row["relrewrite"] == oid and ev.lsn < rec.lsn
+               for ev in txn.events):
+            return []  # make_new_heap's transient heap: a rewrite (ALTER TABLE, VACUUM FULL, CLUSTER)
+        self._renewed(rec, top, f"table {rel.nspname}.{rel.relname} (OID {oid})")
+        # DecodeTruncate's xl_heap_truncate: dbId, nrelids, flags (none told: CASCADE is not in the
+        # catalog rows, docs/replica.md), relids
+        extra = rm_heap.xl_heap_truncate.pack(self.database, 1, 0) + struct.pack("<I", oid)
+        return [Change(rec.lsn, REORDER_BUFFER_CHANGE_TRUNCATE, 0, 0, rec.origin, True, None, None, extra)]
+
+    def _renewed(self, rec, top: int, what: str) -> None:
+        """A table or sequence got new storage: a second one before any row change of the transaction is
+        one TRUNCATE of several tables (or with RESTART IDENTITY), or several commands: not told."""
+        runs = self._renewals.setdefault(top, [])
+        runs.append((rec.lsn, what))
+        if len(runs) > 1:
+            (lsn0, what0), (lsn1, what1) = runs[0], runs[-1]
+            raise DecodeError(
+                f"transaction {top} gave {what0} new storage at {format_lsn(lsn0)} and {what1} at {format_lsn(lsn1)} "
+                "with no row change between: below wal_level=logical one TRUNCATE of several tables (or with "
+                "RESTART IDENTITY) cannot be told from several commands (no XLOG_HEAP_TRUNCATE record)", lsn=rec.lsn)
+
+    def smgr(self, rec: DecodedRecord) -> None:
+        """XLOG_SMGR_TRUNCATE of a logically logged table's main fork to nothing, in a transaction:
+        heap_truncate_one_rel (TRUNCATE of a table created or given new storage earlier in the same
+        transaction), which the catalog rows do not show: refused.  (VACUUM truncates with no xid.)"""
+        if rec.xl_rmid != RM_SMGR_ID or rec.xl_info & ~XLR_INFO_MASK != rm_smgr.XLOG_SMGR_TRUNCATE or not rec.xl_xid:
+            return
+        blkno, spc, db, node, flags = rm_smgr.xl_smgr_truncate.unpack_from(rec.main_data)
+        if db != self.database or blkno or not flags & rm_smgr.SMGR_TRUNCATE_HEAP:
+            return
+        rel = self.view(rec).relation_by_filenode(spc, node)
+        if rel is None or not relation_is_logically_logged(rel) or rel.relkind != RELKIND_RELATION:
+            return
+        raise DecodeError(f"transaction {rec.xl_xid} truncated {rel.nspname}.{rel.relname} in place at "
+                          f"{format_lsn(rec.lsn)} (a table created or truncated earlier in the same transaction): "
+                          "below wal_level=logical this TRUNCATE is not decoded yet", lsn=rec.lsn)
+
+    def ended(self, xids) -> None:
+        for x in xids:
+            self._renewals.pop(x, None)
