@@ -76,9 +76,31 @@ WORKLOAD = [
 ]
 
 
+# Transactions whose decoding the catalog rows of replica-level WAL cannot decide: (items, the error)
+REFUSED = {
+    # one TRUNCATE of two tables, or two TRUNCATE commands: no XLOG_HEAP_TRUNCATE tells
+    "truncate_two": ([["TRUNCATE t_trunc, t_vac"]],
+                     r"transaction \d+ gave table public\.t_trunc \(OID \d+\) new storage at [0-9A-F]+/[0-9A-F]+ and "
+                     r"table public\.t_vac \(OID \d+\) at [0-9A-F]+/[0-9A-F]+ with no row change between"),
+    # a table created in the transaction is truncated in place (heap_truncate_one_rel): no catalog row
+    "truncate_in_place": ([["CREATE TABLE t_tmp (a int)", "INSERT INTO t_tmp VALUES (1)", "TRUNCATE t_tmp"]],
+                          r"transaction \d+ truncated public\.t_tmp in place at [0-9A-F]+/[0-9A-F]+"),
+    # a subtransaction's row change under its top-level transaction's DDL: its records do not name their
+    # top-level transaction below logical
+    "subxact_after_ddl": ([["ALTER TABLE t_a ADD COLUMN e int", "SAVEPOINT s", "INSERT INTO t_a VALUES (900, 'x', 1)",
+                            "RELEASE SAVEPOINT s"]],
+                          r"the row change of transaction (\d+) to public\.t_a at [0-9A-F]+/[0-9A-F]+ cannot be decoded: "
+                          r"transaction (\d+), still open, changed its catalog rows at [0-9A-F]+/[0-9A-F]+"),
+}
+
+
 def run_workload(c) -> None:
+    run_items(c, WORKLOAD)
+
+
+def run_items(c, items) -> None:
     with c.connect(DB) as conn:
-        for item in WORKLOAD:
+        for item in items:
             if isinstance(item, list):
                 conn.execute("BEGIN")
                 for stmt in item:
@@ -122,6 +144,10 @@ def runs(tmp_path_factory):
         # the same from the same data directory at wal_level=replica
         _start_at(c, pristine, wal_level="replica")
         out["replica_wal"], out["replica_end"] = _wal_run(c, tmp, "replica", lambda: run_workload(c))
+        # what the rule cannot decide, each from the pristine copy at wal_level=replica
+        for name, (work, _error) in REFUSED.items():
+            _start_at(c, pristine, wal_level="replica")
+            out[name] = _wal_run(c, tmp, name, lambda work=work: run_items(c, work))
         yield out
     finally:
         c.__exit__(None, None, None)
@@ -180,3 +206,10 @@ def test_wrong_rule_fails_the_comparison(runs, tmp_path, monkeypatch, mutation):
     except DecodeError:
         return  # the rows do not fit the catalog they are read with
     assert got != runs["expected"]
+
+
+@pytest.mark.parametrize("case", sorted(REFUSED))
+def test_what_the_rule_cannot_decide_is_named(runs, tmp_path, case):
+    wal, end = runs[case]
+    with pytest.raises(DecodeError, match=REFUSED[case][1]):
+        decode_wal([wal], runs["catalog"], TestDecoding(lambda line: None), end_lsn=end, spill_dir=str(tmp_path))
