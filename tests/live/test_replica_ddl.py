@@ -19,6 +19,7 @@ from waldecode.catalog.dsn import snapshot_from_connection
 from waldecode.errors import DecodeError
 from waldecode.logical import replica_ddl
 from waldecode.logical.session import decode_wal
+from waldecode.output.pgoutput import PgOutput
 from waldecode.output.test_decoding import TestDecoding
 from waldecode.rmgr.xlog import WAL_LEVEL_REPLICA
 
@@ -38,6 +39,7 @@ INSERT INTO t_b SELECT g, 'b' || g, g FROM generate_series(1, 20) g;
 INSERT INTO t_trunc SELECT g, 't' || g FROM generate_series(1, 20) g;
 INSERT INTO t_vac SELECT g, 'v' || g FROM generate_series(1, 50) g;
 DELETE FROM t_vac WHERE id % 2 = 0;
+CREATE PUBLICATION p FOR ALL TABLES;
 """
 
 # Each item one transaction; a list is one transaction of several statements
@@ -213,3 +215,14 @@ def test_what_the_rule_cannot_decide_is_named(runs, tmp_path, case):
     wal, end = runs[case]
     with pytest.raises(DecodeError, match=REFUSED[case][1]):
         decode_wal([wal], runs["catalog"], TestDecoding(lambda line: None), end_lsn=end, spill_dir=str(tmp_path))
+
+
+def test_plugin_hearing_invalidations_refuses_dml_after_ddl_in_one_transaction(runs, tmp_path):
+    """pgoutput hears a DDL command's invalidations before the transaction's next change at logical level
+    (XLOG_XACT_INVALIDATIONS); replica level logs them only in the commit: such a transaction is refused."""
+    with pytest.raises(DecodeError, match=r"transaction \d+ changed a row of public\.t_new2 at [0-9A-F]+/[0-9A-F]+ after "
+                                          r"changing the catalog at [0-9A-F]+/[0-9A-F]+: the output plugin hears "
+                                          r"catalog cache invalidations"):
+        decode_wal([runs["replica_wal"]], runs["catalog"], PgOutput(lambda m: None),
+                   plugin_options={"proto_version": "1", "publication_names": "p"}, end_lsn=runs["replica_end"],
+                   spill_dir=str(tmp_path))

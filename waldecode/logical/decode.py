@@ -341,7 +341,8 @@ class LogicalDecoder(TransactionListener):
         # decode_framed's native loop reads and writes these parts' state as their own classes keep it
         self.replica = replica
         if replica is not None:
-            replica.follow(history, self.txns)  # DDL in the range: the catalog from the redone catalog pages
+            # DDL in the range: the catalog from the redone catalog pages
+            replica.follow(history, self.txns, self.hears_invalidations)
         self.native_parts = (type(self.rb) is ReorderBuffer and type(self.snapbuild) is SnapBuilder
                              and type(self.txns) is TransactionTracker and replica is None)
         # record type -> extractor, per rmgr: the records' own tuples, or at wal_level=replica the pages'

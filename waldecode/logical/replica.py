@@ -238,11 +238,12 @@ class ReplicaRows:
     def close(self) -> None:
         self.store.close()
 
-    def follow(self, history, tracker) -> None:
+    def follow(self, history, tracker, hears_invalidations: bool = False) -> None:
         """Follow the catalog through the WAL with the decoder's catalog history (None: it has none, and
         DDL stays refused): the catalog a row change sees and TRUNCATE come from ``replica_ddl``."""
         if history is not None:
-            self.ddl = ReplicaCatalog(history, tracker, self.database, self.catalog.database_tablespace)
+            self.ddl = ReplicaCatalog(history, tracker, self.database, self.catalog.database_tablespace,
+                                      hears_invalidations)
 
     # -- redo and the DDL check ----------------------------------------------------------------------
 

@@ -47,9 +47,12 @@ MAIN_FORKNUM = 0
 class ReplicaCatalog:
     """The catalog history's answers for replica-level row changes (see the module's docstring)."""
 
-    def __init__(self, history, tracker, database: int, database_tablespace: int):
+    def __init__(self, history, tracker, database: int, database_tablespace: int, hears_invalidations: bool = False):
         self.history = history
         self.tracker = tracker
+        # the output plugin hears catalog cache invalidations (pgoutput): logical level logs a transaction's
+        # at each command's end (XLOG_XACT_INVALIDATIONS), replica level only in its commit record
+        self.hears_invalidations = hears_invalidations
         self.database = database
         self.database_tablespace = database_tablespace
         # top-level xid -> (LSN, what) of the storage renewals since its last row change: one TRUNCATE
@@ -73,6 +76,8 @@ class ReplicaCatalog:
             self._check_undecidable(rec, blk, rel, top)
             if rel is not None and relation_is_logically_logged(rel):
                 self._renewals.pop(top, None)  # a row change ends a run of storage renewals
+                if self.hears_invalidations and not rel.relrewrite:  # (a rewrite's transient heap is not decoded)
+                    self._check_invalidations(rec, rel, top)
         return rel, view
 
     def _check_undecidable(self, rec, blk, rel: Relation | None, top: int) -> None:
@@ -99,6 +104,18 @@ class ReplicaCatalog:
                         f"decoded: transaction {other}, still open, changed its catalog rows at {format_lsn(ev.lsn)}, "
                         f"and below wal_level=logical the WAL does not say whether {rec.xl_xid} is a subtransaction "
                         f"of {other} (which sees those rows) or not", lsn=rec.lsn)
+
+    def _check_invalidations(self, rec, rel: Relation, top: int) -> None:
+        """A row change after its transaction's own catalog rows, for a plugin that hears invalidations: at
+        logical level it would have heard them before this change, from the XLOG_XACT_INVALIDATIONS record
+        that ended the DDL command, which replica level does not write."""
+        txn = self.history.txns.get(top)
+        if txn is None or not txn.lsns or txn.lsns[0] >= rec.lsn:
+            return
+        raise DecodeError(f"transaction {top} changed a row of {rel.nspname}.{rel.relname} at {format_lsn(rec.lsn)} "
+                          f"after changing the catalog at {format_lsn(txn.lsns[0])}: the output plugin hears catalog "
+                          "cache invalidations, which below wal_level=logical are logged only at the commit, not at "
+                          "the end of the command that made them (XLOG_XACT_INVALIDATIONS)", lsn=rec.lsn)
 
     # -- TRUNCATE -------------------------------------------------------------------------------
 
