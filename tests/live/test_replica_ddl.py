@@ -61,6 +61,12 @@ WORKLOAD = [
     "INSERT INTO t_trunc VALUES (1, 'after truncate')",
     ["INSERT INTO t_trunc VALUES (2, 'before truncate, same transaction')", "TRUNCATE t_trunc",
      "INSERT INTO t_trunc VALUES (3, 'after truncate, same transaction')"],
+    # heap_truncate_one_rel: a table created, or given new storage, in the same transaction is truncated in
+    # place (XLOG_SMGR_TRUNCATE, no catalog row)
+    ["CREATE TABLE t_tmp (a int)", "INSERT INTO t_tmp VALUES (1)", "TRUNCATE t_tmp", "INSERT INTO t_tmp VALUES (2)"],
+    ["TRUNCATE t_trunc", "INSERT INTO t_trunc VALUES (4, 'between')", "TRUNCATE t_trunc",
+     "INSERT INTO t_trunc VALUES (5, 'after both')"],
+    ["INSERT INTO t_trunc VALUES (6, 'before')", "SAVEPOINT s", "TRUNCATE t_trunc", "ROLLBACK TO SAVEPOINT s"],
     "VACUUM FULL t_vac",
     "UPDATE t_vac SET v = 'after vacuum full' WHERE id = 3",
     "CREATE INDEX t_a_vv ON t_a (vv)",
@@ -84,15 +90,17 @@ REFUSED = {
     "truncate_two": ([["TRUNCATE t_trunc, t_vac"]],
                      r"transaction \d+ gave table public\.t_trunc \(OID \d+\) new storage at [0-9A-F]+/[0-9A-F]+ and "
                      r"table public\.t_vac \(OID \d+\) at [0-9A-F]+/[0-9A-F]+ with no row change between"),
-    # a table created in the transaction is truncated in place (heap_truncate_one_rel): no catalog row
-    "truncate_in_place": ([["CREATE TABLE t_tmp (a int)", "INSERT INTO t_tmp VALUES (1)", "TRUNCATE t_tmp"]],
-                          r"transaction \d+ truncated public\.t_tmp in place at [0-9A-F]+/[0-9A-F]+"),
+    # a table created in a transaction, truncated in a subtransaction of it: the subtransaction's catalog
+    # rows do not name their top-level transaction
+    "truncate_in_subxact": ([["CREATE TABLE t_tmp (a int)", "SAVEPOINT s", "TRUNCATE t_tmp", "RELEASE SAVEPOINT s"]],
+                            r"the new storage of table t_tmp \(OID \d+\) by transaction \d+ at [0-9A-F]+/[0-9A-F]+ "
+                            r"cannot be decoded: transaction \d+, still open, changed the relation's catalog rows"),
     # a subtransaction's row change under its top-level transaction's DDL: its records do not name their
     # top-level transaction below logical
     "subxact_after_ddl": ([["ALTER TABLE t_a ADD COLUMN e int", "SAVEPOINT s", "INSERT INTO t_a VALUES (900, 'x', 1)",
                             "RELEASE SAVEPOINT s"]],
-                          r"the row change of transaction (\d+) to public\.t_a at [0-9A-F]+/[0-9A-F]+ cannot be decoded: "
-                          r"transaction (\d+), still open, changed its catalog rows at [0-9A-F]+/[0-9A-F]+"),
+                          r"the row change of public\.t_a by transaction \d+ at [0-9A-F]+/[0-9A-F]+ cannot be decoded: "
+                          r"transaction \d+, still open, changed the relation's catalog rows at [0-9A-F]+/[0-9A-F]+"),
 }
 
 
@@ -174,6 +182,10 @@ def test_replica_ddl_decodes_as_the_logical_slot(runs, tmp_path):
                    "table public.t_b: INSERT: id[integer]:100 v[text]:'big' w[bigint]:10000000000",
                    "table public.t_new2: INSERT: a[integer]:1",
                    "table public.t_trunc: TRUNCATE: (no-flags)",
+                   "table public.t_tmp: INSERT: a[integer]:1\ntable public.t_tmp: TRUNCATE: (no-flags)\n"
+                   "table public.t_tmp: INSERT: a[integer]:2",
+                   "table public.t_trunc: INSERT: id[integer]:4 v[text]:'between'\ntable public.t_trunc: TRUNCATE: "
+                   "(no-flags)\ntable public.t_trunc: INSERT: id[integer]:5",
                    "table public.t_vac: UPDATE: id[integer]:3 v[text]:'after vacuum full'",
                    "table public.t_a: INSERT: id[integer]:105 vv[text]:'x' d[text]:'dd'",
                    "table public.t_b: INSERT: id[integer]:200 v[text]:'before DDL' w[bigint]:1",
@@ -220,9 +232,9 @@ def test_what_the_rule_cannot_decide_is_named(runs, tmp_path, case):
 def test_plugin_hearing_invalidations_refuses_dml_after_ddl_in_one_transaction(runs, tmp_path):
     """pgoutput hears a DDL command's invalidations before the transaction's next change at logical level
     (XLOG_XACT_INVALIDATIONS); replica level logs them only in the commit: such a transaction is refused."""
-    with pytest.raises(DecodeError, match=r"transaction \d+ changed a row of public\.t_new2 at [0-9A-F]+/[0-9A-F]+ after "
-                                          r"changing the catalog at [0-9A-F]+/[0-9A-F]+: the output plugin hears "
-                                          r"catalog cache invalidations"):
+    with pytest.raises(DecodeError, match=r"transaction \d+ changed a row of public\.t_new2 at [0-9A-F]+/[0-9A-F]+ "
+                                          r"after changing the catalog at [0-9A-F]+/[0-9A-F]+: the output plugin "
+                                          r"hears catalog cache invalidations"):
         decode_wal([runs["replica_wal"]], runs["catalog"], PgOutput(lambda m: None),
                    plugin_options={"proto_version": "1", "publication_names": "p"}, end_lsn=runs["replica_end"],
                    spill_dir=str(tmp_path))

@@ -46,6 +46,7 @@ from ..rmgr import (
     RM_HEAP2_ID,
     RM_HEAP_ID,
     RM_LOGICALMSG_ID,
+    RM_SMGR_ID,
     RM_STANDBY_ID,
     RM_XACT_ID,
     RM_XLOG_ID,
@@ -360,6 +361,8 @@ class LogicalDecoder(TransactionListener):
             RM_HEAP_ID: self._heap,
             RM_LOGICALMSG_ID: self._logicalmsg,
         }
+        if replica is not None:
+            self._dispatch[RM_SMGR_ID] = self._replica_smgr
 
     def _view_at(self, lsn: int) -> CatalogView:
         """CatalogView.at: the committed catalog at ``lsn``, from the history once there is one."""
@@ -487,6 +490,16 @@ class LogicalDecoder(TransactionListener):
             self.rb.set_catalog_changes(xid, rec.lsn)
         elif info not in HEAP2_IGNORED:
             raise DecodeError(f"unexpected RM_HEAP2_ID record type: {info}", lsn=rec.lsn)
+
+    def _replica_smgr(self, rec: DecodedRecord) -> None:
+        """Below logical, a TRUNCATE of a table created or given new storage earlier in its transaction
+        is an XLOG_SMGR_TRUNCATE (heap_truncate_one_rel) and no XLOG_HEAP_TRUNCATE: DecodeTruncate's part."""
+        self.rb.process_xid(rec.xl_xid, rec.lsn)
+        if self.snapbuild.state < SNAPBUILD_FULL_SNAPSHOT:
+            return
+        changes = self.replica.smgr_changes(rec)
+        if changes and self._process_change(rec.xl_xid, rec.lsn):
+            self._queue(rec, lambda rec, database: changes)
 
     def _queue(self, rec: DecodedRecord, extract) -> None:
         if self._filter_origin(rec.origin):

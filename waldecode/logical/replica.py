@@ -50,7 +50,7 @@ from ..redo import htup_details as ht
 from ..redo.pagestore import PageStore
 from ..redo.xlogrecovery import HeapRedo
 from ..redo.xlogutils import BLK_DONE, BLK_NOTFOUND
-from ..rmgr import RM_HEAP2_ID, RM_HEAP_ID, RM_SMGR_ID, RM_XACT_ID, RM_XLOG_ID
+from ..rmgr import RM_HEAP2_ID, RM_HEAP_ID, RM_XACT_ID, RM_XLOG_ID
 from ..rmgr import heap as rm_heap
 from ..rmgr import xact as rm_xact
 from ..rmgr.xlog import (WAL_LEVEL_LOGICAL, WAL_LEVEL_REPLICA, XLOG_CHECKPOINT_ONLINE, XLOG_CHECKPOINT_SHUTDOWN,
@@ -262,8 +262,10 @@ class ReplicaRows:
                 self.databases[rec.xl_xid] = blk.dbOid
             if self.ddl is None:
                 self._note_catalog_change(rec)
-        elif self.ddl is not None and rec.xl_rmid == RM_SMGR_ID:
-            self.ddl.smgr(rec)
+
+    def smgr_changes(self, rec: DecodedRecord) -> list[Change]:
+        """The TRUNCATE an XLOG_SMGR_TRUNCATE stands for, if any (``replica_ddl``); none without DDL followed."""
+        return self.ddl.smgr_changes(rec) if self.ddl is not None else []
 
     def database_of(self, xid: int, subxacts) -> int:
         """The database of a transaction whose commit does not name it (below logical, one without

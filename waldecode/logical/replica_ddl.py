@@ -33,7 +33,6 @@ from ..catalog import Relation
 from ..catalog.pg_catalog import RELKIND_RELATION, RELKIND_SEQUENCE, AttributeRelationId, IndexRelationId, \
     RelationRelationId
 from ..errors import DecodeError, format_lsn
-from ..rmgr import RM_SMGR_ID
 from ..rmgr import heap as rm_heap
 from ..rmgr import smgr as rm_smgr
 from ..wal.xlogrecord import XLR_INFO_MASK, DecodedRecord
@@ -84,9 +83,14 @@ class ReplicaCatalog:
         """Below logical a subtransaction's records do not name their top-level transaction: if another
         transaction still open wrote catalog rows of this relation (or gave a relation this file), the change
         sees them if it is that transaction's subtransaction, and not if it is a transaction of its own."""
+        what = f"{rel.nspname}.{rel.relname}" if rel is not None else f"file {blk.spcOid}/{blk.dbOid}/{blk.relNumber}"
+        self._undecidable(rec, top, rel.oid if rel is not None else None, blk.relNumber, f"the row change of {what}")
+
+    def _undecidable(self, rec, top: int, oid: int | None, relnumber: int | None, what: str) -> None:
+        """An error when transaction ``rec.xl_xid``, whose top-level transaction is not known, acts on relation
+        ``oid`` (or the file ``relnumber``) whose catalog rows another open transaction changed before."""
         if top != rec.xl_xid:
             return  # its top-level transaction is known (a commit or an assignment listed it)
-        oid = rel.oid if rel is not None else None
         for other, txn in self.history.txns.items():
             if other == top:
                 continue
@@ -94,16 +98,14 @@ class ReplicaCatalog:
                 row = ev.row
                 if ev.lsn >= rec.lsn:
                     break
-                if ((ev.cat == RelationRelationId and (row["oid"] == oid or row["relfilenode"] == blk.relNumber))
+                if ((ev.cat == RelationRelationId and (row["oid"] == oid or row["relfilenode"] == relnumber))
                         or (ev.cat == AttributeRelationId and row["attrelid"] == oid)
                         or (ev.cat == IndexRelationId and row["indrelid"] == oid)):
-                    what = f"{rel.nspname}.{rel.relname}" if rel is not None else \
-                        f"file {blk.spcOid}/{blk.dbOid}/{blk.relNumber}"
                     raise DecodeError(
-                        f"the row change of transaction {rec.xl_xid} to {what} at {format_lsn(rec.lsn)} cannot be "
-                        f"decoded: transaction {other}, still open, changed its catalog rows at {format_lsn(ev.lsn)}, "
-                        f"and below wal_level=logical the WAL does not say whether {rec.xl_xid} is a subtransaction "
-                        f"of {other} (which sees those rows) or not", lsn=rec.lsn)
+                        f"{what} by transaction {rec.xl_xid} at {format_lsn(rec.lsn)} cannot be decoded: transaction "
+                        f"{other}, still open, changed the relation's catalog rows at {format_lsn(ev.lsn)}, and below "
+                        f"wal_level=logical the WAL does not say whether {rec.xl_xid} is a subtransaction of {other} "
+                        "(which sees those rows) or not", lsn=rec.lsn)
 
     def _check_invalidations(self, rec, rel: Relation, top: int) -> None:
         """A row change after its transaction's own catalog rows, for a plugin that hears invalidations: at
@@ -145,6 +147,7 @@ class ReplicaCatalog:
             return []
         if relkind != RELKIND_RELATION:
             return []  # a TOAST table's or an index's new storage goes with its table's
+        self._undecidable(rec, top, oid, None, f"the new storage of table {new['relname']} (OID {oid})")
         view = self.history.view(rec.lsn + 1, top)
         rel = view.relation(oid)
         if rel is None or not relation_is_logically_logged(rel) or rel.relrewrite:
@@ -153,10 +156,7 @@ class ReplicaCatalog:
                for ev in txn.events):
             return []  # make_new_heap's transient heap: a rewrite (ALTER TABLE, VACUUM FULL, CLUSTER)
         self._renewed(rec, top, f"table {rel.nspname}.{rel.relname} (OID {oid})")
-        # DecodeTruncate's xl_heap_truncate: dbId, nrelids, flags (none told: CASCADE is not in the
-        # catalog rows, docs/replica.md), relids
-        extra = rm_heap.xl_heap_truncate.pack(self.database, 1, 0) + struct.pack("<I", oid)
-        return [Change(rec.lsn, REORDER_BUFFER_CHANGE_TRUNCATE, 0, 0, rec.origin, True, None, None, extra)]
+        return [self._truncate(rec, oid)]
 
     def _renewed(self, rec, top: int, what: str) -> None:
         """A table or sequence got new storage: a second one before any row change of the transaction is
@@ -170,21 +170,36 @@ class ReplicaCatalog:
                 "with no row change between: below wal_level=logical one TRUNCATE of several tables (or with "
                 "RESTART IDENTITY) cannot be told from several commands (no XLOG_HEAP_TRUNCATE record)", lsn=rec.lsn)
 
-    def smgr(self, rec: DecodedRecord) -> None:
-        """XLOG_SMGR_TRUNCATE of a logically logged table's main fork to nothing, in a transaction:
-        heap_truncate_one_rel (TRUNCATE of a table created or given new storage earlier in the same
-        transaction), which the catalog rows do not show: refused.  (VACUUM truncates with no xid.)"""
-        if rec.xl_rmid != RM_SMGR_ID or rec.xl_info & ~XLR_INFO_MASK != rm_smgr.XLOG_SMGR_TRUNCATE or not rec.xl_xid:
-            return
+    def smgr_changes(self, rec: DecodedRecord) -> list[Change]:
+        """An XLOG_SMGR_TRUNCATE of a logically logged table's main fork to nothing, by the transaction that
+        created the table or gave it this storage: ExecuteTruncateGuts's heap_truncate_one_rel (the
+        relation's rd_createSubid or rd_newRelfilelocatorSubid is set), a TRUNCATE with no catalog row.
+        Another such truncation is VACUUM's of a table it emptied (lazy_truncate_heap), which changes no row."""
+        if rec.xl_info & ~XLR_INFO_MASK != rm_smgr.XLOG_SMGR_TRUNCATE or not rec.xl_xid:
+            return []
         blkno, spc, db, node, flags = rm_smgr.xl_smgr_truncate.unpack_from(rec.main_data)
         if db != self.database or blkno or not flags & rm_smgr.SMGR_TRUNCATE_HEAP:
-            return
-        rel = self.view(rec).relation_by_filenode(spc, node)
-        if rel is None or not relation_is_logically_logged(rel) or rel.relkind != RELKIND_RELATION:
-            return
-        raise DecodeError(f"transaction {rec.xl_xid} truncated {rel.nspname}.{rel.relname} in place at "
-                          f"{format_lsn(rec.lsn)} (a table created or truncated earlier in the same transaction): "
-                          "below wal_level=logical this TRUNCATE is not decoded yet", lsn=rec.lsn)
+            return []
+        top = self.tracker.top(rec.xl_xid)
+        rel = self.history.view(rec.lsn, top).relation_by_filenode(spc, node)
+        if rel is None or not relation_is_logically_logged(rel) or rel.relkind != RELKIND_RELATION or rel.relrewrite:
+            return []
+        # the open transaction whose catalog rows gave the table this storage
+        creator = next((other for other, txn in self.history.txns.items()
+                        if any(ev.cat == RelationRelationId and not ev.deleted and ev.row["oid"] == rel.oid
+                               and ev.row["relfilenode"] == node and ev.lsn < rec.lsn for ev in txn.events)), None)
+        if creator != top:
+            # VACUUM's truncation, or one by a subtransaction of the transaction that gave the table its storage
+            self._undecidable(rec, top, rel.oid, node, f"the truncation in place of {rel.nspname}.{rel.relname}")
+            return []
+        self._renewed(rec, top, f"table {rel.nspname}.{rel.relname} (OID {rel.oid})")
+        return [self._truncate(rec, rel.oid)]
+
+    def _truncate(self, rec: DecodedRecord, oid: int) -> Change:
+        """DecodeTruncate's change for table ``oid``: xl_heap_truncate's dbId, nrelids, flags and relids.  No
+        flag is told: CASCADE and RESTART IDENTITY are in no catalog row (docs/replica.md)."""
+        extra = rm_heap.xl_heap_truncate.pack(self.database, 1, 0) + struct.pack("<I", oid)
+        return Change(rec.lsn, REORDER_BUFFER_CHANGE_TRUNCATE, 0, 0, rec.origin, True, None, None, extra)
 
     def ended(self, xids) -> None:
         for x in xids:
