@@ -238,3 +238,13 @@ def test_plugin_hearing_invalidations_refuses_dml_after_ddl_in_one_transaction(r
         decode_wal([runs["replica_wal"]], runs["catalog"], PgOutput(lambda m: None),
                    plugin_options={"proto_version": "1", "publication_names": "p"}, end_lsn=runs["replica_end"],
                    spill_dir=str(tmp_path))
+
+
+def test_without_a_catalog_history_ddl_is_refused(runs, tmp_path):
+    """Without the catalog history (``catalog_history=False``: the snapshot's catalog alone) the first
+    commit of DDL is refused, naming the transaction, its commit and the catalog it changed."""
+    with pytest.raises(DecodeError, match=r"transaction \d+, committed at [0-9A-F]+/[0-9A-F]+, changed the catalog "
+                                          r"pg_catalog\.pg_\w+ at [0-9A-F]+/[0-9A-F]+: DDL inside a wal_level=replica "
+                                          r"range is followed only through the catalog history"):
+        decode_wal([runs["replica_wal"]], runs["catalog"], TestDecoding(lambda line: None), end_lsn=runs["replica_end"],
+                   spill_dir=str(tmp_path), catalog_history=False)

@@ -27,8 +27,11 @@ line inlined from the TOAST table's redone pages (toast_flatten_tuple).
 Pages are known from reading at a checkpoint's redo point on: with full_page_writes each page
 carries an image at its first change after it.  A change whose page is not known (full_page_writes
 off, or a page the WAL read never imaged) is an error naming the relation and block; nothing is
-guessed.  The catalog is the snapshot's: a transaction committing, after the snapshot was taken, a
-change to a catalog row or to a relation the snapshot does not know (DDL) is refused with an error.
+guessed.  The catalog is followed through the WAL by the decoder's catalog history, from the catalog rows
+redone as on logical-level WAL, and ``replica_ddl`` decides what a row change sees and tells TRUNCATE
+(``follow``).  Without a catalog history (a snapshot without the catalogs' columns), the catalog is the
+snapshot's: a transaction committing, after the snapshot was taken, a change to a catalog row or to a
+relation the snapshot does not know (DDL) is refused with an error.
 
 ``scan_start`` tells, before decoding, the WAL's wal_level and where a replica-level read must
 begin.  ``ReplicaRows`` is handed to ``decode.LogicalDecoder`` (its ``replica`` part).
@@ -320,9 +323,10 @@ class ReplicaRows:
             return  # the snapshot already holds what it committed
         lsn, what = min(found)
         raise DecodeError(f"transaction {ev.xid}, committed at {format_lsn(ev.lsn)}, changed {what} at "
-                          f"{format_lsn(lsn)}: DDL inside a wal_level=replica range is not decoded yet (the catalog "
-                          f"snapshot was taken at {format_lsn(self.catalog.lsn)}); decode up to the DDL, then on "
-                          "from a catalog snapshot taken after it", lsn=ev.lsn)
+                          f"{format_lsn(lsn)}: DDL inside a wal_level=replica range is followed only through the "
+                          f"catalog history, which this catalog snapshot (taken at {format_lsn(self.catalog.lsn)}) "
+                          "does not allow; decode up to the DDL, then on from a catalog snapshot taken after it",
+                          lsn=ev.lsn)
 
     # -- tuples from the pages -------------------------------------------------------------------
 

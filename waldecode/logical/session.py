@@ -92,7 +92,8 @@ def decode_wal(source, catalog: Catalog, plugin, request: DecodeRequest | None =
     point of the first checkpoint at or after the reading start (``replica_reading``; ``start_plan`` and
     ``replica_start`` are its answer when the caller has it already), its heap pages replayed into a page
     store under ``redo_dir`` (default: a temporary directory under ``spill_dir``, removed at the end), and its
-    rows read from them (``replica.ReplicaRows``, docs/replica.md); the catalog is the snapshot's alone.
+    rows read from them (``replica.ReplicaRows``, docs/replica.md); the catalog followed by the catalog history
+    as on logical-level WAL, with the rules of ``replica_ddl`` for what replica level does not log.
     """
     request = DecodeRequest.given(request, fields)
     start_lsn, restart_lsn, end_lsn = request.start_lsn, request.restart_lsn, request.end_lsn
