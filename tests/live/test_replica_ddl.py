@@ -58,15 +58,15 @@ WORKLOAD = [
     ["CREATE TABLE t_new2 (a int, b text)", "INSERT INTO t_new2 VALUES (1, 'created and filled')"],
     "DROP TABLE t_new2",
     "TRUNCATE t_trunc",
-    "INSERT INTO t_trunc VALUES (1, 'after truncate')",
-    ["INSERT INTO t_trunc VALUES (2, 'before truncate, same transaction')", "TRUNCATE t_trunc",
-     "INSERT INTO t_trunc VALUES (3, 'after truncate, same transaction')"],
+    "INSERT INTO t_trunc VALUES (101, 'after truncate')",
+    ["INSERT INTO t_trunc VALUES (102, 'before truncate, same transaction')", "TRUNCATE t_trunc",
+     "INSERT INTO t_trunc VALUES (103, 'after truncate, same transaction')"],
     # heap_truncate_one_rel: a table created, or given new storage, in the same transaction is truncated in
     # place (XLOG_SMGR_TRUNCATE, no catalog row)
     ["CREATE TABLE t_tmp (a int)", "INSERT INTO t_tmp VALUES (1)", "TRUNCATE t_tmp", "INSERT INTO t_tmp VALUES (2)"],
-    ["TRUNCATE t_trunc", "INSERT INTO t_trunc VALUES (4, 'between')", "TRUNCATE t_trunc",
-     "INSERT INTO t_trunc VALUES (5, 'after both')"],
-    ["INSERT INTO t_trunc VALUES (6, 'before')", "SAVEPOINT s", "TRUNCATE t_trunc", "ROLLBACK TO SAVEPOINT s"],
+    ["TRUNCATE t_trunc", "INSERT INTO t_trunc VALUES (104, 'between')", "TRUNCATE t_trunc",
+     "INSERT INTO t_trunc VALUES (105, 'after both')"],
+    ["INSERT INTO t_trunc VALUES (106, 'before')", "SAVEPOINT s", "TRUNCATE t_trunc", "ROLLBACK TO SAVEPOINT s"],
     "VACUUM FULL t_vac",
     "UPDATE t_vac SET v = 'after vacuum full' WHERE id = 3",
     "CREATE INDEX t_a_vv ON t_a (vv)",
@@ -102,6 +102,14 @@ REFUSED = {
                           r"the row change of public\.t_a by transaction \d+ at [0-9A-F]+/[0-9A-F]+ cannot be decoded: "
                           r"transaction \d+, still open, changed the relation's catalog rows at [0-9A-F]+/[0-9A-F]+"),
 }
+
+
+# pgoutput hears catalog cache invalidations: the workload with each statement a transaction of its own (DML
+# after DDL in one transaction is refused for it, and so is TRUNCATE: test_plugin_hearing_invalidations_...),
+# without the transaction with a savepoint and without TRUNCATE
+PGOUTPUT_WORKLOAD = [stmt for item in WORKLOAD if not (isinstance(item, list) and any("SAVEPOINT" in s for s in item))
+                     for stmt in ([item] if isinstance(item, str) else item) if not stmt.startswith("TRUNCATE")]
+PGOUTPUT_OPTIONS = {"proto_version": "1", "publication_names": "p"}
 
 
 def run_workload(c) -> None:
@@ -154,6 +162,19 @@ def runs(tmp_path_factory):
         # the same from the same data directory at wal_level=replica
         _start_at(c, pristine, wal_level="replica")
         out["replica_wal"], out["replica_end"] = _wal_run(c, tmp, "replica", lambda: run_workload(c))
+        # pgoutput's truth, and its workload at replica level
+        _start_at(c, pristine, wal_level="logical")
+        with c.connect(DB) as conn:
+            conn.execute("SELECT pg_create_logical_replication_slot('truth_pgoutput', 'pgoutput')")
+        run_items(c, PGOUTPUT_WORKLOAD)
+        with c.connect(DB) as conn:
+            args = [x for kv in PGOUTPUT_OPTIONS.items() for x in kv]
+            rows = conn.execute("SELECT data FROM pg_logical_slot_peek_binary_changes('truth_pgoutput', NULL, NULL"
+                                + ", %s" * len(args) + ")", args).fetchall()
+            out["pgoutput_expected"] = [bytes(r[0]) for r in rows]
+            conn.execute("SELECT pg_drop_replication_slot('truth_pgoutput')")
+        _start_at(c, pristine, wal_level="replica")
+        out["pgoutput_wal"] = _wal_run(c, tmp, "pgoutput", lambda: run_items(c, PGOUTPUT_WORKLOAD))
         # what the rule cannot decide, each from the pristine copy at wal_level=replica
         for name, (work, _error) in REFUSED.items():
             _start_at(c, pristine, wal_level="replica")
@@ -184,8 +205,8 @@ def test_replica_ddl_decodes_as_the_logical_slot(runs, tmp_path):
                    "table public.t_trunc: TRUNCATE: (no-flags)",
                    "table public.t_tmp: INSERT: a[integer]:1\ntable public.t_tmp: TRUNCATE: (no-flags)\n"
                    "table public.t_tmp: INSERT: a[integer]:2",
-                   "table public.t_trunc: INSERT: id[integer]:4 v[text]:'between'\ntable public.t_trunc: TRUNCATE: "
-                   "(no-flags)\ntable public.t_trunc: INSERT: id[integer]:5",
+                   "table public.t_trunc: INSERT: id[integer]:104 v[text]:'between'\ntable public.t_trunc: TRUNCATE: "
+                   "(no-flags)\ntable public.t_trunc: INSERT: id[integer]:105",
                    "table public.t_vac: UPDATE: id[integer]:3 v[text]:'after vacuum full'",
                    "table public.t_a: INSERT: id[integer]:105 vv[text]:'x' d[text]:'dd'",
                    "table public.t_b: INSERT: id[integer]:200 v[text]:'before DDL' w[bigint]:1",
@@ -229,6 +250,33 @@ def test_what_the_rule_cannot_decide_is_named(runs, tmp_path, case):
         decode_wal([wal], runs["catalog"], TestDecoding(lambda line: None), end_lsn=end, spill_dir=str(tmp_path))
 
 
+def test_pgoutput_on_replica_ddl_as_the_logical_slot(runs, tmp_path):
+    """pgoutput, which hears invalidations, on DDL in transactions of its own: the messages of a pgoutput
+    slot on the same workload at logical level (RELATION messages again after each DDL), byte for byte."""
+    wal, end = runs["pgoutput_wal"]
+    got: list[bytes] = []
+    result = decode_wal([wal], runs["catalog"], PgOutput(lambda m: got.append(m.encode("utf-8", "surrogateescape"))),
+                        plugin_options=PGOUTPUT_OPTIONS, end_lsn=end, spill_dir=str(tmp_path))
+    assert result.warnings == [] and result.not_decoded == [], (result.warnings, result.not_decoded)
+    expected = [_without_positions(m) for m in runs["pgoutput_expected"]]
+    got = [_without_positions(m) for m in got]
+    assert sum(m[:1] == b"R" for m in expected) > 5, "RELATION messages after the DDL"
+    for i, (g, e) in enumerate(zip(got, expected)):
+        assert g == e, f"message {i} differs"
+    assert got == expected
+
+
+def _without_positions(message: bytes) -> bytes:
+    """A pgoutput message with the LSNs and times of BEGIN and COMMIT zeroed (proto.c logicalrep_write_begin:
+    final LSN, commit time, xid; logicalrep_write_commit: flags, commit LSN, end LSN, commit time): the
+    two runs wrote the same transactions at other positions and times."""
+    if message[:1] == b"B":
+        return b"B" + bytes(16) + message[17:]
+    if message[:1] == b"C":
+        return message[:2] + bytes(24) + message[26:]
+    return message
+
+
 def test_plugin_hearing_invalidations_refuses_dml_after_ddl_in_one_transaction(runs, tmp_path):
     """pgoutput hears a DDL command's invalidations before the transaction's next change at logical level
     (XLOG_XACT_INVALIDATIONS); replica level logs them only in the commit: such a transaction is refused."""
@@ -237,6 +285,15 @@ def test_plugin_hearing_invalidations_refuses_dml_after_ddl_in_one_transaction(r
                                           r"hears catalog cache invalidations"):
         decode_wal([runs["replica_wal"]], runs["catalog"], PgOutput(lambda m: None),
                    plugin_options={"proto_version": "1", "publication_names": "p"}, end_lsn=runs["replica_end"],
+                   spill_dir=str(tmp_path))
+
+
+def test_plugin_hearing_invalidations_refuses_truncate(runs, tmp_path):
+    """pgoutput hears a TRUNCATE's invalidations before it at logical level (R before T): refused."""
+    wal, end = runs["truncate_two"]
+    with pytest.raises(DecodeError, match=r"transaction \d+ truncated public\.t_trunc at [0-9A-F]+/[0-9A-F]+: the "
+                                          r"output plugin hears catalog cache invalidations"):
+        decode_wal([wal], runs["catalog"], PgOutput(lambda m: None), plugin_options=PGOUTPUT_OPTIONS, end_lsn=end,
                    spill_dir=str(tmp_path))
 
 

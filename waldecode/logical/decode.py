@@ -651,6 +651,10 @@ class LogicalDecoder(TransactionListener):
             parsed = parsed._replace(dbId=self.replica.database_of(xid, parsed.subxacts))
         if parsed.msgs:
             rb.set_catalog_changes(xid, rec.lsn)  # DecodeCommit: the commit carries invalidations
+            if self.replica is not None and self.hears_invalidations:
+                # below logical no XLOG_XACT_INVALIDATIONS gathered them: the commit's are the transaction's
+                # (ReplicaCatalog refuses a row change after them, which logical level has them executed before)
+                rb.add_invalidations(xid, rec.lsn, parsed.msgs)
         self.snapbuild.commit_txn(rec.lsn, xid)
         if rb.has_catalog_changes(xid, parsed.subxacts):
             # SnapBuildCommitTxn: a transaction that changed the catalog gets a base snapshot at its

@@ -156,7 +156,7 @@ class ReplicaCatalog:
                for ev in txn.events):
             return []  # make_new_heap's transient heap: a rewrite (ALTER TABLE, VACUUM FULL, CLUSTER)
         self._renewed(rec, top, f"table {rel.nspname}.{rel.relname} (OID {oid})")
-        return [self._truncate(rec, oid)]
+        return [self._truncate(rec, rel)]
 
     def _renewed(self, rec, top: int, what: str) -> None:
         """A table or sequence got new storage: a second one before any row change of the transaction is
@@ -193,12 +193,20 @@ class ReplicaCatalog:
             self._undecidable(rec, top, rel.oid, node, f"the truncation in place of {rel.nspname}.{rel.relname}")
             return []
         self._renewed(rec, top, f"table {rel.nspname}.{rel.relname} (OID {rel.oid})")
-        return [self._truncate(rec, rel.oid)]
+        return [self._truncate(rec, rel)]
 
-    def _truncate(self, rec: DecodedRecord, oid: int) -> Change:
-        """DecodeTruncate's change for table ``oid``: xl_heap_truncate's dbId, nrelids, flags and relids.  No
-        flag is told: CASCADE and RESTART IDENTITY are in no catalog row (docs/replica.md)."""
-        extra = rm_heap.xl_heap_truncate.pack(self.database, 1, 0) + struct.pack("<I", oid)
+    def _truncate(self, rec: DecodedRecord, rel: Relation) -> Change:
+        """DecodeTruncate's change for table ``rel``: xl_heap_truncate's dbId, nrelids, flags and relids.  No
+        flag is told: CASCADE and RESTART IDENTITY are in no catalog row (docs/replica.md).  A plugin that
+        hears invalidations is refused it: at logical level it hears the TRUNCATE's own first (the
+        CommandCounterIncrement that ends RelationSetNewRelfilenumber writes them before XLOG_HEAP_TRUNCATE,
+        and heap_truncate_one_rel's index rebuild its own), below logical only the commit carries them."""
+        if self.hears_invalidations:
+            raise DecodeError(f"transaction {rec.xl_xid} truncated {rel.nspname}.{rel.relname} at "
+                              f"{format_lsn(rec.lsn)}: the output plugin hears catalog cache invalidations, which at "
+                              "logical level reach it before the TRUNCATE (XLOG_XACT_INVALIDATIONS) and below "
+                              "wal_level=logical are logged only at the commit", lsn=rec.lsn)
+        extra = rm_heap.xl_heap_truncate.pack(self.database, 1, 0) + struct.pack("<I", rel.oid)
         return Change(rec.lsn, REORDER_BUFFER_CHANGE_TRUNCATE, 0, 0, rec.origin, True, None, None, extra)
 
     def ended(self, xids) -> None:
