@@ -39,6 +39,8 @@ INSERT INTO t_b SELECT g, 'b' || g, g FROM generate_series(1, 20) g;
 INSERT INTO t_trunc SELECT g, 't' || g FROM generate_series(1, 20) g;
 INSERT INTO t_vac SELECT g, 'v' || g FROM generate_series(1, 50) g;
 DELETE FROM t_vac WHERE id % 2 = 0;
+CREATE TABLE t_serial (id serial PRIMARY KEY, v text);
+INSERT INTO t_serial (v) VALUES ('s');
 CREATE PUBLICATION p FOR ALL TABLES;
 """
 
@@ -90,6 +92,11 @@ REFUSED = {
     "truncate_two": ([["TRUNCATE t_trunc, t_vac"]],
                      r"transaction \d+ gave table public\.t_trunc \(OID \d+\) new storage at [0-9A-F]+/[0-9A-F]+ and "
                      r"table public\.t_vac \(OID \d+\) at [0-9A-F]+/[0-9A-F]+ with no row change between"),
+    # RESTART IDENTITY gives the table's sequence new storage too: like ALTER SEQUENCE ... RESTART after it
+    "truncate_restart_identity": ([["TRUNCATE t_serial RESTART IDENTITY"]],
+                                  r"transaction \d+ gave (table public\.t_serial|sequence t_serial_id_seq) \(OID \d+\) "
+                                  r"new storage at [0-9A-F]+/[0-9A-F]+ and (table public\.t_serial|sequence "
+                                  r"t_serial_id_seq) \(OID \d+\) at [0-9A-F]+/[0-9A-F]+ with no row change between"),
     # a table created in a transaction, truncated in a subtransaction of it: the subtransaction's catalog
     # rows do not name their top-level transaction
     "truncate_in_subxact": ([["CREATE TABLE t_tmp (a int)", "SAVEPOINT s", "TRUNCATE t_tmp", "RELEASE SAVEPOINT s"]],
