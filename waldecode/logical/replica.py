@@ -245,8 +245,7 @@ class ReplicaRows:
         """Follow the catalog through the WAL with the decoder's catalog history (None: it has none, and
         DDL stays refused): the catalog a row change sees and TRUNCATE come from ``replica_ddl``."""
         if history is not None:
-            self.ddl = ReplicaCatalog(history, tracker, self.database, self.catalog.database_tablespace,
-                                      hears_invalidations)
+            self.ddl = ReplicaCatalog(history, tracker, self.database, hears_invalidations)
 
     # -- redo and the DDL check ----------------------------------------------------------------------
 

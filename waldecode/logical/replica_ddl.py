@@ -28,6 +28,7 @@ rules that stand in for them (docs/replica.md, "DDL"), for ``replica.ReplicaRows
 from __future__ import annotations
 
 import struct
+from bisect import bisect_left
 
 from ..catalog import Relation
 from ..catalog.pg_catalog import RELKIND_RELATION, RELKIND_SEQUENCE, AttributeRelationId, IndexRelationId, \
@@ -39,21 +40,17 @@ from ..wal.xlogrecord import XLR_INFO_MASK, DecodedRecord
 from .reorderbuffer import REORDER_BUFFER_CHANGE_TRUNCATE, Change
 from .replay import relation_is_logically_logged
 
-# src/include/common/relpath.h: ForkNumber
-MAIN_FORKNUM = 0
-
 
 class ReplicaCatalog:
     """The catalog history's answers for replica-level row changes (see the module's docstring)."""
 
-    def __init__(self, history, tracker, database: int, database_tablespace: int, hears_invalidations: bool = False):
+    def __init__(self, history, tracker, database: int, hears_invalidations: bool = False):
         self.history = history
         self.tracker = tracker
         # the output plugin hears catalog cache invalidations (pgoutput): logical level logs a transaction's
         # at each command's end (XLOG_XACT_INVALIDATIONS), replica level only in its commit record
         self.hears_invalidations = hears_invalidations
         self.database = database
-        self.database_tablespace = database_tablespace
         # top-level xid -> (LSN, what) of the storage renewals since its last row change: one TRUNCATE
         # command or several cannot be told apart below logical
         self._renewals: dict[int, list] = {}
@@ -83,26 +80,26 @@ class ReplicaCatalog:
         """Below logical a subtransaction's records do not name their top-level transaction: if another
         transaction still open wrote catalog rows of this relation (or gave a relation this file), the change
         sees them if it is that transaction's subtransaction, and not if it is a transaction of its own."""
-        what = f"{rel.nspname}.{rel.relname}" if rel is not None else f"file {blk.spcOid}/{blk.dbOid}/{blk.relNumber}"
-        self._undecidable(rec, top, rel.oid if rel is not None else None, blk.relNumber, f"the row change of {what}")
+        self._undecidable(rec, top, rel.oid if rel is not None else None, blk.relNumber,
+                          lambda: "the row change of " + (f"{rel.nspname}.{rel.relname}" if rel is not None
+                                                          else f"file {blk.spcOid}/{blk.dbOid}/{blk.relNumber}"))
 
-    def _undecidable(self, rec, top: int, oid: int | None, relnumber: int | None, what: str) -> None:
+    def _undecidable(self, rec, top: int, oid: int | None, relnumber: int | None, what) -> None:
         """An error when transaction ``rec.xl_xid``, whose top-level transaction is not known, acts on relation
-        ``oid`` (or the file ``relnumber``) whose catalog rows another open transaction changed before."""
+        ``oid`` (or the file ``relnumber``) whose catalog rows another open transaction changed before;
+        ``what()`` names the act."""
         if top != rec.xl_xid:
             return  # its top-level transaction is known (a commit or an assignment listed it)
         for other, txn in self.history.txns.items():
             if other == top:
                 continue
-            for ev in txn.events:
+            for ev in txn.events[:bisect_left(txn.lsns, rec.lsn)]:
                 row = ev.row
-                if ev.lsn >= rec.lsn:
-                    break
                 if ((ev.cat == RelationRelationId and (row["oid"] == oid or row["relfilenode"] == relnumber))
                         or (ev.cat == AttributeRelationId and row["attrelid"] == oid)
                         or (ev.cat == IndexRelationId and row["indrelid"] == oid)):
                     raise DecodeError(
-                        f"{what} by transaction {rec.xl_xid} at {format_lsn(rec.lsn)} cannot be decoded: transaction "
+                        f"{what()} by transaction {rec.xl_xid} at {format_lsn(rec.lsn)} cannot be decoded: transaction "
                         f"{other}, still open, changed the relation's catalog rows at {format_lsn(ev.lsn)}, and below "
                         f"wal_level=logical the WAL does not say whether {rec.xl_xid} is a subtransaction of {other} "
                         "(which sees those rows) or not", lsn=rec.lsn)
@@ -131,7 +128,7 @@ class ReplicaCatalog:
         if txn is None:
             return []
         old = new = None
-        for ev in txn.events:
+        for ev in txn.events[bisect_left(txn.lsns, rec.lsn):]:  # the record's own events, the last ones
             if ev.lsn == rec.lsn and ev.cat == RelationRelationId:
                 if ev.deleted:
                     old = ev.row
@@ -147,7 +144,7 @@ class ReplicaCatalog:
             return []
         if relkind != RELKIND_RELATION:
             return []  # a TOAST table's or an index's new storage goes with its table's
-        self._undecidable(rec, top, oid, None, f"the new storage of table {new['relname']} (OID {oid})")
+        self._undecidable(rec, top, oid, None, lambda: f"the new storage of table {new['relname']} (OID {oid})")
         view = self.history.view(rec.lsn + 1, top)
         rel = view.relation(oid)
         if rel is None or not relation_is_logically_logged(rel) or rel.relrewrite:
@@ -190,7 +187,8 @@ class ReplicaCatalog:
                                and ev.row["relfilenode"] == node and ev.lsn < rec.lsn for ev in txn.events)), None)
         if creator != top:
             # VACUUM's truncation, or one by a subtransaction of the transaction that gave the table its storage
-            self._undecidable(rec, top, rel.oid, node, f"the truncation in place of {rel.nspname}.{rel.relname}")
+            self._undecidable(rec, top, rel.oid, node,
+                              lambda: f"the truncation in place of {rel.nspname}.{rel.relname}")
             return []
         self._renewed(rec, top, f"table {rel.nspname}.{rel.relname} (OID {rel.oid})")
         return [self._truncate(rec, rel)]
