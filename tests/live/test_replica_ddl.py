@@ -78,6 +78,11 @@ WORKLOAD = [
     ["INSERT INTO t_b VALUES (200, 'before DDL', 1)", "ALTER TABLE t_b ADD COLUMN z int",
      "INSERT INTO t_b VALUES (201, 'after DDL', 2, 3)", "ALTER TABLE t_b DROP COLUMN v",
      "UPDATE t_b SET z = 9 WHERE id = 200"],
+    # a subtransaction's rows under its top-level transaction's DDL: its records do not name the top-level
+    # transaction, its changes read the same under either catalog
+    ["ALTER TABLE t_a ADD COLUMN e int", "SAVEPOINT s", "INSERT INTO t_a VALUES (106, 'in a subtransaction', 'd', 6)",
+     "UPDATE t_a SET e = 7 WHERE id = 7", "RELEASE SAVEPOINT s"],
+    ["CREATE TABLE t_sub (a int)", "SAVEPOINT s", "INSERT INTO t_sub VALUES (1)", "RELEASE SAVEPOINT s"],
     "ALTER TABLE t_b RENAME TO t_b2",
     "UPDATE t_b2 SET z = 10 WHERE id = 201",
     "ALTER TABLE t_a REPLICA IDENTITY FULL",
@@ -102,18 +107,17 @@ REFUSED = {
     "truncate_in_subxact": ([["CREATE TABLE t_tmp (a int)", "SAVEPOINT s", "TRUNCATE t_tmp", "RELEASE SAVEPOINT s"]],
                             r"the new storage of table t_tmp \(OID \d+\) by transaction \d+ at [0-9A-F]+/[0-9A-F]+ "
                             r"cannot be decoded: transaction \d+, still open, changed the relation's catalog rows"),
-    # a subtransaction's row change under its top-level transaction's DDL: its records do not name their
-    # top-level transaction below logical
-    "subxact_after_ddl": ([["ALTER TABLE t_a ADD COLUMN e int", "SAVEPOINT s", "INSERT INTO t_a VALUES (900, 'x', 1)",
-                            "RELEASE SAVEPOINT s"]],
-                          r"the row change of public\.t_a by transaction \d+ at [0-9A-F]+/[0-9A-F]+ cannot be decoded: "
-                          r"transaction \d+, still open, changed the relation's catalog rows at [0-9A-F]+/[0-9A-F]+"),
+    # a subtransaction's update under its top-level transaction's change of replica identity: the old row
+    # it logs depends on whether it is that transaction's subtransaction (FULL) or not (the key, unchanged)
+    "subxact_identity": ([["ALTER TABLE t_a REPLICA IDENTITY FULL", "SAVEPOINT s",
+                           "UPDATE t_a SET v = 'x' WHERE id = 1", "RELEASE SAVEPOINT s"]],
+                         r"the row change of transaction \d+ at [0-9A-F]+/[0-9A-F]+ \(file \d+/\d+/\d+\) reads "
+                         r"differently whether it is a subtransaction of transaction \d+, still open"),
 }
-
 
 # pgoutput hears catalog cache invalidations: the workload with each statement a transaction of its own (DML
 # after DDL in one transaction is refused for it, and so is TRUNCATE: test_plugin_hearing_invalidations_...),
-# without the transaction with a savepoint and without TRUNCATE
+# without the transactions with a savepoint and without TRUNCATE
 PGOUTPUT_WORKLOAD = [stmt for item in WORKLOAD if not (isinstance(item, list) and any("SAVEPOINT" in s for s in item))
                      for stmt in ([item] if isinstance(item, str) else item) if not stmt.startswith("TRUNCATE")]
 PGOUTPUT_OPTIONS = {"proto_version": "1", "publication_names": "p"}
@@ -219,7 +223,9 @@ def test_replica_ddl_decodes_as_the_logical_slot(runs, tmp_path):
                    "table public.t_b: INSERT: id[integer]:200 v[text]:'before DDL' w[bigint]:1",
                    "table public.t_b: INSERT: id[integer]:201 v[text]:'after DDL' w[bigint]:2 z[integer]:3",
                    "table public.t_b2: UPDATE: id[integer]:201 w[bigint]:2 z[integer]:10",
-                   "table public.t_a: UPDATE: old-key: id[integer]:5"):
+                   "table public.t_a: UPDATE: old-key: id[integer]:5",
+                   "table public.t_a: INSERT: id[integer]:106 vv[text]:'in a subtransaction' d[text]:'d' e[integer]:6",
+                   "table public.t_sub: INSERT: a[integer]:1"):
         assert needle in text, needle
     for i, (g, e) in enumerate(zip(_transactions(got), _transactions(expected))):
         assert g == e, f"transaction {i} differs"

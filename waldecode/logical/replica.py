@@ -246,6 +246,34 @@ class ReplicaRows:
         DDL stays refused): the catalog a row change sees and TRUNCATE come from ``replica_ddl``."""
         if history is not None:
             self.ddl = ReplicaCatalog(history, tracker, self.database, hears_invalidations)
+            # each row change read under every catalog it may see (a subtransaction's, before its commit names
+            # its top-level transaction): one answer, or an error
+            self.extractors = {rmid: {info: self.ddl.each_catalog(extract, self.written_natts)
+                                      for info, extract in table.items()}
+                               for rmid, table in self.extractors.items()}
+
+    def written_natts(self, rec: DecodedRecord) -> int | None:
+        """The number of attributes of the (first) tuple an insert or update wrote, from the redone page
+        (heap_form_tuple gives a tuple its relation's count: HeapTupleHeaderSetNatts); None for a delete, or
+        a page not known."""
+        rmid, info = rec.xl_rmid, rec.xl_info & rm_heap.XLOG_HEAP_OPMASK
+        blk = rec.block(0)
+        if rmid == RM_HEAP_ID and info == rm_heap.XLOG_HEAP_INSERT:
+            offnum = rm_heap.xl_heap_insert.unpack_from(rec.main_data)[0]
+        elif rmid == RM_HEAP_ID and info in (rm_heap.XLOG_HEAP_UPDATE, rm_heap.XLOG_HEAP_HOT_UPDATE):
+            offnum = rm_heap.xl_heap_update.unpack_from(rec.main_data)[5]
+        elif rmid == RM_HEAP2_ID and info == rm_heap.XLOG_HEAP2_MULTI_INSERT:
+            offnum = (bp.FirstOffsetNumber if rec.xl_info & rm_heap.XLOG_HEAP_INIT_PAGE
+                      else _u16.unpack_from(rec.main_data, rm_heap.SizeOfHeapMultiInsert)[0])
+        else:
+            return None
+        page = self.store.read((blk.spcOid, blk.dbOid, blk.relNumber), blk.forknum, blk.blkno)
+        if page is None or not bp.FirstOffsetNumber <= offnum <= bp.page_get_max_offset_number(page):
+            return None
+        lp_off, lp_flags, _lp_len = bp.item_id(page, offnum)
+        if lp_flags != bp.LP_NORMAL:
+            return None
+        return ht.infomask2(page, lp_off) & heaptuple.HEAP_NATTS_MASK
 
     # -- redo and the DDL check ----------------------------------------------------------------------
 

@@ -54,6 +54,7 @@ class ReplicaCatalog:
         # top-level xid -> (LSN, what) of the storage renewals since its last row change: one TRUNCATE
         # command or several cannot be told apart below logical
         self._renewals: dict[int, list] = {}
+        self.current = None  # the catalog view ``each_catalog`` reads the record's change under
 
     # -- the catalog a change sees -------------------------------------------------------------------
 
@@ -63,26 +64,89 @@ class ReplicaCatalog:
 
     def relation(self, rec: DecodedRecord, blk) -> tuple[Relation | None, object]:
         """(relation stored in the block's file, or None; the catalog view it was found in) for a row
-        change; an error when another open transaction's catalog rows would decide it."""
-        view = self.view(rec)
+        change, in the catalog ``each_catalog`` reads it under."""
+        view = self.current if self.current is not None else self.view(rec)
         rel = view.relation_by_filenode(blk.spcOid, blk.relNumber)
         xid = rec.xl_xid
-        if xid:
+        if xid and rel is not None and relation_is_logically_logged(rel):
             top = self.tracker.top(xid)
-            self._check_undecidable(rec, blk, rel, top)
-            if rel is not None and relation_is_logically_logged(rel):
-                self._renewals.pop(top, None)  # a row change ends a run of storage renewals
-                if self.hears_invalidations and not rel.relrewrite:  # (a rewrite's transient heap is not decoded)
-                    self._check_invalidations(rec, rel, top)
+            self._renewals.pop(top, None)  # a row change ends a run of storage renewals
+            if self.hears_invalidations and not rel.relrewrite:  # (a rewrite's transient heap is not decoded)
+                self._check_invalidations(rec, rel, top)
         return rel, view
 
-    def _check_undecidable(self, rec, blk, rel: Relation | None, top: int) -> None:
-        """Below logical a subtransaction's records do not name their top-level transaction: if another
-        transaction still open wrote catalog rows of this relation (or gave a relation this file), the change
-        sees them if it is that transaction's subtransaction, and not if it is a transaction of its own."""
-        self._undecidable(rec, top, rel.oid if rel is not None else None, blk.relNumber,
-                          lambda: "the row change of " + (f"{rel.nspname}.{rel.relname}" if rel is not None
-                                                          else f"file {blk.spcOid}/{blk.dbOid}/{blk.relNumber}"))
+    def each_catalog(self, extract, written_natts):
+        """``extract`` (a ``ReplicaRows`` extractor) read under each catalog the record's change may see
+        (``catalogs``): their one answer, or an error when they differ.  ``written_natts(rec)``: the number of
+        attributes of the tuple the record wrote, or None."""
+        def run(rec: DecodedRecord, database: int) -> list[Change]:
+            blk = rec.block(0)
+            if blk is None or blk.dbOid != self.database:
+                return extract(rec, database)
+            cands = self.catalogs(rec, blk, written_natts)
+            results = []
+            for _xid, view in cands:
+                self.current = view
+                try:
+                    results.append(extract(rec, database))
+                except DecodeError as e:
+                    if len(cands) == 1:
+                        raise
+                    results.append(e)
+                finally:
+                    self.current = None
+            if len(results) > 1 and any(isinstance(r, DecodeError) or r != results[0] for r in results):
+                other = cands[1][0]
+                raise DecodeError(
+                    f"the row change of transaction {rec.xl_xid} at {format_lsn(rec.lsn)} (file {blk.spcOid}/"
+                    f"{blk.dbOid}/{blk.relNumber}) reads differently whether it is a subtransaction of transaction "
+                    f"{other}, still open, which changed the relation's catalog rows before it, or not: below "
+                    "wal_level=logical the WAL does not say which", lsn=rec.lsn)
+            return results[0]
+        return run
+
+    def catalogs(self, rec: DecodedRecord, blk, written_natts) -> list[tuple[int, object]]:
+        """(transaction, catalog view) the record's change may be read under.  Its own transaction's view; and
+        when its top-level transaction is not known (below logical a subtransaction's records do not name it;
+        the commit lists them), also the view of each other open transaction that changed this relation's
+        catalog rows before it, whose subtransaction it may be.  A view in which no relation is stored in the
+        record's file is no candidate when another has one (a transaction writes only to relations it sees), nor
+        one whose relation has fewer attributes than the tuple the record wrote (heap_form_tuple gives a tuple
+        its writer's count).  Its own catalog rows, or a plugin that hears invalidations, with such another
+        transaction: an error."""
+        own = self.view(rec)
+        xid = rec.xl_xid
+        if not xid or self.tracker.top(xid) != xid:
+            return [(xid, own)]
+        rel = own.relation_by_filenode(blk.spcOid, blk.relNumber)
+        others = self._others(rec, rel.oid if rel is not None else None, blk.relNumber)
+        if not others:
+            return [(xid, own)]
+        if xid in self.history.txns or self.hears_invalidations:
+            self._undecidable(rec, xid, rel.oid if rel is not None else None, blk.relNumber,
+                              lambda: "the row change of " + (f"{rel.nspname}.{rel.relname}" if rel is not None
+                                                              else f"file {blk.spcOid}/{blk.dbOid}/{blk.relNumber}"))
+        cands = [(xid, own)] + [(other, self.history.view(rec.lsn, other)) for other, _lsn in others]
+        natts = written_natts(rec) or 0
+        seen = [(x, v) for x, v in cands
+                if (r := v.relation_by_filenode(blk.spcOid, blk.relNumber)) is not None and len(r.attributes) >= natts]
+        return seen or cands[:1]
+
+    def _others(self, rec, oid: int | None, relnumber: int | None) -> list[tuple[int, int]]:
+        """(transaction, LSN) of each open transaction but the record's that changed catalog rows of relation
+        ``oid`` (or gave a relation the file ``relnumber``) before the record, at its first such change."""
+        out = []
+        for other, txn in self.history.txns.items():
+            if other == rec.xl_xid:
+                continue
+            for ev in txn.events[:bisect_left(txn.lsns, rec.lsn)]:
+                row = ev.row
+                if ((ev.cat == RelationRelationId and (row["oid"] == oid or row["relfilenode"] == relnumber))
+                        or (ev.cat == AttributeRelationId and row["attrelid"] == oid)
+                        or (ev.cat == IndexRelationId and row["indrelid"] == oid)):
+                    out.append((other, ev.lsn))
+                    break
+        return out
 
     def _undecidable(self, rec, top: int, oid: int | None, relnumber: int | None, what) -> None:
         """An error when transaction ``rec.xl_xid``, whose top-level transaction is not known, acts on relation
@@ -90,19 +154,14 @@ class ReplicaCatalog:
         ``what()`` names the act."""
         if top != rec.xl_xid:
             return  # its top-level transaction is known (a commit or an assignment listed it)
-        for other, txn in self.history.txns.items():
-            if other == top:
-                continue
-            for ev in txn.events[:bisect_left(txn.lsns, rec.lsn)]:
-                row = ev.row
-                if ((ev.cat == RelationRelationId and (row["oid"] == oid or row["relfilenode"] == relnumber))
-                        or (ev.cat == AttributeRelationId and row["attrelid"] == oid)
-                        or (ev.cat == IndexRelationId and row["indrelid"] == oid)):
-                    raise DecodeError(
-                        f"{what()} by transaction {rec.xl_xid} at {format_lsn(rec.lsn)} cannot be decoded: transaction "
-                        f"{other}, still open, changed the relation's catalog rows at {format_lsn(ev.lsn)}, and below "
-                        f"wal_level=logical the WAL does not say whether {rec.xl_xid} is a subtransaction of {other} "
-                        "(which sees those rows) or not", lsn=rec.lsn)
+        others = self._others(rec, oid, relnumber)
+        if others:
+            other, lsn = others[0]
+            raise DecodeError(
+                f"{what()} by transaction {rec.xl_xid} at {format_lsn(rec.lsn)} cannot be decoded: transaction "
+                f"{other}, still open, changed the relation's catalog rows at {format_lsn(lsn)}, and below "
+                f"wal_level=logical the WAL does not say whether {rec.xl_xid} is a subtransaction of {other} "
+                "(which sees those rows) or not", lsn=rec.lsn)
 
     def _check_invalidations(self, rec, rel: Relation, top: int) -> None:
         """A row change after its transaction's own catalog rows, for a plugin that hears invalidations: at
