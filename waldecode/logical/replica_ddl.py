@@ -12,17 +12,19 @@ rules that stand in for them (docs/replica.md, "DDL"), for ``replica.ReplicaRows
 * the catalog a row change sees (``relation``): the history's view at the change's LSN for its top-level
   transaction, i.e. the committed catalog plus the transaction's own catalog rows written at earlier LSNs
   (record order stands in for command ids: a command's catalog rows are written before the rows it
-  changes under them).  A change whose transaction may be a subtransaction (its top-level xid is not
-  known until the commit lists it) of another open transaction with uncommitted catalog rows for the same
-  relation cannot be decided: an error naming both transactions and the LSN;
+  changes under them).  A change whose top-level transaction is not known yet (a subtransaction's, until
+  the commit lists it) of a relation another open transaction changed the catalog rows of is read under
+  each catalog it may see (``each_catalog``, ``catalogs``): one answer, or an error naming both
+  transactions and the LSN;
 * TRUNCATE (``truncate_changes``): a pg_class row of a logically logged ordinary table rewritten with a
   new relfilenode in the same tablespace, when the transaction wrote no transient heap for it
   (make_new_heap's ``pg_temp_<OID>`` row, whose relrewrite names the table: ALTER TABLE rewrites,
   VACUUM FULL, CLUSTER) is ExecuteTruncateGuts's RelationSetNewRelfilenumber: a TRUNCATE change at that
-  record.  What the catalog rows cannot tell is refused with an error: several tables, or a sequence,
-  given new storage with no row change between (one TRUNCATE of several tables, or RESTART IDENTITY,
-  against several commands), and a table truncated in place (XLOG_SMGR_TRUNCATE, a table created or
-  truncated earlier in the same transaction).
+  record; and an XLOG_SMGR_TRUNCATE of such a table's main fork to nothing by the transaction that gave
+  it that storage (``smgr_changes``: heap_truncate_one_rel, a table created or given new storage earlier
+  in the same transaction).  What the catalog rows cannot tell is refused with an error: several tables,
+  or a sequence, given new storage with no row change between (one TRUNCATE of several tables, or
+  RESTART IDENTITY, against several commands).
 """
 
 from __future__ import annotations
