@@ -118,8 +118,8 @@ class ReplicaCatalog:
         transaction: an error."""
         own = self.view(rec)
         xid = rec.xl_xid
-        if not xid or self.tracker.top(xid) != xid:
-            return [(xid, own)]
+        if not xid or self.tracker.top(xid) != xid or not self.history.txns.keys() - {xid}:
+            return [(xid, own)]  # its top-level transaction known, or no other one with catalog rows open
         rel = own.relation_by_filenode(blk.spcOid, blk.relNumber)
         others = self._others(rec, rel.oid if rel is not None else None, blk.relNumber)
         if not others:
