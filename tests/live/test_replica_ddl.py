@@ -13,10 +13,14 @@ inside a DDL transaction shown the catalog before the transaction's own catalog 
 
 from __future__ import annotations
 
+import re
+import subprocess
+import sys
+
 import pytest
 
 from waldecode.catalog.dsn import snapshot_from_connection
-from waldecode.errors import DecodeError
+from waldecode.errors import DecodeError, format_lsn
 from waldecode.logical import replica_ddl
 from waldecode.logical.session import decode_wal
 from waldecode.output.pgoutput import PgOutput
@@ -325,3 +329,21 @@ def test_without_a_catalog_history_ddl_is_refused(runs, tmp_path):
                                           r"range is followed only through the catalog history"):
         decode_wal([runs["replica_wal"]], runs["catalog"], TestDecoding(lambda line: None), end_lsn=runs["replica_end"],
                    spill_dir=str(tmp_path), catalog_history=False)
+
+
+def test_decode_command_on_replica_ddl(runs, tmp_path):
+    """``waldecode decode --catalog FILE WALDIR``: the slot's lines on standard output, exit status 0; and a
+    range the rules cannot decide is one error line on standard error, exit status 1."""
+    catalog = tmp_path / "catalog.json"
+    catalog.write_text(runs["catalog"].to_json())
+
+    def decode(wal, end):
+        return subprocess.run([sys.executable, "-m", "waldecode.cli", "decode", "--catalog", str(catalog),
+                               "--end-lsn", format_lsn(end), str(wal)], capture_output=True, text=True, timeout=600)
+
+    proc = decode(runs["replica_wal"], runs["replica_end"])
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.splitlines() == runs["expected"]
+    proc = decode(*runs["truncate_two"])
+    assert proc.returncode == 1 and re.search(REFUSED["truncate_two"][1], proc.stderr), proc.stderr
+    assert len(proc.stderr.splitlines()) == 1, proc.stderr
