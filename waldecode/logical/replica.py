@@ -536,7 +536,7 @@ class ReplicaRows:
         what = (f"TOAST value {pointer.va_valueid} of column {rel.attributes[column].attname} of the old row of "
                 f"{rel.nspname}.{rel.relname}")
         if toast is None:
-            raise DecodeError(f"{what}: its TOAST table (OID {pointer.va_toastrelid}) is not in the catalog snapshot",
+            raise DecodeError(f"{what}: its TOAST table (OID {pointer.va_toastrelid}) is not in the catalog",
                               lsn=rec.lsn)
         locator = (toast.reltablespace or self._view.database_tablespace, self.database, toast.relfilenode)
         parts: dict[int, bytes] = {}
