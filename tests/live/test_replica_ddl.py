@@ -87,6 +87,10 @@ WORKLOAD = [
     ["ALTER TABLE t_a ADD COLUMN e int", "SAVEPOINT s", "INSERT INTO t_a VALUES (106, 'in a subtransaction', 'd', 6)",
      "UPDATE t_a SET e = 7 WHERE id = 7", "RELEASE SAVEPOINT s"],
     ["CREATE TABLE t_sub (a int)", "SAVEPOINT s", "INSERT INTO t_sub VALUES (1)", "RELEASE SAVEPOINT s"],
+    # two sessions: a transaction of the other commits between the DDL and the DML of this one (the other's
+    # change of another table is not its subtransaction's), then this one
+    ("interleaved", ["ALTER TABLE t_a ADD COLUMN f int"], ["INSERT INTO t_b VALUES (300, 3, 3)"],
+     ["INSERT INTO t_a VALUES (107, 'after the other commit', 'd', 7, 8)"]),
     "ALTER TABLE t_b RENAME TO t_b2",
     "UPDATE t_b2 SET z = 10 WHERE id = 201",
     "ALTER TABLE t_a REPLICA IDENTITY FULL",
@@ -122,7 +126,8 @@ REFUSED = {
 # pgoutput hears catalog cache invalidations: the workload with each statement a transaction of its own (DML
 # after DDL in one transaction is refused for it, and so is TRUNCATE: test_plugin_hearing_invalidations_...),
 # without the transactions with a savepoint and without TRUNCATE
-PGOUTPUT_WORKLOAD = [stmt for item in WORKLOAD if not (isinstance(item, list) and any("SAVEPOINT" in s for s in item))
+PGOUTPUT_WORKLOAD = [stmt for item in WORKLOAD if not isinstance(item, tuple)
+                     if not (isinstance(item, list) and any("SAVEPOINT" in s for s in item))
                      for stmt in ([item] if isinstance(item, str) else item) if not stmt.startswith("TRUNCATE")]
 PGOUTPUT_OPTIONS = {"proto_version": "1", "publication_names": "p"}
 
@@ -132,9 +137,19 @@ def run_workload(c) -> None:
 
 
 def run_items(c, items) -> None:
-    with c.connect(DB) as conn:
+    with c.connect(DB) as conn, c.connect(DB) as other:
         for item in items:
-            if isinstance(item, list):
+            if isinstance(item, tuple):  # ("interleaved", this transaction's first, other's, this one's last)
+                _, first, others, last = item
+                conn.execute("BEGIN")
+                for stmt in first:
+                    conn.execute(stmt)
+                for stmt in others:
+                    other.execute(stmt)
+                for stmt in last:
+                    conn.execute(stmt)
+                conn.execute("COMMIT")
+            elif isinstance(item, list):
                 conn.execute("BEGIN")
                 for stmt in item:
                     conn.execute(stmt)
@@ -229,7 +244,10 @@ def test_replica_ddl_decodes_as_the_logical_slot(runs, tmp_path):
                    "table public.t_b2: UPDATE: id[integer]:201 w[bigint]:2 z[integer]:10",
                    "table public.t_a: UPDATE: old-key: id[integer]:5",
                    "table public.t_a: INSERT: id[integer]:106 vv[text]:'in a subtransaction' d[text]:'d' e[integer]:6",
-                   "table public.t_sub: INSERT: a[integer]:1"):
+                   "table public.t_sub: INSERT: a[integer]:1",
+                   "table public.t_b: INSERT: id[integer]:300 w[bigint]:3 z[integer]:3",
+                   "table public.t_a: INSERT: id[integer]:107 vv[text]:'after the other commit' d[text]:'d' "
+                   "e[integer]:7 f[integer]:8"):
         assert needle in text, needle
     for i, (g, e) in enumerate(zip(_transactions(got), _transactions(expected))):
         assert g == e, f"transaction {i} differs"
