@@ -172,9 +172,10 @@ def test_two_phase_toast_types_identities_truncate_messages(cluster, tmp_path):
             conn.execute("INSERT INTO full_ident VALUES (2, 'a2', 2); INSERT INTO nothing_ident VALUES (2, 'n2')")
 
 
-def test_wal_written_below_logical_level_with_ddl_is_refused(tmp_path):
-    """wal_level=replica WAL is decoded from redone pages (test_replica_decode.py), with the snapshot's
-    catalog only: DDL after the snapshot is a clear error, never rows decoded with the wrong catalog."""
+def test_wal_written_below_logical_level_with_ddl(tmp_path):
+    """wal_level=replica WAL is decoded from redone pages (test_replica_decode.py), its DDL followed through
+    the catalog history (test_replica_ddl.py compares it with a slot); without the history (the snapshot's
+    catalog only) DDL after the snapshot is a clear error, never rows decoded with the wrong catalog."""
     from waldecode.logical.decode import DecodeError
     from waldecode.testing.cluster import Cluster, ClusterError
 
@@ -196,9 +197,14 @@ def test_wal_written_below_logical_level_with_ddl_is_refused(tmp_path):
     finally:
         c.__exit__(None, None, None)
     assert catalog.settings["wal_level"] == "replica"
-    with pytest.raises(DecodeError, match=r"changed the catalog pg_catalog\.pg_\w+ at .*DDL inside a wal_level=replica"):
+    got: list[str] = []
+    result = decode_wal([wal], catalog, TestDecoding(got.append), restart_lsn=parse_lsn(start), end_lsn=parse_lsn(end))
+    assert result.warnings == [] and [line for line in got if "public.r" in line] == [
+        "table public.r: INSERT: id[integer]:1"], got
+    with pytest.raises(DecodeError,
+                       match=r"changed the catalog pg_catalog\.pg_\w+ at .*DDL inside a wal_level=replica"):
         decode_wal([wal], catalog, TestDecoding(lambda row: None), restart_lsn=parse_lsn(start),
-                   end_lsn=parse_lsn(end))
+                   end_lsn=parse_lsn(end), catalog_history=False)
 
 
 def test_range_without_a_consistent_point_is_reported(cluster, tmp_path):

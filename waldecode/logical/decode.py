@@ -46,6 +46,7 @@ from ..rmgr import (
     RM_HEAP2_ID,
     RM_HEAP_ID,
     RM_LOGICALMSG_ID,
+    RM_SMGR_ID,
     RM_STANDBY_ID,
     RM_XACT_ID,
     RM_XLOG_ID,
@@ -345,6 +346,9 @@ class LogicalDecoder(TransactionListener):
         self.replayer = replayer(self)
         # decode_framed's native loop reads and writes these parts' state as their own classes keep it
         self.replica = replica
+        if replica is not None:
+            # DDL in the range: the catalog from the redone catalog pages
+            replica.follow(history, self.txns, self.hears_invalidations)
         self.native_parts = (type(self.rb) is ReorderBuffer and type(self.snapbuild) is SnapBuilder
                              and type(self.txns) is TransactionTracker and replica is None and not whole_old_rows)
         # record type -> extractor, per rmgr: the records' own tuples, or at wal_level=replica the pages'
@@ -362,6 +366,8 @@ class LogicalDecoder(TransactionListener):
             RM_HEAP_ID: self._heap,
             RM_LOGICALMSG_ID: self._logicalmsg,
         }
+        if replica is not None:
+            self._dispatch[RM_SMGR_ID] = self._replica_smgr
 
     def _view_at(self, lsn: int) -> CatalogView:
         """CatalogView.at: the committed catalog at ``lsn``, from the history once there is one."""
@@ -489,6 +495,16 @@ class LogicalDecoder(TransactionListener):
             self.rb.set_catalog_changes(xid, rec.lsn)
         elif info not in HEAP2_IGNORED:
             raise DecodeError(f"unexpected RM_HEAP2_ID record type: {info}", lsn=rec.lsn)
+
+    def _replica_smgr(self, rec: DecodedRecord) -> None:
+        """Below logical, a TRUNCATE of a table created or given new storage earlier in its transaction
+        is an XLOG_SMGR_TRUNCATE (heap_truncate_one_rel) and no XLOG_HEAP_TRUNCATE: DecodeTruncate's part."""
+        self.rb.process_xid(rec.xl_xid, rec.lsn)
+        if self.snapbuild.state < SNAPBUILD_FULL_SNAPSHOT:
+            return
+        changes = self.replica.smgr_changes(rec)
+        if changes and self._process_change(rec.xl_xid, rec.lsn):
+            self._queue(rec, lambda rec, database: changes)
 
     def _queue(self, rec: DecodedRecord, extract) -> None:
         if self._filter_origin(rec.origin):
@@ -640,6 +656,10 @@ class LogicalDecoder(TransactionListener):
             parsed = parsed._replace(dbId=self.replica.database_of(xid, parsed.subxacts))
         if parsed.msgs:
             rb.set_catalog_changes(xid, rec.lsn)  # DecodeCommit: the commit carries invalidations
+            if self.replica is not None and self.hears_invalidations:
+                # below logical no XLOG_XACT_INVALIDATIONS gathered them: the commit's are the transaction's
+                # (ReplicaCatalog refuses a row change after them, which logical level has them executed before)
+                rb.add_invalidations(xid, rec.lsn, parsed.msgs)
         self.snapbuild.commit_txn(rec.lsn, xid)
         if rb.has_catalog_changes(xid, parsed.subxacts):
             # SnapBuildCommitTxn: a transaction that changed the catalog gets a base snapshot at its

@@ -27,8 +27,11 @@ line inlined from the TOAST table's redone pages (toast_flatten_tuple).
 Pages are known from reading at a checkpoint's redo point on: with full_page_writes each page
 carries an image at its first change after it.  A change whose page is not known (full_page_writes
 off, or a page the WAL read never imaged) is an error naming the relation and block; nothing is
-guessed.  The catalog is the snapshot's: a transaction committing, after the snapshot was taken, a
-change to a catalog row or to a relation the snapshot does not know (DDL) is refused with an error.
+guessed.  The catalog is followed through the WAL by the decoder's catalog history, from the catalog rows
+redone as on logical-level WAL, and ``replica_ddl`` decides what a row change sees and tells TRUNCATE
+(``follow``).  Without a catalog history (a snapshot without the catalogs' columns), the catalog is the
+snapshot's: a transaction committing, after the snapshot was taken, a change to a catalog row or to a
+relation the snapshot does not know (DDL) is refused with an error.
 
 ``scan_start`` tells, before decoding, the WAL's wal_level and where a replica-level read must
 begin.  ``ReplicaRows`` is handed to ``decode.LogicalDecoder`` (its ``replica`` part).
@@ -62,6 +65,7 @@ from .reorderbuffer import (REORDER_BUFFER_CHANGE_DELETE, REORDER_BUFFER_CHANGE_
                             REORDER_BUFFER_CHANGE_INTERNAL_SPEC_ABORT, REORDER_BUFFER_CHANGE_INTERNAL_SPEC_INSERT,
                             REORDER_BUFFER_CHANGE_UPDATE, Change)
 from .replay import relation_is_logically_logged
+from .replica_ddl import ReplicaCatalog
 
 # src/include/catalog/pg_statistic.h: StatisticRelationId and its TOAST table (DECLARE_TOAST(pg_statistic, 2840,
 # 2841)).  ANALYZE writes these rows in a transaction of its own; they change no relation's definition, so
@@ -222,6 +226,10 @@ class ReplicaRows:
         self.store = PageStore(store_dir)
         database = self.database
         self.heap_redo = HeapRedo(self.store, major, wanted=lambda locator: locator[1] == database)
+        # the catalog history's answers once the decoder follows the catalog (``follow``); None: the snapshot's
+        # catalog alone, and a commit of DDL after it refused
+        self.ddl: ReplicaCatalog | None = None
+        self._view = catalog  # the catalog the record being decoded sees
         self._last = None  # (record, RedoRecord) of the record replayed last
         self.catalog_changes: dict[int, tuple[int, str]] = {}  # xid -> (LSN, relation) of its first catalog change
         self.databases: dict[int, int] = {}  # xid -> the database of its first row change (database_of)
@@ -243,6 +251,40 @@ class ReplicaRows:
     def close(self) -> None:
         self.store.close()
 
+    def follow(self, history, tracker, hears_invalidations: bool = False) -> None:
+        """Follow the catalog through the WAL with the decoder's catalog history (None: it has none, and
+        DDL stays refused): the catalog a row change sees and TRUNCATE come from ``replica_ddl``."""
+        if history is not None:
+            self.ddl = ReplicaCatalog(history, tracker, self.database, hears_invalidations)
+            # each row change read under every catalog it may see (a subtransaction's, before its commit names
+            # its top-level transaction): one answer, or an error
+            self.extractors = {rmid: {info: self.ddl.each_catalog(extract, self.written_natts)
+                                      for info, extract in table.items()}
+                               for rmid, table in self.extractors.items()}
+
+    def written_natts(self, rec: DecodedRecord) -> int | None:
+        """The number of attributes of the (first) tuple an insert or update wrote, from the redone page
+        (heap_form_tuple gives a tuple its relation's count: HeapTupleHeaderSetNatts); None for a delete, or
+        a page not known."""
+        rmid, info = rec.xl_rmid, rec.xl_info & rm_heap.XLOG_HEAP_OPMASK
+        blk = rec.block(0)
+        if rmid == RM_HEAP_ID and info == rm_heap.XLOG_HEAP_INSERT:
+            offnum = rm_heap.xl_heap_insert.unpack_from(rec.main_data)[0]
+        elif rmid == RM_HEAP_ID and info in (rm_heap.XLOG_HEAP_UPDATE, rm_heap.XLOG_HEAP_HOT_UPDATE):
+            offnum = rm_heap.xl_heap_update.unpack_from(rec.main_data)[5]
+        elif rmid == RM_HEAP2_ID and info == rm_heap.XLOG_HEAP2_MULTI_INSERT:
+            offnum = (bp.FirstOffsetNumber if rec.xl_info & rm_heap.XLOG_HEAP_INIT_PAGE
+                      else _u16.unpack_from(rec.main_data, rm_heap.SizeOfHeapMultiInsert)[0])
+        else:
+            return None
+        page = self.store.read((blk.spcOid, blk.dbOid, blk.relNumber), blk.forknum, blk.blkno)
+        if page is None or not bp.FirstOffsetNumber <= offnum <= bp.page_get_max_offset_number(page):
+            return None
+        lp_off, lp_flags, _lp_len = bp.item_id(page, offnum)
+        if lp_flags != bp.LP_NORMAL:
+            return None
+        return ht.infomask2(page, lp_off) & heaptuple.HEAP_NATTS_MASK
+
     # -- redo and the DDL check ----------------------------------------------------------------------
 
     def redo(self, rec: DecodedRecord) -> None:
@@ -258,7 +300,12 @@ class ReplicaRows:
             blk = rec.block(0)
             if blk is not None and blk.dbOid and rec.xl_xid not in self.databases:
                 self.databases[rec.xl_xid] = blk.dbOid
-            self._note_catalog_change(rec)
+            if self.ddl is None:
+                self._note_catalog_change(rec)
+
+    def smgr_changes(self, rec: DecodedRecord) -> list[Change]:
+        """The TRUNCATE an XLOG_SMGR_TRUNCATE stands for, if any (``replica_ddl``); none without DDL followed."""
+        return self.ddl.smgr_changes(rec) if self.ddl is not None else []
 
     def database_of(self, xid: int, subxacts) -> int:
         """The database of a transaction whose commit does not name it (below logical, one without
@@ -297,6 +344,8 @@ class ReplicaRows:
         if ev.info == rm_xact.XLOG_XACT_PREPARE:
             return  # told again at COMMIT or ROLLBACK PREPARED
         xids = (ev.xid, *ev.subxacts)
+        if self.ddl is not None:
+            self.ddl.ended(xids)
         self._last_ended = (ev.xid, self._database(xids))
         for x in xids:
             self.databases.pop(x, None)
@@ -311,9 +360,10 @@ class ReplicaRows:
             return  # the snapshot already holds what it committed
         lsn, what = min(found)
         raise DecodeError(f"transaction {ev.xid}, committed at {format_lsn(ev.lsn)}, changed {what} at "
-                          f"{format_lsn(lsn)}: DDL inside a wal_level=replica range is not decoded yet (the catalog "
-                          f"snapshot was taken at {format_lsn(self.catalog.lsn)}); decode up to the DDL, then on "
-                          "from a catalog snapshot taken after it", lsn=ev.lsn)
+                          f"{format_lsn(lsn)}: DDL inside a wal_level=replica range is followed only through the "
+                          f"catalog history, which this catalog snapshot (taken at {format_lsn(self.catalog.lsn)}) "
+                          "does not allow; decode up to the DDL, then on from a catalog snapshot taken after it",
+                          lsn=ev.lsn)
 
     # -- tuples from the pages -------------------------------------------------------------------
 
@@ -368,7 +418,10 @@ class ReplicaRows:
             raise DecodeError(f"heap record at {format_lsn(rec.lsn)} has no block 0", lsn=rec.lsn)
         if blk.dbOid != self.database:
             return None
-        rel = self.catalog.relation_by_filenode(blk.spcOid, blk.relNumber)
+        if self.ddl is not None:
+            rel, self._view = self.ddl.relation(rec, blk)
+        else:
+            rel = self.catalog.relation_by_filenode(blk.spcOid, blk.relNumber)
         if rel is None or not relation_is_logically_logged(rel):
             return None
         return blk, rel
@@ -416,7 +469,7 @@ class ReplicaRows:
         version included), the old one from its page, logged as the replica identity asks."""
         found = self._relation(rec)
         if found is None:
-            return []
+            return self.ddl.truncate_changes(rec) if self.ddl is not None else []
         blk, rel = found
         _oxmax, old_offnum, _obits, _flags, _nxmax, new_offnum = rm_heap.xl_heap_update.unpack_from(rec.main_data)
         newtuple = self._tuple(rec, self._page(rec, 0, rel), new_offnum, blk.blkno)
@@ -510,13 +563,13 @@ class ReplicaRows:
         from ..catalog.datadir.heapscan import heap_page_items
         from ..redo.table import TOAST_ATTRIBUTES
 
-        toast = self.catalog.relation(pointer.va_toastrelid)
+        toast = self._view.relation(pointer.va_toastrelid)
         what = (f"TOAST value {pointer.va_valueid} of column {rel.attributes[column].attname} of the {row} of "
                 f"{rel.nspname}.{rel.relname}")
         if toast is None:
-            raise DecodeError(f"{what}: its TOAST table (OID {pointer.va_toastrelid}) is not in the catalog snapshot",
+            raise DecodeError(f"{what}: its TOAST table (OID {pointer.va_toastrelid}) is not in the catalog",
                               lsn=rec.lsn)
-        locator = (toast.reltablespace or self.catalog.database_tablespace, self.database, toast.relfilenode)
+        locator = (toast.reltablespace or self._view.database_tablespace, self.database, toast.relfilenode)
         parts: dict[int, bytes] = {}
         try:
             for blkno in self.store.blocks(locator, 0):

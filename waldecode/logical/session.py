@@ -92,7 +92,8 @@ def decode_wal(source, catalog: Catalog, plugin, request: DecodeRequest | None =
     point of the first checkpoint at or after the reading start (``replica_reading``; ``start_plan`` and
     ``replica_start`` are its answer when the caller has it already), its heap pages replayed into a page
     store under ``redo_dir`` (default: a temporary directory under ``spill_dir``, removed at the end), and its
-    rows read from them (``replica.ReplicaRows``, docs/replica.md); the catalog is the snapshot's alone.
+    rows read from them (``replica.ReplicaRows``, docs/replica.md); the catalog followed by the catalog history
+    as on logical-level WAL, with the rules of ``replica_ddl`` for what replica level does not log.
     """
     request = DecodeRequest.given(request, fields)
     start_lsn, restart_lsn, end_lsn = request.start_lsn, request.restart_lsn, request.end_lsn
@@ -116,7 +117,6 @@ def decode_wal(source, catalog: Catalog, plugin, request: DecodeRequest | None =
         store = tempfile.TemporaryDirectory(prefix="waldecode-redo-", dir=redo_dir or request.spill_dir)
         replica = ReplicaRows(catalog, segments.major, store.name, start, old_rows_full=request.old_rows_full,
                               toast_fill=request.toast_fill)
-        catalog_history = False  # the snapshot's catalog: DDL in the range is refused (ReplicaRows.ended)
     reader = XLogReader(segments=segments, start_lsn=read_from, end_lsn=end_lsn)
     decoder = LogicalDecoder(catalog, plugin, two_phase=request.two_phase, spill_dir=request.spill_dir,
                              spill_threshold=request.spill_threshold, memory_budget=request.memory_budget,
