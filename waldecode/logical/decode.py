@@ -348,7 +348,7 @@ class LogicalDecoder(TransactionListener):
         self.replica = replica
         if replica is not None:
             # DDL in the range: the catalog from the redone catalog pages
-            replica.follow(history, self.txns, self.hears_invalidations)
+            replica.follow(history, self.txns, self.hears_invalidations, self.warn)
         self.native_parts = (type(self.rb) is ReorderBuffer and type(self.snapbuild) is SnapBuilder
                              and type(self.txns) is TransactionTracker and replica is None and not whole_old_rows)
         # record type -> extractor, per rmgr: the records' own tuples, or at wal_level=replica the pages'

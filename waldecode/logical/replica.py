@@ -251,11 +251,11 @@ class ReplicaRows:
     def close(self) -> None:
         self.store.close()
 
-    def follow(self, history, tracker, hears_invalidations: bool = False) -> None:
+    def follow(self, history, tracker, hears_invalidations: bool = False, warn=None) -> None:
         """Follow the catalog through the WAL with the decoder's catalog history (None: it has none, and
         DDL stays refused): the catalog a row change sees and TRUNCATE come from ``replica_ddl``."""
         if history is not None:
-            self.ddl = ReplicaCatalog(history, tracker, self.database, hears_invalidations)
+            self.ddl = ReplicaCatalog(history, tracker, self.database, hears_invalidations, warn)
             # each row change read under every catalog it may see (a subtransaction's, before its commit names
             # its top-level transaction): one answer, or an error
             self.extractors = {rmid: {info: self.ddl.each_catalog(extract, self.written_natts)

@@ -39,6 +39,7 @@ from ..errors import DecodeError, format_lsn
 from ..rmgr import heap as rm_heap
 from ..rmgr import smgr as rm_smgr
 from ..wal.xlogrecord import XLR_INFO_MASK, DecodedRecord
+from .diagnostics import Diagnostic
 from .reorderbuffer import REORDER_BUFFER_CHANGE_TRUNCATE, Change
 from .replay import relation_is_logically_logged
 
@@ -46,8 +47,11 @@ from .replay import relation_is_logically_logged
 class ReplicaCatalog:
     """The catalog history's answers for replica-level row changes (see the module's docstring)."""
 
-    def __init__(self, history, tracker, database: int, hears_invalidations: bool = False):
+    def __init__(self, history, tracker, database: int, hears_invalidations: bool = False, warn=None):
         self.history = history
+        # the run's warnings: a TRUNCATE's flags cannot be told (said once, at the first TRUNCATE)
+        self.warn = warn
+        self._flags_said = False
         self.tracker = tracker
         # the output plugin hears catalog cache invalidations (pgoutput): logical level logs a transaction's
         # at each command's end (XLOG_XACT_INVALIDATIONS), replica level only in its commit record
@@ -265,6 +269,16 @@ class ReplicaCatalog:
                               f"{format_lsn(rec.lsn)}: the output plugin hears catalog cache invalidations, which at "
                               "logical level reach it before the TRUNCATE (XLOG_XACT_INVALIDATIONS) and below "
                               "wal_level=logical are logged only at the commit", lsn=rec.lsn)
+        if self.warn is not None and not self._flags_said:
+            # the output then differs from a slot's for TRUNCATE ... CASCADE (nothing referencing the table) or
+            # RESTART IDENTITY (no sequence owned): said, never silent
+            self._flags_said = True
+            # a note, not a failure: where either flag acts (a table referencing this one, a sequence it owns)
+            # the TRUNCATE is refused (``_renewed``), so a flag left out changed nothing
+            self.warn(Diagnostic.make(
+                f"TRUNCATE of {rel.nspname}.{rel.relname} at {format_lsn(rec.lsn)} (and any later one) is decoded "
+                "without its CASCADE and RESTART IDENTITY flags: WAL written below wal_level=logical does not record "
+                "them (docs/replica.md)", lacks=False, lsn=rec.lsn, xid=rec.xl_xid, concerns=()))
         extra = rm_heap.xl_heap_truncate.pack(self.database, 1, 0) + struct.pack("<I", rel.oid)
         return Change(rec.lsn, REORDER_BUFFER_CHANGE_TRUNCATE, 0, 0, rec.origin, True, None, None, extra)
 
