@@ -32,7 +32,7 @@ from ..catalog.model import Catalog
 from ..catalog.pg_catalog import AttributeRelationId, IndexRelationId, RelationRelationId
 from ..errors import UsageError, format_lsn
 from ..logical.request import DecodeRequest
-from ..logical.session import decode_wal, missing_start_message
+from ..logical.session import decode_wal, missing_start_message, replica_reading
 from ..logical.startpoint import reading_start
 from ..xact import TransactionListener, XactEvent
 from ..pg.transam import FirstNormalTransactionId, xid_precedes
@@ -224,10 +224,11 @@ def diverge(old_paths, catalog, *, new_paths=(), newprimary=None, switch_lsn: in
     request = replace(request or DecodeRequest(), start_lsn=switch, restart_lsn=None, end_lsn=None, timeline=None)
     old_tl = next((tl for tl in tls if tl.tli == old_tli), None)
 
-    start_plan = None
+    start_plan = replica_start = None
     if not isinstance(catalog, Catalog):
-        # a directory of snapshots: the latest at or before the reading start, as decode chooses
-        start_plan = reading_start(segments, switch, None)
+        # a directory of snapshots: the latest at or before the reading start, as decode chooses; below
+        # wal_level=logical reading begins at a checkpoint's redo point, which may be before the slot's start
+        start_plan, replica_start = replica_reading(segments, reading_start(segments, switch, None), switch, None)
         start = start_plan[1] if start_plan[1] is not None else segments.first_segno * segments.seg_size
         catalog = catalog.for_start(start, say=note)
         if fit is not None:
@@ -242,7 +243,7 @@ def diverge(old_paths, catalog, *, new_paths=(), newprimary=None, switch_lsn: in
         say(message)
 
     result = decode_wal(segments, catalog, collector, replace(request, include_uncommitted=True),
-                        on_warning=old_warning, observer=watch, start_plan=start_plan)
+                        on_warning=old_warning, observer=watch, start_plan=start_plan, replica_start=replica_start)
     d = Divergence(old_tli, new_tli, switch, source, result.read_from, result.consistent_lsn,
                    result.last_end_lsn if result.last_end_lsn is not None else (old_tl.end_lsn if old_tl else None),
                    plugin=plugin, with_changes=with_changes, catalog_source=catalog.source or None,
