@@ -41,6 +41,10 @@ def add_parser(sub) -> None:
                           "stopped and --output is continued (needs --output)")
     dec.add_argument("--slot-interval", type=float, default=5.0, metavar="SECONDS",
                      help="with --slot: update the slot file at most this often (default 5 s; always at the end)")
+    dec.add_argument("--backup", metavar="DIR",
+                     help="a base backup (with its backup_label) whose pages wal_level=replica WAL is replayed "
+                          "onto: reading begins at its start, no checkpoint after it is needed, and pages "
+                          "changed with full_page_writes off are known (docs/replica.md)")
     opt.add_quiet(dec)
     dec.set_defaults(func=cmd_decode)
 
@@ -109,8 +113,20 @@ def cmd_decode(args) -> int:
     else:
         restart_lsn = args.restart_lsn
     # below wal_level=logical, reading begins at a checkpoint's redo point (docs/replica.md)
-    start_plan, replica_start = replica_reading(segments, reading_start(segments, start_lsn, restart_lsn), start_lsn,
-                                                end_lsn)
+    start_plan = reading_start(segments, start_lsn, restart_lsn)
+    if args.backup:
+        if args.slot:
+            raise UsageError("--backup does not go with --slot (a slot's restart point is a checkpoint's redo point)")
+        from ..catalog.datadir.files import data_files  # lazy: only with a base backup
+        from ..logical.session import backup_reading
+        from ..redo.backup_label import read_backup_label
+
+        backup = data_files(args.backup)
+        start_plan, replica_start = backup_reading(segments, start_plan, start_lsn, end_lsn, read_backup_label(backup),
+                                                   backup.root)
+    else:
+        backup = None
+        start_plan, replica_start = replica_reading(segments, start_plan, start_lsn, end_lsn)
     if slot_state is None:
         catalog = source.for_start(reading_from(start_plan, segments), say=_say)
     catalog = fit_catalog(catalog, segments, args.settings, catalog.source or args.catalog)
@@ -177,7 +193,7 @@ def cmd_decode(args) -> int:
     warn = warning_printer(args)
     try:
         result = decode_wal(segments, catalog, plugin, request, on_warning=warn, observer=keeper, track=track,
-                            start_plan=start_plan, replica_start=replica_start)
+                            start_plan=start_plan, replica_start=replica_start, backup=backup)
     except BaseException:
         # An input error leaves no partial output behind: a slot's output is cut back to what the slot
         # file confirms (as the next run would), a new file is removed

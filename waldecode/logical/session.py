@@ -68,7 +68,8 @@ class DecodeResult:
 
 def decode_wal(source, catalog: Catalog, plugin, request: DecodeRequest | None = None, *, on_warning=None,
                observer=None, track=None, start_plan: tuple | None = None, catalog_history=True,
-               redo_dir: str | None = None, replica_start: ReplicaStart | None = None, **fields) -> DecodeResult:
+               redo_dir: str | None = None, replica_start: ReplicaStart | None = None, backup=None,
+               **fields) -> DecodeResult:
     """Decode ``source`` (paths, or a ``walfile.SegmentSet``) through ``plugin`` as ``request`` (a
     ``request.DecodeRequest``) asks; its fields may be given as keywords instead, or on top of a request
     (they replace the request's): ``decode_wal(paths, catalog, plugin, start_lsn=lsn, two_phase=True)``.
@@ -94,6 +95,9 @@ def decode_wal(source, catalog: Catalog, plugin, request: DecodeRequest | None =
     store under ``redo_dir`` (default: a temporary directory under ``spill_dir``, removed at the end), and its
     rows read from them (``replica.ReplicaRows``, docs/replica.md); the catalog followed by the catalog history
     as on logical-level WAL, with the rules of ``replica_ddl`` for what replica level does not log.
+    ``backup`` (a base backup's path or ``DataFiles``, ``decode --backup``): below logical, its relation pages
+    are loaded into the page store and reading begins at its START WAL LOCATION (``backup_reading``), so that
+    a start needs no checkpoint after the backup and pages changed with full_page_writes off are known.
     """
     request = DecodeRequest.given(request, fields)
     start_lsn, restart_lsn, end_lsn = request.start_lsn, request.restart_lsn, request.end_lsn
@@ -103,8 +107,15 @@ def decode_wal(source, catalog: Catalog, plugin, request: DecodeRequest | None =
         raise VersionMismatchError(mismatch)
     if start_plan is None:
         start_plan = reading_start(segments, start_lsn, restart_lsn)
+    files = label = None
+    if backup is not None:
+        from ..catalog.datadir.files import data_files  # lazy: only with a base backup
+        from ..redo.backup_label import read_backup_label
+        files = data_files(backup)
+        label = read_backup_label(files)
     if replica_start is None:
-        start_plan, replica_start = replica_reading(segments, start_plan, start_lsn, end_lsn)
+        start_plan, replica_start = (replica_reading(segments, start_plan, start_lsn, end_lsn) if label is None else
+                                     backup_reading(segments, start_plan, start_lsn, end_lsn, label, files.root))
     plan, read_from = start_plan
     start = replica_start
     replica = store = None
@@ -117,6 +128,10 @@ def decode_wal(source, catalog: Catalog, plugin, request: DecodeRequest | None =
         store = tempfile.TemporaryDirectory(prefix="waldecode-redo-", dir=redo_dir or request.spill_dir)
         replica = ReplicaRows(catalog, segments.major, store.name, start, old_rows_full=request.old_rows_full,
                               toast_fill=request.toast_fill)
+        if files is not None:
+            from ..redo.md import load_base_backup  # lazy: as above
+            database = catalog.database_oid
+            load_base_backup(replica.store, files, segments.major, wanted=lambda locator: locator[1] == database)
     reader = XLogReader(segments=segments, start_lsn=read_from, end_lsn=end_lsn)
     decoder = LogicalDecoder(catalog, plugin, two_phase=request.two_phase, spill_dir=request.spill_dir,
                              spill_threshold=request.spill_threshold, memory_budget=request.memory_budget,
@@ -182,6 +197,32 @@ def replica_reading(segments, start_plan: tuple, start_lsn: int | None, end_lsn:
                           f"the first checkpoint read has its redo point at {format_lsn(start.redo_lsn)}",
                           lsn=start.redo_lsn)
     return (plan, start.redo_lsn), start
+
+
+def backup_reading(segments, start_plan: tuple, start_lsn: int | None, end_lsn: int | None, label, where
+                   ) -> tuple[tuple, ReplicaStart]:
+    """``replica_reading`` with a base backup's pages (``label``: its ``BackupLabel``; ``where``: its path, for
+    messages): below logical, reading begins at its START WAL LOCATION, the redo point of the checkpoint the
+    backup began with, from where redo makes its pages consistent (each page's first change after it carries an
+    image: pg_backup_start forces full-page writes until the backup ends), so that a start needs no checkpoint
+    after the backup, and pages changed later with full_page_writes off are known.  A start before the backup
+    began is an error: its pages are not those of then.  (A plan reading from before it for a later start is
+    read from the backup's start instead, as ``replica_reading`` reads from a checkpoint's redo point: a
+    transaction the snapshot builder then cannot see whole is reported, never decoded in part.)"""
+    plan, read_from = start_plan
+    start = scan_start(segments, label.start_lsn, end_lsn)
+    if not start.replica:
+        return start_plan, start  # logical-level WAL carries its rows: the pages are not needed
+    if start.redo_lsn != label.start_lsn:
+        raise DecodeError(f"the base backup {where} starts at {format_lsn(label.start_lsn)} (its backup_label's "
+                          "START WAL LOCATION), but no checkpoint with that redo point follows it in the WAL read",
+                          lsn=label.start_lsn)
+    if start_lsn is not None and start_lsn < label.start_lsn:
+        raise DecodeError(f"the WAL was written with wal_level below logical ({start.evidence}): decoding from "
+                          f"{format_lsn(start_lsn)} needs the pages of then, but the base backup {where} began "
+                          f"later ({format_lsn(label.start_lsn)}, its START WAL LOCATION): give an earlier backup",
+                          lsn=start_lsn)
+    return (plan, label.start_lsn), start
 
 
 def start_hint(plan: StartPlan | None, segments: SegmentSet) -> str:
