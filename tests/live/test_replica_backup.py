@@ -91,7 +91,8 @@ def runs(tmp_path_factory):
             conn.execute("SELECT pg_create_logical_replication_slot('truth', 'test_decoding')")
         _workload(c)
         with c.connect(DB) as conn:
-            expected = [r[0] for r in conn.execute("SELECT data FROM pg_logical_slot_peek_changes('truth', NULL, NULL)")]
+            expected = [r[0] for r in conn.execute(
+                "SELECT data FROM pg_logical_slot_peek_changes('truth', NULL, NULL)").fetchall()]
 
         # wal_level=replica, full_page_writes off: a base backup, then the workload
         _start_at(c, pristine, wal_level="replica", full_page_writes="off")
@@ -141,4 +142,5 @@ def test_a_start_before_the_backup_is_refused(runs):
                           "--backup", str(r["backup"]), "--start-lsn", r["before"], "--end-lsn", r["end"],
                           str(r["wal"])], capture_output=True, timeout=600)
     err = out.stderr.decode()
-    assert out.returncode == 1 and f"decoding from {r['before']} needs the pages of then, but the base backup" in err, err
+    assert out.returncode == 1, err
+    assert f"decoding from {r['before']} needs the pages of then, but the base backup" in err, err

@@ -204,8 +204,8 @@ def backup_reading(segments, start_plan: tuple, start_lsn: int | None, end_lsn: 
     """``replica_reading`` with a base backup's pages (``label``: its ``BackupLabel``; ``where``: its path, for
     messages): below logical, reading begins at its START WAL LOCATION, the redo point of the checkpoint the
     backup began with, from where redo makes its pages consistent (each page's first change after it carries an
-    image: pg_backup_start forces full-page writes until the backup ends), so that a start needs no checkpoint
-    after the backup, and pages changed later with full_page_writes off are known.  A start before the backup
+    image: do_pg_backup_start in xlog.c forces full-page writes until the backup ends), so that a start needs no
+    checkpoint after the backup, and pages changed later with full_page_writes off are known.  A start before the backup
     began is an error: its pages are not those of then.  (A plan reading from before it for a later start is
     read from the backup's start instead, as ``replica_reading`` reads from a checkpoint's redo point: a
     transaction the snapshot builder then cannot see whole is reported, never decoded in part.)"""
