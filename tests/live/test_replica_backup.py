@@ -144,3 +144,9 @@ def test_a_start_before_the_backup_is_refused(runs):
     err = out.stderr.decode()
     assert out.returncode == 1, err
     assert f"decoding from {r['before']} needs the pages of then, but the base backup" in err, err
+
+
+def test_backup_with_a_slot_is_a_usage_error(runs, tmp_path):
+    r = runs
+    out = _decode(r, "--backup", r["backup"], "--slot", tmp_path / "slot", "--output", tmp_path / "out")
+    assert out.returncode == 2 and "--backup does not go with --slot" in out.stderr.decode(), out.stderr.decode()
