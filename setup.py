@@ -5,7 +5,8 @@ test_decoding's column lists; waldecode._waldump: ``inspect`` (pg_waldump's line
 one loop over the segment bytes; waldecode._logical: the reorder buffer's change storage and the
 logical decoding record loop.  native/pgconsts.pxd, generated here by native/pgconsts.py,
 declares the PostgreSQL constants of the pure-Python modules for Cython (native/pgconsts.h, a
-few of them for C); native/wd_xlogrecord.h is the one DecodeXLogRecord; native/pgdefs.pxd
+few of them for C); native/wd_xlogrecord.h is the one DecodeXLogRecord, native/wd_xlogframe.h the one
+page walker; native/waldecode/_typeout.pxd _typeout's C entry points for _logical; native/pgdefs.pxd
 the rest of what the native code needs of PostgreSQL's headers, native/wd_shortest.h the
 exact shortest float digits, native/wd_*.h the C of the WAL reader and pg_waldump's text.
 
@@ -29,20 +30,24 @@ if os.environ.get("WALDECODE_NO_NATIVE", "") in ("", "0"):
     pgconsts["write"](here, os.path.join(here, "native", "pgconsts.h"), pgconsts["render_c"])
     # DecodeXLogRecord, included by every extension that reads records
     xlogrecord = ["native/wd_xlogrecord.h", "native/wd_xlogrecord.pxd", "native/pgconsts.h"]
+    # the page walker, included by the two framers (_native's frame_segment, _waldump's Dump)
+    xlogframe = ["native/wd_xlogframe.h", "native/wd_xlogframe.pxd", "native/wd_crc32c.h", "native/wd_xlogpage.h"]
 
     ext_modules = cythonize(
         [
             Extension("waldecode._native", ["native/_native.pyx"], include_dirs=["native"],
                       extra_compile_args=["-O2"],
-                      depends=["native/wd_crc32c.h", "native/wd_xlogpage.h"] + xlogrecord),
+                      depends=xlogframe + xlogrecord),
             Extension("waldecode._waldump", ["native/_waldump.pyx"], include_dirs=["native"],
-                      extra_compile_args=["-O2"], depends=["native/pgconsts.pxd", "native/wd_crc32c.h", "native/wd_xlogpage.h",
-                                                           "native/wd_waldump.h"] + xlogrecord),
+                      extra_compile_args=["-O2"],
+                      depends=["native/pgconsts.pxd", "native/wd_waldump.h"] + xlogframe + xlogrecord),
             Extension("waldecode._typeout", ["native/_typeout.pyx"], include_dirs=["native"],
                       extra_compile_args=["-O2"], depends=["native/pgdefs.pxd", "native/pgconsts.pxd",
-                                                           "native/wd_shortest.h"]),
+                                                           "native/wd_shortest.h",
+                                                           "native/waldecode/_typeout.pxd"]),
             Extension("waldecode._logical", ["native/_logical.pyx"], include_dirs=["native"],
-                      extra_compile_args=["-O2"], depends=["native/pgdefs.pxd"] + xlogrecord),
+                      extra_compile_args=["-O2"],
+                      depends=["native/pgdefs.pxd", "native/waldecode/_typeout.pxd"] + xlogrecord),
         ],
         include_path=["native"],
         compiler_directives={"language_level": "3"},

@@ -35,6 +35,8 @@ from libc.string cimport memcpy, memset
 from pgconsts cimport *
 from pgdefs cimport *
 # DecodeXLogRecord, the one of every extension (native/wd_xlogrecord.h)
+# test_decoding's row line, written from the change arena's bytes (native/waldecode/_typeout.pxd)
+from waldecode._typeout cimport append_change_at
 from wd_xlogrecord cimport WD_DECODE_OK, WdDecodedBkpBlock, WdDecodedXLogRecord, wd_DecodeXLogRecord
 
 from bisect import bisect_left
@@ -278,6 +280,13 @@ cdef class ChangeIter:
 cdef inline object _part_bytes(const unsigned char *p, int k, Py_ssize_t q):
     cdef int length = <int>pg_u32(p + 20 + 4 * k)
     return None if length < 0 else PyBytes_FromStringAndSize(<const char *>p + q, length)
+
+
+cdef inline int _append_row(desc, out, head, const unsigned char *p, toast) except -1:
+    """The line of the row change held at ``p``, with its newline, by the plugin's row writer
+    (``Replayer.row_target``'s ``(RelDesc, buffer, head, block size)``): its tuples read in place."""
+    return append_change_at(desc, out, head, p[8], p + SizeOfQueuedChange, <int>pg_u32(p + 20),
+                            p + SizeOfQueuedChange + _part(p, 0), <int>pg_u32(p + 24), toast, True)
 
 
 cdef object _change_at(const unsigned char *p):
@@ -806,13 +815,12 @@ cdef class _Decoding:
             i += 1
             if target is False:
                 continue
-            append, out, head, _flush_at = <tuple>target
+            desc, out, head, _flush_at = <tuple>target
             if not rows:
                 self.lines_rows()
                 rows = True
             try:
-                append(out, head, p[8], _part_bytes(p, 0, SizeOfQueuedChange),
-                       _part_bytes(p, 1, SizeOfQueuedChange + _part(p, 0)), self.toast, True)
+                _append_row(desc, out, head, p, self.toast)
             except WALError as e:
                 raise self.replayer.row_error(pg_u32(p + 9), pg_u32(p + 13), e, pg_u64(p)) from None
             self.unreported += 1
@@ -1260,13 +1268,12 @@ def replay(replayer, txn, state, changes, bint rows, list bounds=None):
                 if target is UNMAPPED and <int>pg_u32(p + 20) < 0 and <int>pg_u32(p + 24) < 0:
                     continue  # no relation, no tuple: what apply_change passes over without a word
                 if type(target) is tuple:
-                    append, out, head, flush_at = <tuple>target
+                    desc, out, head, flush_at = <tuple>target
                     if not begun:
                         plugin.rows_begin(txn)
                         begun = True
                     try:
-                        append(out, head, action, _part_bytes(p, 0, SizeOfQueuedChange),
-                               _part_bytes(p, 1, SizeOfQueuedChange + _part(p, 0)), toast, True)
+                        _append_row(desc, out, head, p, toast)
                     except WALError:
                         # the reference path names the row (or re-raises the TOAST value's error)
                         if written:

@@ -2199,10 +2199,16 @@ cdef class RelDesc:
                         if size < VARHDRSZ_COMPRESSED:
                             return 1
                         tcinfo = pg_u32(buf + off + VARHDRSZ)
+                        # a view that keeps the tuple's owner alive (one per compressed value); a copy of
+                        # the stream when the tuple came as a pointer (``append_change_at``)
+                        if bufobj is None:
+                            stream = PyBytes_FromStringAndSize(<const char *>buf + off + VARHDRSZ_COMPRESSED,
+                                                               size - VARHDRSZ_COMPRESSED)
+                        else:
+                            stream = memoryview(bufobj)[off + VARHDRSZ_COMPRESSED:off + size]
                         try:
-                            # a view that keeps the tuple's owner alive (one per compressed value)
-                            value = _varlena.decompress(memoryview(bufobj)[off + VARHDRSZ_COMPRESSED:off + size],
-                                                        tcinfo & VARLENA_EXTSIZE_MASK, tcinfo >> VARLENA_EXTSIZE_BITS)
+                            value = _varlena.decompress(stream, tcinfo & VARLENA_EXTSIZE_MASK,
+                                                        tcinfo >> VARLENA_EXTSIZE_BITS)
                         except WALError:
                             return 1
                         value = bytes(value)
@@ -2287,18 +2293,22 @@ cdef class RelDesc:
         (printed ``unchanged-toast-datum``); without it a pointer raises as the Python path does.
         """
         cdef Py_buffer view
-        cdef const unsigned char *p
         PyObject_GetBuffer(tup, &view, PyBUF_SIMPLE)
         try:
-            p = <const unsigned char *>view.buf
-            if view.len < SizeOfHeapHeader:
-                from waldecode.errors import CorruptRecordError
-                raise CorruptRecordError(f"WAL tuple of {view.len} bytes is shorter than its "
-                                         f"{SizeOfHeapHeader}-byte xl_heap_header")
-            self._append(out, tup, p, view.len, SizeOfHeapHeader, view.len, pg_u16(p), pg_u16(p + 2), p[4],
-                         skip_nulls, toast, True)
+            self._wal_tuple(out, tup, <const unsigned char *>view.buf, view.len, skip_nulls, toast)
         finally:
             PyBuffer_Release(&view)
+
+    cdef int _wal_tuple(self, OutBuf out, object bufobj, const unsigned char *p, Py_ssize_t n, bint skip_nulls,
+                        object toast) except -1:
+        """``append_wal_tuple`` of the ``n`` bytes at ``p`` (``bufobj``: their owner, or None, when the
+        rare paths that need an object copy them)."""
+        if n < SizeOfHeapHeader:
+            from waldecode.errors import CorruptRecordError
+            raise CorruptRecordError(f"WAL tuple of {n} bytes is shorter than its "
+                                     f"{SizeOfHeapHeader}-byte xl_heap_header")
+        return self._append(out, bufobj, p, n, SizeOfHeapHeader, n, pg_u16(p), pg_u16(p + 2), p[4], skip_nulls,
+                            toast, True)
 
     def append_change(self, OutBuf out, head, int action, newtuple, oldtuple, toast=None, bint newline=False):
         """Append test_decoding's line for one change of this relation, and ``newline`` a newline
@@ -2307,23 +2317,51 @@ cdef class RelDesc:
         change carries none): the old key (NULL columns left out) and the new tuple of an
         UPDATE, the new tuple of an INSERT, the old key of a DELETE.  ``toast`` goes with the
         new tuple only, as the replayer substitutes TOAST values into new tuples only.  On an
-        error nothing of the line is left in ``out``."""
+        error nothing of the line is left in ``out``.  ``append_change_at`` is the same for C
+        callers, with the tuples as pointers."""
+        cdef Py_buffer nv, ov
+        cdef bint has_new = False, has_old = False
+        # the tuples the action prints, as the line reads them
+        if newtuple is not None and (action == REORDER_BUFFER_CHANGE_INSERT or action == REORDER_BUFFER_CHANGE_UPDATE):
+            PyObject_GetBuffer(newtuple, &nv, PyBUF_SIMPLE)
+            has_new = True
+        try:
+            if oldtuple is not None and (action == REORDER_BUFFER_CHANGE_UPDATE
+                                         or action == REORDER_BUFFER_CHANGE_DELETE):
+                PyObject_GetBuffer(oldtuple, &ov, PyBUF_SIMPLE)
+                has_old = True
+            try:
+                self.change(out, head, action, <const unsigned char *>nv.buf if has_new else NULL,
+                            nv.len if has_new else -1, newtuple, <const unsigned char *>ov.buf if has_old else NULL,
+                            ov.len if has_old else -1, oldtuple, toast, newline)
+            finally:
+                if has_old:
+                    PyBuffer_Release(&ov)
+        finally:
+            if has_new:
+                PyBuffer_Release(&nv)
+
+    cdef int change(self, OutBuf out, bytes head, int action, const unsigned char *newp, Py_ssize_t newlen,
+                    object newobj, const unsigned char *oldp, Py_ssize_t oldlen, object oldobj, object toast,
+                    bint newline) except -1:
+        """``append_change``'s line, the tuples as pointers and lengths (-1: no tuple) with their owners
+        (or None)."""
         cdef Py_ssize_t mark = out.size
         try:
             _put_bytes(out, head)
             if action == REORDER_BUFFER_CHANGE_INSERT:
                 put_lit(out, b" INSERT:")
-                self._append_opt(out, newtuple, False, toast)
+                self._append_opt(out, newp, newlen, newobj, False, toast)
             elif action == REORDER_BUFFER_CHANGE_UPDATE:
                 put_lit(out, b" UPDATE:")
-                if oldtuple is not None:
+                if oldlen >= 0:
                     put_lit(out, b" old-key:")
-                    self.append_wal_tuple(out, oldtuple, True, None)
+                    self._wal_tuple(out, oldobj, oldp, oldlen, True, None)
                     put_lit(out, b" new-tuple:")
-                self._append_opt(out, newtuple, False, toast)
+                self._append_opt(out, newp, newlen, newobj, False, toast)
             elif action == REORDER_BUFFER_CHANGE_DELETE:
                 put_lit(out, b" DELETE:")
-                self._append_opt(out, oldtuple, True, None)
+                self._append_opt(out, oldp, oldlen, oldobj, True, None)
             else:
                 raise ValueError(f"not a row change: action {action}")
             if newline:
@@ -2331,12 +2369,13 @@ cdef class RelDesc:
         except BaseException:
             out.size = mark
             raise
-
-    cdef int _append_opt(self, OutBuf out, tup, bint skip_nulls, toast) except -1:
-        if tup is None:
-            return put_lit(out, b" (no-tuple-data)")
-        self.append_wal_tuple(out, tup, skip_nulls, toast)
         return 0
+
+    cdef int _append_opt(self, OutBuf out, const unsigned char *p, Py_ssize_t n, object bufobj, bint skip_nulls,
+                         toast) except -1:
+        if n < 0:
+            return put_lit(out, b" (no-tuple-data)")
+        return self._wal_tuple(out, bufobj, p, n, skip_nulls, toast)
 
     def append_tuple(self, OutBuf out, body, int t_infomask2, int t_infomask, int t_hoff, bint skip_nulls=False,
                      toast=None, Py_ssize_t start=0, end=None):
@@ -2364,6 +2403,8 @@ cdef class RelDesc:
                 self.append_columns(out, p, skip_nulls, toast)
             else:
                 self.python_tuples += 1
+                if bufobj is None:
+                    bufobj = PyBytes_FromStringAndSize(<const char *>p, buflen)
                 self._append_python(out, bufobj, start, end, t_infomask2, t_infomask, t_hoff, skip_nulls, toast,
                                     wal)
         except BaseException:
@@ -2435,6 +2476,17 @@ cdef class RelDesc:
             elif v.state == VAL_MISSING:
                 out[i] = _heaptuple.MissingValue(self.attributes[i].attmissingval)
         return out
+
+
+cdef int append_change_at(object desc, object out, bytes head, int action, const unsigned char *newp,
+                          Py_ssize_t newlen, const unsigned char *oldp, Py_ssize_t oldlen, object toast,
+                          bint newline) except -1:
+    """``desc.append_change(out, head, action, newtuple, oldtuple, toast, newline)`` for C callers
+    (declared in native/waldecode/_typeout.pxd: ``waldecode._logical`` writes a row from its change arena),
+    the tuples as pointers and lengths, -1 for none: no bytes object per tuple.  ``desc`` is the
+    plugin's RelDesc, ``out`` its OutBuf."""
+    return (<RelDesc?>desc).change(<OutBuf?>out, head, action, newp, newlen, None, oldp, oldlen, None, toast,
+                                   newline)
 
 
 cdef int _quote_mode(unsigned int typoid):

@@ -2,9 +2,9 @@
 """``waldecode inspect`` in one native loop over the segment bytes (pg_waldump's lines and --stats).
 
 The Cython counterpart of ``waldecode.waldump.inspect``'s pure-Python loop, which stays the
-reference.  ``Dump.run(reader)`` walks the segments ``XLogReader.segments_to_read`` hands out:
-page headers, records on one page (read in place) or across pages and segments (assembled
-in a C buffer), CRC-32C, the record's block headers (native/wd_xlogrecord.h ``wd_DecodeXLogRecord``), then
+reference.  ``Dump.run(reader)`` walks the segments ``XLogReader.segments_to_read`` hands out
+with the framers' one page walker (native/wd_xlogframe.h): page headers, records on one page
+(read in place) or across pages and segments (assembled in its buffer), CRC-32C, the record's block headers (native/wd_xlogrecord.h ``wd_DecodeXLogRecord``), then
 either the --stats counters per (rmid, record type) or the text line written into a C
 buffer that goes out in large blocks — no Python object per record.
 
@@ -18,8 +18,7 @@ is not written natively (rare records, short main data) is described by ``waldec
 from cpython.buffer cimport PyBUF_READ
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize
 from cpython.memoryview cimport PyMemoryView_FromMemory
-from libc.stdlib cimport calloc, free, realloc
-from libc.string cimport memcpy
+from libc.stdlib cimport calloc, free
 
 from waldecode import _impl, rmgr, waldump
 from waldecode.wal import _pyframe
@@ -27,7 +26,6 @@ from waldecode.wal.xlogreader import decode_in
 
 cdef extern from "wd_crc32c.h":
     void pg_crc32c_init() nogil
-    unsigned int wd_record_crc(const unsigned char *r, unsigned int tot_len) nogil
 
 # DecodeXLogRecord, the one of every extension (native/wd_xlogrecord.h)
 from wd_xlogrecord cimport WD_DECODE_OK, WdDecodedXLogRecord, wd_DecodeXLogRecord, wd_XLogRecFPILen
@@ -40,9 +38,6 @@ cdef extern from "wd_waldump.h":
     int wd_buf_reserve(wd_buf *b, size_t extra) nogil
     int wd_put(wd_buf *b, const char *s, size_t n) nogil
     int wd_printf(wd_buf *b, const char *fmt, ...) nogil
-    unsigned short wd_rd16(const unsigned char *p) nogil
-    unsigned int wd_rd32(const unsigned char *p) nogil
-    unsigned long long wd_rd64(const unsigned char *p) nogil
     int wd_block_refs(wd_buf *b, const WdDecodedXLogRecord *rec, int major, int detailed) nogil
     int wd_head(wd_buf *b, const WdDecodedXLogRecord *rec, const char *name, size_t name_len, const char *kind,
                 size_t kind_len) nogil
@@ -51,20 +46,17 @@ cdef extern from "wd_waldump.h":
 pg_crc32c_init()
 
 # PostgreSQL's constants as the pure-Python modules write them (native/pgconsts.py):
-# waldecode/wal/xlogpage.py, waldecode/rmgr/__init__.py, waldecode/rmgr/xlog.py
-from pgconsts cimport (MaxAllocSize, RM_XACT_ID, RM_XLOG_ID, SizeOfXLogLongPHD, SizeOfXLogShortPHD,
-                       XLOG_SWITCH, XLP_FIRST_IS_CONTRECORD, XLP_FIRST_IS_OVERWRITE_CONTRECORD, XLP_LONG_HEADER)
+# waldecode/rmgr/__init__.py, waldecode/rmgr/xlog.py
+from pgconsts cimport RM_XACT_ID, RM_XLOG_ID, XLOG_SWITCH
 
 MODE_STATS = 0
 MODE_TEXT = 1
 MODE_TEXT_DETAILED = 2
 
 
-cdef extern from "wd_xlogpage.h":
-    bint wd_rmid_valid(unsigned int rmid, unsigned int magic) nogil
-    bint wd_page_ok(const unsigned char *p, long long page_off, unsigned long long seg_lsn, unsigned int magic,
-                    unsigned int page_size, unsigned long long seg_size, unsigned long long sysid,
-                    unsigned int latest_tli) nogil
+# The page walker, the one of both framers (native/wd_xlogframe.h)
+from wd_xlogframe cimport WD_FRAME_DONE, WD_FRAME_RECORD, WD_FRAME_REFERENCE, WdFrameEvent, WdXLogFrame
+from wd_xlogframe cimport wd_frame_load, wd_frame_next, wd_frame_store
 
 
 cdef class Dump:
@@ -93,16 +85,9 @@ cdef class Dump:
     cdef unsigned long long *counts
     cdef unsigned long long *rec_lens
     cdef unsigned long long *fpi_lens
-    # framing state of the segment being read (FrameState is loaded at its start, saved at its end)
-    cdef unsigned int latest_tli
-    cdef unsigned long long prev_lsn
-    cdef bint rand_access
-    cdef unsigned char *scratch     # a record that crosses pages, being assembled
-    cdef size_t scratch_cap
-    cdef bint in_partial
-    cdef size_t have
-    cdef unsigned int partial_total
-    cdef unsigned long long partial_lsn
+    # the walk of the segment being read (FrameState is loaded at its start, saved at its end); its
+    # buffer of a record that crosses pages is kept from one segment to the next
+    cdef WdXLogFrame frame
     # text
     cdef wd_buf out
     cdef size_t block_size
@@ -135,7 +120,7 @@ cdef class Dump:
         free(self.names)
         free(self.kind_lens)
         free(self.name_lens)
-        free(self.scratch)
+        free(self.frame.partial)
         free(self.out.data)
 
     def __init__(self, int major, int mode, *, bint verify_crc=True, rmids=None, xid=None, limit=None,
@@ -168,7 +153,7 @@ cdef class Dump:
                 self.read_from = reader.read_from
                 stop = self._segment(buf, seg_lsn, st, path)
                 if tracker is not None:
-                    tracker.lsn = self.partial_lsn if self.in_partial else st.next_lsn
+                    tracker.lsn = self.frame.partial_lsn if self.frame.in_partial else st.next_lsn
                     tracker.records = self.shown
                 if self.done:
                     break
@@ -193,187 +178,36 @@ cdef class Dump:
                 self.out.len = 0
 
     cdef object _segment(self, buf, unsigned long long seg_lsn, st, path):
-        """frame_segment (waldecode/wal/_pyframe.py) with each record handed to ``_record``."""
+        """frame_segment (waldecode/wal/_pyframe.py) by native/wd_xlogframe.h, each record handed to
+        ``_record`` where it lies (on its page, or assembled in the walker's buffer)."""
         cdef const unsigned char[:] view = buf
-        cdef const unsigned char *b = &view[0] if view.shape[0] else NULL
-        cdef Py_ssize_t buflen = view.shape[0]
-        cdef unsigned int page_size = st.page_size
-        cdef unsigned long long seg_size = st.seg_size
-        cdef unsigned int magic = st.magic
-        cdef unsigned long long sysid = st.sysid
-        cdef unsigned long long end_limit = st.end_lsn
-        cdef Py_ssize_t pos = <Py_ssize_t>(<unsigned long long>st.next_lsn - seg_lsn)
-        cdef Py_ssize_t cur_page = -1, page_off, hdr = 0, avail, take, at
-        cdef unsigned long long skip, lsn, raw_end, prev
-        cdef unsigned int info = 0, rem_len = 0, tot_len, need
-        cdef bint fresh
-        if st.stop_after_partial:
-            raise ValueError("the native inspect walks whole ranges (stop_after_partial is not for it)")
-        self.latest_tli = st.latest_tli
-        self.prev_lsn = st.prev_lsn
-        self.rand_access = st.rand_access
-        self._load_partial(st)
-        fresh = not self.in_partial and self.rand_access
+        cdef WdXLogFrame *f = &self.frame
+        cdef WdFrameEvent ev
+        if st.stop_after_partial or st.firsts is not None:
+            raise ValueError("the native inspect walks whole ranges of whole records "
+                             "(stop_after_partial and firsts are not for it)")
+        wd_frame_load(f, buf, view, seg_lsn, st, self.verify_crc)
         while True:
-            if <unsigned long long>pos >= seg_size:
-                return self._leave(st, seg_lsn + seg_size)
-            page_off = pos - pos % page_size
-            if page_off != cur_page:
-                if page_off + page_size > buflen:
-                    return self._fallback(buf, seg_lsn, st, path, seg_lsn + pos)
-                if cur_page < 0 and page_off != 0:
-                    if not wd_page_ok(b, 0, seg_lsn, magic, page_size, seg_size, sysid, 0):
-                        return self._fallback(buf, seg_lsn, st, path, seg_lsn + pos)
-                if not wd_page_ok(b + page_off, page_off, seg_lsn, magic, page_size, seg_size, sysid,
-                                self.latest_tli):
-                    return self._fallback(buf, seg_lsn, st, path, seg_lsn + pos)
-                info = wd_rd16(b + page_off + 2)
-                rem_len = wd_rd32(b + page_off + 16)
-                hdr = SizeOfXLogLongPHD if info & XLP_LONG_HEADER else SizeOfXLogShortPHD
-                self.latest_tli = wd_rd32(b + page_off + 4)
-                cur_page = page_off
-                if self.in_partial:
-                    need = self.partial_total - <unsigned int>self.have
-                    if (info & XLP_FIRST_IS_OVERWRITE_CONTRECORD or not info & XLP_FIRST_IS_CONTRECORD
-                            or rem_len == 0 or rem_len != need):
-                        return self._fallback(buf, seg_lsn, st, path, seg_lsn + pos)
-                    take = min(<Py_ssize_t>rem_len, page_size - hdr)
-                    if take < rem_len:
-                        self._partial_add(b + page_off + hdr, take)
-                        pos = page_off + page_size
-                        continue
-                    lsn = self.partial_lsn
-                    raw_end = seg_lsn + page_off + hdr + rem_len
-                    if end_limit and raw_end > end_limit:
-                        return self._fallback(buf, seg_lsn, st, path, seg_lsn + pos)
-                    self._partial_add(b + page_off + hdr, take)
-                    if not self._record_ok(self.scratch, self.partial_total, lsn, magic):
-                        self.have -= take
-                        return self._fallback(buf, seg_lsn, st, path, seg_lsn + pos)
-                    self.in_partial = False
-                    self.prev_lsn = lsn
-                    self.rand_access = False
-                    pos = page_off + hdr + ((rem_len + 7) & ~7)
-                    self._record(self.scratch, self.partial_total, lsn, raw_end, path)
-                    if self.done:
-                        return self._leave(st, seg_lsn + pos)
-                    if self.scratch[17] == RM_XLOG_ID and self.scratch[16] & 0xF0 == XLOG_SWITCH:
-                        st.switch_seen = True
-                        return self._leave(st, seg_lsn + seg_size)
-                    continue
-                if pos == page_off:
-                    if info & XLP_FIRST_IS_CONTRECORD:
-                        if not fresh:
-                            return self._fallback(buf, seg_lsn, st, path, seg_lsn + pos)
-                        # XLogFindNextRecord: skip the tail of a record begun before this page
-                        skip = (<unsigned long long>rem_len + 7) & ~(<unsigned long long>7)
-                        if hdr + skip >= page_size:
-                            pos = page_off + page_size
-                            continue
-                        pos = page_off + hdr + skip
-                    else:
-                        pos = page_off + hdr
-                elif pos < page_off + hdr:
-                    pos = page_off + hdr
-                fresh = False
-            # A record starts at pos, on the current page
-            lsn = seg_lsn + pos
-            if end_limit and lsn >= end_limit:
-                return self._fallback(buf, seg_lsn, st, path, lsn)
-            tot_len = wd_rd32(b + pos)
-            if tot_len < 24 or tot_len > MaxAllocSize:
-                return self._fallback(buf, seg_lsn, st, path, lsn)
-            avail = page_off + page_size - pos
-            if tot_len <= avail:
-                if end_limit and lsn + tot_len > end_limit:
-                    return self._fallback(buf, seg_lsn, st, path, lsn)
-                if not self._record_ok(b + pos, tot_len, lsn, magic):
-                    return self._fallback(buf, seg_lsn, st, path, lsn)
-                self.prev_lsn = lsn
-                self.rand_access = False
-                at = pos
-                pos += (tot_len + 7) & ~7
-                self._record(b + at, tot_len, lsn, lsn + tot_len, path)
+            ev = wd_frame_next(f)
+            if ev == WD_FRAME_RECORD:
+                self._record(f.rec, f.rec_len, f.lsn, f.raw_end, path)
                 if self.done:
-                    return self._leave(st, seg_lsn + pos)
-                if b[at + 17] == RM_XLOG_ID and b[at + 16] & 0xF0 == XLOG_SWITCH:
-                    st.switch_seen = True
-                    return self._leave(st, seg_lsn + seg_size)
-                continue
-            if avail >= 24:
-                # Header on this page: check it before trusting the length (as xlogreader.c does)
-                prev = wd_rd64(b + pos + 8)
-                if not wd_rmid_valid(b[pos + 17], magic) or (
-                        (prev >= lsn) if self.rand_access else (prev != self.prev_lsn)):
-                    return self._fallback(buf, seg_lsn, st, path, lsn)
-            self.have = 0
-            self._partial_add(b + pos, avail)
-            self.in_partial = True
-            self.partial_lsn = lsn
-            self.partial_total = tot_len
-            pos = page_off + page_size
-
-    cdef inline bint _record_ok(self, const unsigned char *r, unsigned int tot_len, unsigned long long lsn,
-                                unsigned int magic):
-        """ValidXLogRecordHeader + ValidXLogRecord passed (else the reference names the failure)."""
-        cdef unsigned long long prev = wd_rd64(r + 8)
-        if not wd_rmid_valid(r[17], magic):
-            return False
-        if self.rand_access:
-            if prev >= lsn:
-                return False
-        elif prev != self.prev_lsn:
-            return False
-        return not self.verify_crc or wd_record_crc(r, tot_len) == wd_rd32(r + 20)
-
-    cdef int _partial_add(self, const unsigned char *p, Py_ssize_t n) except -1:
-        cdef size_t need = self.have + <size_t>n
-        cdef size_t cap
-        cdef unsigned char *grown
-        if need > self.scratch_cap:
-            cap = self.scratch_cap * 2 if self.scratch_cap else 65536
-            while cap < need:
-                cap *= 2
-            grown = <unsigned char *>realloc(self.scratch, cap)
-            if grown == NULL:
+                    f.next_lsn = seg_lsn + <unsigned long long>f.pos
+                    wd_frame_store(f, st)
+                    return None
+            elif ev == WD_FRAME_DONE:
+                wd_frame_store(f, st)
+                return None
+            elif ev == WD_FRAME_REFERENCE:
+                return self._fallback(buf, seg_lsn, st, path)
+            else:
                 raise MemoryError()
-            self.scratch = grown
-            self.scratch_cap = cap
-        memcpy(self.scratch + self.have, p, n)
-        self.have = need
-        return 0
 
-    cdef int _load_partial(self, st) except -1:
-        cdef const unsigned char[:] pv
-        partial = st.partial
-        self.in_partial = partial is not None
-        self.have = 0
-        if partial is not None:
-            self.partial_lsn = st.partial_lsn
-            self.partial_total = st.partial_total
-            if len(partial):
-                pv = partial
-                self._partial_add(&pv[0], pv.shape[0])
-        return 0
-
-    cdef object _leave(self, st, unsigned long long next_lsn, stop=None):
-        """Hand the framing state back to ``st`` (for the next segment, or the reference)."""
-        st.next_lsn = next_lsn
-        st.latest_tli = self.latest_tli
-        st.prev_lsn = self.prev_lsn
-        st.rand_access = self.rand_access
-        if self.in_partial:
-            st.partial = bytearray(PyBytes_FromStringAndSize(<const char *>self.scratch, self.have))
-            st.partial_lsn = self.partial_lsn
-            st.partial_total = self.partial_total
-        else:
-            st.partial = None
-        return stop
-
-    cdef object _fallback(self, buf, unsigned long long seg_lsn, st, path, unsigned long long next_lsn):
-        """The rest of the segment by the reference framer, from ``next_lsn``: it builds the stop."""
+    cdef object _fallback(self, buf, unsigned long long seg_lsn, st, path):
+        """The rest of the segment by the reference framer, from where the walker stopped: it builds
+        the stop."""
         cdef bytes rec
-        self._leave(st, next_lsn)
+        wd_frame_store(&self.frame, st)
         records, stop = _pyframe.frame_segment(buf, seg_lsn, st, self.verify_crc, path)
         for lsn, raw_end, rec in records:
             self._record(<const unsigned char *>PyBytes_AS_STRING(rec), len(rec), lsn, raw_end, path)

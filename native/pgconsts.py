@@ -1,5 +1,6 @@
 """Writes native/pgconsts.pxd: the PostgreSQL constants of the pure-Python modules, for Cython, and
-native/pgconsts.h: those of ``C_SOURCES``, for the header-only C (``native/wd_xlogrecord.h``).
+native/pgconsts.h: those of ``C_SOURCES``, for the header-only C (``native/wd_xlogpage.h``,
+``native/wd_xlogrecord.h``, ``native/wd_xlogframe.h``).
 
 The pure-Python modules are the one place each constant is written (named as PostgreSQL names
 it, with the header it comes from); the native code cimports the same names from the
@@ -43,7 +44,10 @@ SOURCES = (
 # The modules whose constants the header-only C uses, as #defines of native/pgconsts.h: few, so that
 # their names (PostgreSQL's, unprefixed) cannot meet another header's
 C_SOURCES = (
+    "waldecode/wal/xlogpage.py",
     "waldecode/wal/xlogrecord.py",
+    "waldecode/rmgr/__init__.py",
+    "waldecode/rmgr/xlog.py",
 )
 
 _BINOPS = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul, ast.FloorDiv: operator.floordiv,

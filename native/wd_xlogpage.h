@@ -10,14 +10,13 @@
 #include <stdint.h>
 #include <string.h>
 
-/* src/include/access/xlog_internal.h */
-#define WD_XLP_LONG_HEADER 0x0002
-#define WD_XLP_ALL_FLAGS 0x000F
+/* XLP_* (xlog_internal.h), RM_* (rmgr.h): generated from waldecode/wal/xlogpage.py and waldecode/rmgr */
+#include "pgconsts.h"
 
 /* RmgrIdIsValid: 15 (page magic 0xD110) added custom resource managers 128..255 */
 static inline int wd_rmid_valid(unsigned int rmid, unsigned int magic)
 {
-    return rmid <= 21 || (rmid >= 128 && magic >= 0xD110);
+    return rmid <= RM_MAX_BUILTIN_ID || (rmid >= RM_MIN_CUSTOM_ID && magic >= 0xD110);
 }
 
 /* XLogReaderValidatePageHeader's checks of the page at ``p`` (segment offset ``page_off``) */
@@ -29,9 +28,9 @@ static inline int wd_page_ok(const unsigned char *p, int64_t page_off, uint64_t 
     uint64_t u64;
     memcpy(&m, p, 2);
     memcpy(&info, p + 2, 2);
-    if (m != magic || info & ~WD_XLP_ALL_FLAGS)
+    if (m != magic || info & ~XLP_ALL_FLAGS)
         return 0;
-    if (info & WD_XLP_LONG_HEADER) {
+    if (info & XLP_LONG_HEADER) {
         memcpy(&u64, p + 24, 8);
         if (sysid && u64 != sysid)
             return 0;

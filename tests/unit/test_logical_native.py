@@ -27,7 +27,9 @@ from waldecode import _impl
 from waldecode.logical.decode import LogicalDecoder
 from waldecode.logical.reorderbuffer import Change
 from waldecode.output.base import OutputWriter
+from waldecode.errors import WALError
 from waldecode.output.test_decoding import TestDecoding
+from waldecode.testing.datums import varlena
 
 logical_native = pytest.importorskip("waldecode._logical") if "cython" in _impl.available() else None
 pytestmark = pytest.mark.skipif(logical_native is None, reason="the Cython implementation is not built")
@@ -336,3 +338,61 @@ def test_a_plugin_without_txn_lines_has_its_commits_decoded_in_python(tmp_path):
     slow, _taken, _out = run_loop(stream, plugin=TestDecoding(rows.append), spill_dir=str(tmp_path))
     assert stream.framed[-1][0] in slow
     assert rows == ["BEGIN 1000", "table public.t: INSERT: id[integer]:1 v[text]:'row 1 x'", "COMMIT 1000"]
+
+
+# -- rows whose values the row writer cannot read in place ------------------------------------------------
+
+def compressed_rows(damaged: bool = False) -> Stream:
+    """A plain transaction whose text values are compressed inline (pglz, varattrib_4b with va_tcinfo): an
+    INSERT, an UPDATE with its old key, a DELETE whose old key holds one.  ``damaged``: the INSERT's value
+    says it decompresses to more bytes than its stream gives, which only the Python path names."""
+    s = Stream()
+    s.running_xacts()
+    xid, _top = s._xid(0, False)
+    rel = (SPC, DB, REL)
+    raw = ("compressible text " * 30).encode()
+
+    def tup(ident: int, value: bytes) -> bytes:
+        # xl_heap_header (natts 2, HEAP_HASVARWIDTH, t_hoff 24), a byte up to t_hoff, the int4, the varlena
+        return struct.pack("<HHB", 2, 0x0002, 24) + b"\x00" + struct.pack("<i", ident) + value
+
+    value = varlena(raw, "pglz")
+    bad = value[:4] + struct.pack("<I", int.from_bytes(value[4:8], "little") + 5) + value[8:]
+    flags = XLH_INSERT_CONTAINS_NEW_TUPLE
+    s.add(Record(RM_HEAP_ID, XLOG_HEAP_INSERT, xid, (Block(0, rel, data=tup(1, bad if damaged else value)),),
+                 struct.pack("<HB", 1, flags)))
+    old = tup(1, varlena(b"old", "1b"))
+    main = struct.pack("<IHBBIH", 0, 1, 0, XLH_UPDATE_CONTAINS_NEW_TUPLE | XLH_UPDATE_CONTAINS_OLD_KEY, 0, 2) + old
+    s.add(Record(RM_HEAP_ID, XLOG_HEAP_UPDATE, xid, (Block(0, rel, data=tup(2, value)),), main))
+    main = struct.pack("<IHBB", 0, 1, 0, XLH_DELETE_CONTAINS_OLD_KEY) + tup(2, value)
+    s.add(Record(RM_HEAP_ID, XLOG_HEAP_DELETE, xid, (Block(0, rel),), main))
+    s.finish(0, True)
+    return s
+
+
+@pytest.mark.parametrize("spill_threshold", [4096, 1])
+def test_rows_with_compressed_values_written_from_the_arena(spill_threshold, tmp_path):
+    """The row writer reads the change arena in place (``_typeout.append_change_at``, no bytes object per
+    tuple); a value it must decompress is copied out first.  On the commit path (the transaction taken
+    whole) and on the replay of a spilled one, the same lines as the reference."""
+    stream = compressed_rows()
+    kw = dict(spill_dir=str(tmp_path), spill_threshold=spill_threshold)
+    slow, _taken, out = run_loop(stream, **kw)
+    commit = stream.framed[-1][0]
+    assert (commit in slow) == (spill_threshold == 1)  # the spilled one is replayed by _logical.replay
+    assert out == reference(stream, **kw)
+    assert out.count(b"compressible text") == 3 * 30
+
+
+@pytest.mark.parametrize("spill_threshold", [4096, 1])
+def test_a_row_only_the_python_path_reads_raises_the_reference_error(spill_threshold, tmp_path):
+    """A value whose decompression fails sends the tuple the Python way (a copy of it out of the arena),
+    which raises the reference's error, naming the row."""
+    stream = compressed_rows(damaged=True)
+    kw = dict(spill_dir=str(tmp_path), spill_threshold=spill_threshold)
+    with pytest.raises(WALError) as native:
+        run_loop(stream, **kw)
+    with pytest.raises(WALError) as ref:
+        reference(stream, **kw)
+    assert (type(native.value), str(native.value)) == (type(ref.value), str(ref.value))
+    assert "decompress" in str(ref.value) or "compressed" in str(ref.value)

@@ -449,6 +449,87 @@ def test_header_only_framing_on_damaged_wal(case):
 
 
 # --------------------------------------------------------------------------------------------
+# The framing state each call hands on (FrameState): the same under both implementations
+
+_STATE = ("latest_tli", "next_lsn", "prev_lsn", "rand_access", "partial", "partial_lsn", "partial_total",
+          "switch_seen", "partial_header_only")
+
+
+def framing_states(directory, name: str, mode: str, **kw) -> list:
+    """Per ``frame_segment`` call of implementation ``name`` over a whole read: (its records, its stop,
+    the FrameState fields after it); ``mode``: "plain", "firsts" (with the dict after each call) or
+    "catalog" (FrameState.catalog too); a WALError ends the list."""
+    previous = _impl.IMPL
+    _impl.use(name)
+    calls = []
+    try:
+        reader = XLogReader([directory], **kw)
+        firsts: dict | None = None if mode == "plain" else {}
+        with no_hang():
+            for seg_lsn, buf, path, st in reader.segments_to_read():
+                st.firsts = firsts
+                st.catalog = (frozenset({16384, 1262}), 0x1C) if mode == "catalog" else None
+                records, stop = _impl.frame_segment(buf, seg_lsn, st, reader.verify_crc, path)
+                state = {k: getattr(st, k) for k in _STATE}
+                state["partial"] = None if st.partial is None else bytes(st.partial)
+                calls.append((records, stop, state, dict(firsts) if firsts is not None else None))
+                if stop is not None:
+                    break
+    except WALError as e:
+        calls.append((type(e).__name__, str(e)))
+    finally:
+        _impl.use(previous)
+    return calls
+
+
+@pytest.mark.skipif("cython" not in _impl.available(), reason="the Cython extension is not built")
+@settings(max_examples=300, **SETTINGS)
+@given(case=damaged(), mode=st.sampled_from(["plain", "firsts", "catalog"]))
+def test_framing_state_the_same_on_damaged_wal(case, mode):
+    """Both framers (native/wd_xlogframe.h under Cython) return the same records and stops and leave the same
+    FrameState after every segment read through, in each of its modes: what the next segment, the reader and
+    Spark's phase 1 read from it."""
+    w, muts, verify, start, end = case
+    if start is not None and start < w.first_segno * w.seg_size:
+        start = None
+    with tempfile.TemporaryDirectory() as d:
+        write_damaged(w, muts, d)
+        py = framing_states(d, "python", mode, start_lsn=start, end_lsn=end, verify_crc=verify)
+        cy = framing_states(d, "cython", mode, start_lsn=start, end_lsn=end, verify_crc=verify)
+    same_calls(py, cy)
+
+
+def same_calls(py: list, cy: list) -> None:
+    """``framing_states`` of both implementations equal, the first difference named."""
+    for i, (p, c) in enumerate(zip(py, cy)):
+        if len(p) == 4 and len(c) == 4:
+            assert p[1] == c[1], f"call {i}: the implementations stop differently"
+            assert p[0] == c[0], f"call {i}: the implementations return different records"
+            if p[1] is None:
+                # what the next segment starts from (after a stop the reader reads no further, and the
+                # native framer hands the reference a later start than the reference's own)
+                assert p[2] == c[2], f"call {i}: different FrameState"
+            assert p[3] == c[3], f"call {i}: different firsts"
+        else:
+            assert p == c, f"call {i}"
+    assert len(py) == len(cy)
+
+
+@pytest.mark.skipif("cython" not in _impl.available(), reason="the Cython extension is not built")
+@settings(max_examples=100, **SETTINGS)
+@given(w=streams(), mode=st.sampled_from(["plain", "firsts", "catalog"]), data=st.data())
+def test_framing_state_the_same_across_segments(w, mode, data):
+    """On whole WAL with records and headers split across pages and segments, read from anywhere: the
+    same records and FrameState after each segment under both implementations."""
+    start = data.draw(st.none() | st.integers(w.first_segno * w.seg_size, w.written[-1].end))
+    with tempfile.TemporaryDirectory() as d:
+        w.write(d)
+        py = framing_states(d, "python", mode, start_lsn=start)
+        cy = framing_states(d, "cython", mode, start_lsn=start)
+    same_calls(py, cy)
+
+
+# --------------------------------------------------------------------------------------------
 # Reader bugs found by the properties above (now fixed), pinned as examples
 
 

@@ -365,7 +365,7 @@ class Replayer:
     def row_target(self, spc: int, relnumber: int):
         """For ``_logical.replay``, while one catalog serves every change: what becomes of a row
         change stored in (spc, relnumber) — False: nothing (a relation not decoded), a tuple
-        ``(append_change, buffer, head, writer)`` from the plugin's ``row_writer``: the line is
+        ``(RelDesc, buffer, head, block size)`` from the plugin's ``row_writer``: the line is
         appended natively, ``UNMAPPED``: no relation is stored there (a change without tuples is
         passed over, another goes to ``apply_change``, which warns), None: ``apply_change`` decides
         (TOAST chunks, a plugin without a row writer).  Kept in ``row_targets`` while the catalog in

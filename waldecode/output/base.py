@@ -38,8 +38,8 @@ in large blocks, with a buffer native code appends to (test_decoding's native pa
 
 A plugin may also offer the native decoding loop (``waldecode._logical``) an optional capability,
 which replaces ``begin``, ``change_tuples`` and ``commit`` for the plain commits that loop writes
-whole (docs/native.md): ``row_writer(catalog, relation)`` (its native row appender, the output
-buffer, the table's head), ``txn_lines()`` (a ``_typeout.TxnLines`` writing its lines at a
+whole (docs/native.md): ``row_writer(catalog, relation)`` (the relation's native row appender,
+a ``_typeout.RelDesc``, the output buffer, the table's head, the block size), ``txn_lines()`` (a ``_typeout.TxnLines`` writing its lines at a
 transaction's ends, and the ``OutputWriter``), ``rows_begin(txn)`` and ``rows_written(n)``; a plugin
 without them, or returning None, has every transaction go through the callbacks above.
 """

@@ -319,12 +319,14 @@ class TestDecoding(OutputPlugin):
     # The replayer's native loop (``waldecode._logical.replay``) appends the lines of row changes
     # itself: ``change_tuples`` without a Python call per change
     def row_writer(self, catalog: CatalogView, relation: Relation):
-        """(``RelDesc.append_change``, the output buffer, b"table name:", block size) for ``relation``
-        under ``catalog``, or None when rows go through ``change_tuples`` (no OutputWriter)."""
+        """(the relation's ``_typeout.RelDesc``, the output buffer, b"table name:", block size) for
+        ``relation`` under ``catalog``, or None when rows go through ``change_tuples`` (no OutputWriter).
+        The native loop calls the RelDesc's C entry point (``append_change_at``), with the tuples in
+        place in its change arena."""
         if self.output is None or self._typeout_module is None:
             return None
         _rel, _view, head, desc = self._native_relation(catalog, relation)
-        return desc.append_change, self.output.buffer, head, self.output.block_size
+        return desc, self.output.buffer, head, self.output.block_size
 
     def txn_lines(self):
         """For the decoder's native commit path (``waldecode._logical``), which writes a plain committed
