@@ -26,6 +26,7 @@ Takes paths and a catalog snapshot (or source); hands a ``Divergence`` to ``repo
 
 from __future__ import annotations
 
+import struct
 from dataclasses import dataclass, field, replace
 
 from ..catalog.model import Catalog
@@ -41,8 +42,11 @@ from ..output.quote import quote_literal_cstr
 from ..pg.quote import quote_identifier, quote_qualified_identifier
 from ..wal.segments import discover, scan
 from ..wal.storage import DEFAULT_OPTIONS, InputOptions
+from ..wal.xlogrecord import XL_XID_OFFSET
 from .collect import ALL_ROWS, Collector, DecodedTxn
 from .timelines import Fork, Timeline, timelines
+
+_xl_xid = struct.Struct("<I").unpack_from  # XLogRecord's xl_xid (src/include/access/xlogrecord.h)
 
 #: user relation kinds whose definition a report names (ordinary and partitioned tables)
 _TABLE_KINDS = ("r", "p")
@@ -131,10 +135,23 @@ class _XactWatch(TransactionListener):
         decoder.txns.subscribe(self)
 
     def after_record(self, rec, decoder) -> None:
-        xid = rec.xl_xid
-        if xid and rec.lsn < self.switch_lsn and (self.max_xid_before is None
-                                                  or xid_precedes(self.max_xid_before, xid)):
-            self.max_xid_before = xid
+        pass
+
+    def framed(self, records: list, start: int) -> None:
+        """The newest xid of a record before the switch point, from every record's header: under Cython
+        ``after_record`` sees only the records the Python decoder takes, and the others' xids (a transaction
+        whose records before the switch are all row changes) would be missed."""
+        newest = self.max_xid_before
+        switch = self.switch_lsn
+        for lsn, _end, rec in records:
+            if lsn >= switch:
+                break
+            if lsn < start:
+                continue
+            xid = _xl_xid(rec, XL_XID_OFFSET)[0]
+            if xid and (newest is None or xid_precedes(newest, xid)):
+                newest = xid
+        self.max_xid_before = newest
 
     def finish(self, end, decoder) -> None:
         pass

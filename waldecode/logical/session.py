@@ -83,7 +83,9 @@ def decode_wal(source, catalog: Catalog, plugin, request: DecodeRequest | None =
     ``observer`` (e.g. ``slot.SlotKeeper``) is told ``begin(read_from, decoder)``, then
     ``after_record(rec, decoder)`` after each record, and ``finish(end, decoder)`` after
     the last one unless an error ended the run (under Cython ``after_record`` sees the records the
-    Python decoder takes, and every 1024th of the others).  ``track(reader)`` may wrap the reader
+    Python decoder takes, and every 1024th of the others); an observer with a ``framed(records, start)``
+    is given every segment's framed records ``(lsn, raw end, bytes)`` before they are decoded (those
+    before ``start`` are not decoded), under both implementations.  ``track(reader)`` may wrap the reader
     (the progress line): the ``frames()`` of what it returns are read instead, and it is closed at
     the end.  ``start_plan``: ``startpoint.reading_start``'s (plan, read_from) for these starts, when the
     caller has it already.  ``catalog_history``: ``LogicalDecoder``'s.  Before anything is read, ``choose.check_snapshot`` refuses a snapshot of
@@ -144,14 +146,17 @@ def decode_wal(source, catalog: Catalog, plugin, request: DecodeRequest | None =
     records = reader if track is None else track(reader)
     ended = False  # reading came to its end (else an error is on its way: it alone is reported)
     try:
-        after = None
+        after = framed_seen = None
         if observer is not None:
             observer.begin(read_from if read_from is not None else segments.first_segno * segments.seg_size, decoder)
             after_record = observer.after_record
+            framed_seen = getattr(observer, "framed", None)
 
             def after(rec):
                 after_record(rec, decoder)
         for path, framed, start in records.frames():
+            if framed_seen is not None:
+                framed_seen(framed, start)
             decoder.process_framed(path, framed, start, after)
         if observer is not None and not decoder.not_decoded:
             observer.finish(reader.last_end_lsn, decoder)

@@ -12,6 +12,8 @@ from typing import NamedTuple
 
 # src/include/access/xlogrecord.h
 SizeOfXLogRecord = 24
+# XLogRecord's xl_xid (after xl_tot_len): readable from a record's header alone
+XL_XID_OFFSET = 4
 XLR_INFO_MASK = 0x0F
 XLR_RMGR_INFO_MASK = 0xF0
 XLR_SPECIAL_REL_UPDATE = 0x01
