@@ -133,7 +133,7 @@ class TxnRecord:
     end_lsn: int  # pg_current_wal_insert_lsn() right after it
     time: str  # commit timestamp (pg_xact_commit_timestamp; '' for an abort)
     after: str  # clock_timestamp() after it ended, before the next transaction began
-    rows: bytes  # the table's COPY TO STDOUT on the primary after it
+    rows: bytes | None  # the table's COPY TO STDOUT on the primary after it (None: not recorded)
 
 
 @dataclass(frozen=True)
@@ -254,9 +254,11 @@ class PitrPrimary:
     def _insert_lsn(self) -> int:
         return parse_lsn(self.conn.execute("SELECT pg_current_wal_insert_lsn()::text").fetchone()[0])
 
-    def transaction(self, *statements: str, commit: bool = True) -> TxnRecord:
+    def transaction(self, *statements: str, commit: bool = True, rows: bool = True) -> TxnRecord:
         """Run ``statements`` in one transaction that is given an xid, commit it (or roll it back) and
-        record what recovery targets need; returns the record (its ``lsn`` is filled by ``finish``)."""
+        record what recovery targets need; returns the record (its ``lsn`` is filled by ``finish``).
+        ``rows=False`` leaves its ``rows`` None, for a table too large to copy out after every
+        transaction when no target is compared there."""
         conn = self.conn
         conn.execute("BEGIN")
         for s in statements:
@@ -268,15 +270,18 @@ class PitrPrimary:
         if commit:
             ts = conn.execute("SELECT pg_xact_commit_timestamp(%s::text::xid)::text", (xid,)).fetchone()[0]
         after = conn.execute("SELECT clock_timestamp()::text").fetchone()[0]
-        rec = TxnRecord(len(self.txns), xid, commit, 0, end_lsn, ts, after, self._copy())
+        rec = TxnRecord(len(self.txns), xid, commit, 0, end_lsn, ts, after, self._copy() if rows else None)
         self.txns.append(rec)
         return rec
 
     def outside(self, *statements: str) -> None:
         """Run ``statements`` outside any recorded transaction (``VACUUM``, ``CHECKPOINT``): no target is
-        taken from them; a commit record they write ends no transaction of ``txns``."""
+        taken from them; a commit record they write ends no transaction of ``txns``.  The rows must be
+        those of the last transaction, unless it recorded none (``rows=False``)."""
         for s in statements:
             self.conn.execute(s)
+        if self.txns and self.txns[-1].rows is None:
+            return
         rows = self._copy()
         if rows != self.rows_after(len(self.txns) - 1):
             raise RuntimeError(f"{statements} changed the rows of {self.table}: run it as a transaction")
