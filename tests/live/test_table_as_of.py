@@ -7,9 +7,10 @@ row locked FOR UPDATE and never changed, two sessions holding FOR SHARE on rows 
 multixact) while other transactions commit, a FOR KEY SHARE locker open while a row is updated (a
 multixact with an updater), VACUUM (pruning, dead items), VACUUM FREEZE, a column added with a
 default (attmissingval) and one dropped, a rewrite (ALTER TABLE ... TYPE), VACUUM FULL and a
-TRUNCATE.  For every target of ``PitrPrimary.targets`` (LSN, time and xid, inclusive on and off)
-the recovered cluster's ``COPY`` and ``waldecode table --format copy`` from the same backup and
-archive must hold the same rows, byte for byte, as multisets.  Targets recovery cannot reach, and a
+TRUNCATE.  For every target of ``PitrPrimary.spread_targets`` (every state of the table the
+workload made; LSN, time and xid, inclusive on and off) the recovered cluster's ``COPY`` and
+``waldecode table --format copy`` from the same backup and archive must hold the same rows, byte for
+byte, as multisets.  Targets recovery cannot reach, and a
 table that does not exist, give one error line and nothing on stdout.
 """
 
@@ -17,6 +18,7 @@ from __future__ import annotations
 
 import json
 import shlex
+from collections import Counter
 
 import pytest
 
@@ -52,15 +54,11 @@ def _waldecode(p: PitrPrimary, capsys, at: str, inclusive: bool, table: str = "p
 
 
 def test_rows_at_targets_equal_point_in_time_recovery(primary, capsys):
-    """Every target: waldecode's rows are the recovered cluster's, byte for byte, as multisets."""
-    targets = primary.targets(every=1)
-    by_kind = {k: [t for t in targets if t.kind == k] for k in ("lsn", "time", "xid")}
-    # LSN, time and xid targets spread over the workload, inclusive on and off, the last ones included
-    chosen = []
-    for kind, ts in by_kind.items():
-        step = max(1, len(ts) // 12)
-        chosen += ts[::step] + ts[-3:]
-    chosen = list(dict.fromkeys(chosen))
+    """Every target of ``PitrPrimary.spread_targets``: a target including each committed transaction of
+    the workload (every state of the table it made), one stopping before every third (the backup's
+    rows first), each of the eight kinds of target at several points; waldecode's rows are the
+    recovered cluster's, byte for byte, as multisets."""
+    chosen = primary.spread_targets()
     wrong, report, counts = [], [], set()
     for target in chosen:
         got = primary.recover(target)
@@ -77,8 +75,15 @@ def test_rows_at_targets_equal_point_in_time_recovery(primary, capsys):
     print("\n".join(report))
     print(f"{len(chosen)} targets, row counts {sorted(counts)}")
     assert wrong == [], "\n".join(wrong)
-    assert len(chosen) >= 20 and {t.kind for t in chosen} == {"lsn", "time", "xid"}
-    assert {t.inclusive for t in chosen} == {True, False}
+    # every state: the backup's and the one after each committed transaction
+    committed = [t.index for t in primary.txns if t.committed]
+    assert {t.last_included for t in chosen} >= {-1, *committed}
+    # each of the eight kinds of target (PitrPrimary.targets_at: by LSN at the commit record, inclusive on
+    # and off, and at the insert LSN after it; by time at the commit, inclusive on and off, and at a
+    # clock reading after it; by xid, inclusive on and off) at three transactions at least
+    kind_of = {target: i for t in primary.txns if t.committed for i, target in enumerate(primary.targets_at(t))}
+    kinds = Counter(kind_of[t] for t in chosen)
+    assert len(kinds) == 8 and min(kinds.values()) >= 3, kinds
     assert len(counts) >= 5, counts
 
 

@@ -146,27 +146,24 @@ def _table(capsys, backup: str, at: str, inclusive: bool, *more: str, table: str
 
 
 def _targets(r: Repos) -> list[tuple[Target, str]]:
-    """``PitrPrimary.targets`` of two transactions on each side of the second backups (the first one
-    after the backups, nearest their consistency point, and the last but one): every kind, inclusive
-    on and off, with the side (``a``: the first backups are the latest consistent before them, ``b``:
-    the second ones)."""
+    """Targets on each side of the second backups, with the side (``a``: the first backups are the
+    latest consistent before them, ``b``: the second ones): at the first transaction after the backups,
+    nearest their consistency point, every kind of ``PitrPrimary.targets_at`` (LSN, time, xid; inclusive
+    on and off); at the last but one, further on, its xid inclusive on and off (each target costs a
+    recovery, and the kinds are all tried at the first)."""
     chosen = []
     for side, txns in (("a", r.a), ("b", r.b)):
         committed = [r.p.txns[i] for i in txns if r.p.txns[i].committed]
-        values = {v for x in (committed[0], committed[-2])
-                  for v in (format_lsn(x.lsn), format_lsn(x.end_lsn), x.time, str(x.xid))}
-        chosen += [(t, side) for t in r.p.targets() if t.value in values]
-    return list(dict.fromkeys(chosen))
-
-
-_RECOVERED: dict = {}  # target -> the oracle's Recovered, shared by the tests of both tools
+        chosen += [(t, side) for t in r.p.targets_at(committed[0])]
+        chosen += [(t, side) for t in r.p.targets_at(committed[-2]) if t.kind == "xid"]
+    return chosen
 
 
 def _recover(r: Repos, target: Target):
-    if target not in _RECOVERED:
-        got = _RECOVERED[target] = r.p.recover(target)
-        assert got.lines == copy_lines(r.p.rows_after(target.last_included)), f"the oracle disagrees at {target}"
-    return _RECOVERED[target]
+    """The oracle's Recovered (``PitrPrimary.recover`` recovers a target once for the tests of both tools)."""
+    got = r.p.recover(target)
+    assert got.lines == copy_lines(r.p.rows_after(target.last_included)), f"the oracle disagrees at {target}"
+    return got
 
 
 def _check(r: Repos, capsys, backup: str, expect_labels: dict, *more: str) -> list[str]:

@@ -79,9 +79,13 @@ def _table(p: PitrPrimary, capsys, target, table: str):
     return status, out.out.encode(), out.err.splitlines()
 
 
-def _compare(p: PitrPrimary, capsys, table: str, every_nth: int = 3) -> dict:
-    targets = p.targets()
-    chosen = list(dict.fromkeys(targets[::every_nth] + targets[-4:]))
+def _compare(p: PitrPrimary, capsys, table: str) -> dict:
+    """``PitrPrimary.spread_targets``: every state of the table (before it exists, each one the
+    workload made, after its drop) and every kind of target; the disagreements fail the test."""
+    chosen = p.spread_targets()
+    committed = [t.index for t in p.txns if t.committed]
+    assert {t.last_included for t in chosen} >= {-1, *committed}
+    assert {(t.kind, t.inclusive) for t in chosen} == {(k, i) for k in ("lsn", "time", "xid") for i in (True, False)}
     wrong, states, absent = [], set(), 0
     for target in chosen:
         got = p.recover(target)

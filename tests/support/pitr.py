@@ -133,7 +133,7 @@ class TxnRecord:
     end_lsn: int  # pg_current_wal_insert_lsn() right after it
     time: str  # commit timestamp (pg_xact_commit_timestamp; '' for an abort)
     after: str  # clock_timestamp() after it ended, before the next transaction began
-    rows: bytes  # the table's COPY TO STDOUT on the primary after it
+    rows: bytes | None  # the table's COPY TO STDOUT on the primary after it (None: not recorded)
 
 
 @dataclass(frozen=True)
@@ -195,6 +195,9 @@ class PitrPrimary:
     archive_also: Callable | None = None
     archive_script_name: str = "archive.sh"  # pgBackRest's backup wants "pgbackrest" in archive_command
     txns: list = field(default_factory=list)
+    # target -> its Recovered: the backup and the archive only ever grow before ``finish`` and are read
+    # after it, so a target's recovery is the same each time and is done once (each costs seconds)
+    _recovered: dict = field(default_factory=dict, repr=False)
 
     def __enter__(self) -> "PitrPrimary":
         from waldecode.testing.cluster import Cluster, ClusterError
@@ -251,9 +254,11 @@ class PitrPrimary:
     def _insert_lsn(self) -> int:
         return parse_lsn(self.conn.execute("SELECT pg_current_wal_insert_lsn()::text").fetchone()[0])
 
-    def transaction(self, *statements: str, commit: bool = True) -> TxnRecord:
+    def transaction(self, *statements: str, commit: bool = True, rows: bool = True) -> TxnRecord:
         """Run ``statements`` in one transaction that is given an xid, commit it (or roll it back) and
-        record what recovery targets need; returns the record (its ``lsn`` is filled by ``finish``)."""
+        record what recovery targets need; returns the record (its ``lsn`` is filled by ``finish``).
+        ``rows=False`` leaves its ``rows`` None, for a table too large to copy out after every
+        transaction when no target is compared there."""
         conn = self.conn
         conn.execute("BEGIN")
         for s in statements:
@@ -265,15 +270,18 @@ class PitrPrimary:
         if commit:
             ts = conn.execute("SELECT pg_xact_commit_timestamp(%s::text::xid)::text", (xid,)).fetchone()[0]
         after = conn.execute("SELECT clock_timestamp()::text").fetchone()[0]
-        rec = TxnRecord(len(self.txns), xid, commit, 0, end_lsn, ts, after, self._copy())
+        rec = TxnRecord(len(self.txns), xid, commit, 0, end_lsn, ts, after, self._copy() if rows else None)
         self.txns.append(rec)
         return rec
 
     def outside(self, *statements: str) -> None:
         """Run ``statements`` outside any recorded transaction (``VACUUM``, ``CHECKPOINT``): no target is
-        taken from them; a commit record they write ends no transaction of ``txns``."""
+        taken from them; a commit record they write ends no transaction of ``txns``.  The rows must be
+        those of the last transaction, unless it recorded none (``rows=False``)."""
         for s in statements:
             self.conn.execute(s)
+        if self.txns and self.txns[-1].rows is None:
+            return
         rows = self._copy()
         if rows != self.rows_after(len(self.txns) - 1):
             raise RuntimeError(f"{statements} changed the rows of {self.table}: run it as a transaction")
@@ -308,31 +316,56 @@ class PitrPrimary:
     def targets(self, every: int = 1) -> list[Target]:
         """Targets of the three kinds at the committed transactions (every ``every``-th one), with the
         transaction recovery must stop after (see the module's docstring for the rules)."""
+        committed = [t for t in self.txns if t.committed]
+        return [target for t in committed[::every] for target in self.targets_at(t)]
+
+    def targets_at(self, t: TxnRecord) -> list[Target]:
+        """The targets at committed transaction ``t``: those that include it, then those that stop
+        before it (``last_included`` tells which)."""
+        before = t.index - 1  # a rolled-back transaction there leaves the rows of the one before it
+        out = [
+            Target("lsn", format_lsn(t.lsn), True, t.index),
+            Target("lsn", format_lsn(t.lsn), False, before),
+            Target("lsn", format_lsn(t.end_lsn), True, t.index),
+            Target("time", t.time, False, before),
+            Target("xid", str(t.xid), True, t.index),
+            Target("xid", str(t.xid), False, before),
+        ]
+        # A time target is reached only at a later transaction's end record (recoveryStopsBefore):
+        # at or after the last one recovery runs out of WAL first (RecoveryFailed)
+        if t.index < len(self.txns) - 1:
+            out += [Target("time", t.time, True, t.index), Target("time", t.after, False, t.index)]
+        return out
+
+    def spread_targets(self, exclude_every: int = 3) -> list[Target]:
+        """Targets that reach every state of the table the workload made and every kind of target at
+        several points of it, without near-duplicates (each target costs a whole recovery): at each
+        committed transaction one target that includes it, the kinds taking turns (the commit record's
+        LSN inclusive on, the insert LSN after it, the xid inclusive on, the commit time inclusive on, a
+        clock reading after it inclusive off); and at every ``exclude_every``-th one, from the first
+        on (the backup's rows), one that stops just before it, in turn by LSN, time and xid (inclusive
+        off)."""
         out = []
         committed = [t for t in self.txns if t.committed]
-        for t in committed[::every]:
-            before = t.index - 1  # a rolled-back transaction there leaves the rows of the one before it
-            out += [
-                Target("lsn", format_lsn(t.lsn), True, t.index),
-                Target("lsn", format_lsn(t.lsn), False, before),
-                Target("lsn", format_lsn(t.end_lsn), True, t.index),
-                Target("time", t.time, False, before),
-                Target("xid", str(t.xid), True, t.index),
-                Target("xid", str(t.xid), False, before),
-            ]
-            # A time target is reached only at a later transaction's end record (recoveryStopsBefore):
-            # at or after the last one recovery runs out of WAL first (RecoveryFailed)
-            if t.index < len(self.txns) - 1:
-                out += [Target("time", t.time, True, t.index), Target("time", t.after, False, t.index)]
+        for k, t in enumerate(committed):
+            at = self.targets_at(t)
+            including = [x for x in at if x.last_included == t.index]
+            excluding = [x for x in at if x.last_included != t.index]
+            out.append(including[k % len(including)])
+            if k % exclude_every == 0:
+                out.append(excluding[(k // exclude_every) % len(excluding)])
         return out
 
     # -- one recovery ---------------------------------------------------------------------------
 
     def recover(self, target: Target) -> Recovered:
         """Restore the backup into a throw-away cluster, recover it to ``target``, promote it and copy
-        the table out; ``RecoveryFailed`` with PostgreSQL's FATAL line when the recovery cannot end there."""
+        the table out; ``RecoveryFailed`` with PostgreSQL's FATAL line when the recovery cannot end there.
+        A target recovered before gives that recovery's result again."""
         import psycopg
 
+        if target in self._recovered:
+            return self._recovered[target]
         started = time.monotonic()
         work = Path(bt.server_tempdir("waldecode-pitr-target"))
         try:
@@ -367,8 +400,9 @@ class PitrPrimary:
             finally:
                 bt.run_as_server([*pg_ctl, "-m", "immediate", "-w", "stop"], check=False)
             stopping = _STOPPING_RE.findall(text)
-            return Recovered(target, copy, None if copy is None else copy_lines(copy), stopping[-1] if stopping else "",
-                             time.monotonic() - started)
+            got = self._recovered[target] = Recovered(target, copy, None if copy is None else copy_lines(copy),
+                                                      stopping[-1] if stopping else "", time.monotonic() - started)
+            return got
         finally:
             shutil.rmtree(work, ignore_errors=True)
 

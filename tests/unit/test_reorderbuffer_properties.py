@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import struct
 
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from model_catalog import DB, REL, SPC, make_catalog, tuple_bytes
@@ -55,8 +55,9 @@ class WalModel:
         self._record(RM_STANDBY_ID, XLOG_RUNNING_XACTS, 0, main)
 
     def _session(self, s: int) -> dict:
-        # levels: list of [xid or 0, inserts (list of (lsn-order, line))], index 0 = top level
-        return self.sessions.setdefault(s, {"levels": [[0, []]]})
+        # levels: list of [xid or 0, inserts (list of (lsn-order, line)), xids of the subtransactions
+        # released into it], index 0 = top level
+        return self.sessions.setdefault(s, {"levels": [[0, [], []]]})
 
     def _xid_for_write(self, sess: dict) -> tuple[int, int]:
         """AssignTransactionId: parents first.  Returns (xid, toplevel xid to announce or 0)."""
@@ -80,7 +81,7 @@ class WalModel:
         sess["levels"][-1][1].append(f"table public.t: INSERT: id[integer]:{self.counter} v[text]:'{text}'")
 
     def savepoint(self, s: int) -> None:
-        self._session(s)["levels"].append([0, []])
+        self._session(s)["levels"].append([0, [], []])
 
     def _subxids(self, level_list) -> list[int]:
         return [lvl[0] for lvl in level_list if lvl[0]]
@@ -91,18 +92,28 @@ class WalModel:
             return
         level = sess["levels"].pop()
         if level[0]:
+            # RollbackToSavepoint aborts the subtransaction with the ones released into it: one abort
+            # record of its xid listing theirs (xact.c RecordTransactionAbort, xactGetCommittedChildren)
             main = struct.pack("<q", 0)
-            self._record(RM_XACT_ID, XLOG_XACT_ABORT, level[0], main)
-        sess.setdefault("aborted", set()).update([level[0]] if level[0] else [])
+            info = XLOG_XACT_ABORT
+            if level[2]:
+                main += struct.pack("<I", XACT_XINFO_HAS_SUBXACTS) + struct.pack("<i", len(level[2])) \
+                    + struct.pack(f"<{len(level[2])}I", *level[2])
+                info |= XLOG_XACT_HAS_INFO
+            self._record(RM_XACT_ID, info, level[0], main)
 
     def release(self, s: int) -> None:
         sess = self._session(s)
         if len(sess["levels"]) == 1:
             return
+        self._release_level(sess)
+
+    @staticmethod
+    def _release_level(sess: dict) -> None:
         level = sess["levels"].pop()
-        # The released subtransaction's xid stays a committed child of the top level
-        if level[0]:
-            sess.setdefault("released", []).append(level[0])
+        # The released subtransaction's xid, and those released into it, are committed children of
+        # its parent: a ROLLBACK TO the parent aborts them too
+        sess["levels"][-1][2].extend(([level[0]] if level[0] else []) + level[2])
         sess["levels"][-1][1].extend(level[1])
 
     def finish(self, s: int, commit: bool) -> None:
@@ -111,12 +122,9 @@ class WalModel:
             return
         # Close open savepoints as COMMIT/ROLLBACK do
         while len(sess["levels"]) > 1:
-            level = sess["levels"].pop()
-            if level[0]:
-                sess.setdefault("released", []).append(level[0])
-            sess["levels"][-1][1].extend(level[1])
+            self._release_level(sess)
         top = sess["levels"][0]
-        subxids = sess.get("released", [])
+        subxids = top[2]
         if not top[0]:
             return  # no xid: no commit record at all
         if commit:
@@ -168,6 +176,8 @@ def decode(records, catalog, spill_threshold, memory_budget, spill_dir) -> list[
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(ops=OPS)
+# a subtransaction released into a savepoint that is then rolled back: aborted with it
+@example(ops=[("savepoint", 3), ("savepoint", 3), ("insert", 3), ("release", 3), ("rollback_to", 3)])
 def test_any_interleaving_decodes_like_the_model_whatever_the_spilling(ops, tmp_path_factory):
     model = build(ops)
     catalog = make_catalog()
