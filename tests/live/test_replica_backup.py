@@ -10,13 +10,12 @@ unimaged page is named, not guessed; a start before the backup is refused.
 
 from __future__ import annotations
 
-import shutil
 import subprocess
 import sys
 
 import pytest
+from replica_runs import pristine_cluster, start_at
 
-from waldecode.catalog.dsn import snapshot_from_connection
 
 pytestmark = [pytest.mark.server, pytest.mark.slow]
 
@@ -41,20 +40,6 @@ WORKLOAD = [
 ]
 
 
-def _copy_datadir(src, dst) -> None:
-    if dst.exists():
-        shutil.rmtree(dst)
-    subprocess.run(["cp", "-a", str(src), str(dst)], check=True)
-
-
-def _start_at(c, pristine, **settings) -> None:
-    c.stop()
-    _copy_datadir(pristine, c.pgdata)
-    with open(c.pgdata / "postgresql.conf", "a", encoding="utf-8") as f:
-        f.writelines(f"{k} = '{v}'\n" for k, v in settings.items())
-    c.start()
-
-
 def _workload(c) -> str:
     """The workload; the insert LSN before it."""
     with c.connect(DB) as conn:
@@ -66,22 +51,8 @@ def _workload(c) -> str:
 
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory):
-    from waldecode.testing.cluster import Cluster, ClusterError
-
     tmp = tmp_path_factory.mktemp("replica_backup")
-    try:
-        c = Cluster(15, settings={"wal_keep_size": "1GB"})
-        c.__enter__()
-    except ClusterError as e:
-        pytest.fail(f"PostgreSQL 15 is needed (./dev test installs it): {e}")
-    try:
-        c.sql(f"CREATE DATABASE {DB}")
-        with c.connect(DB) as conn:
-            conn.execute(SCHEMA)
-            catalog = snapshot_from_connection(conn)
-        c.stop()
-        pristine = c.base / "pristine"
-        _copy_datadir(c.pgdata, pristine)
+    with pristine_cluster(DB, SCHEMA) as (c, catalog, pristine):
         catalog_file = tmp / "catalog.json"
         catalog_file.write_text(catalog.to_json())
 
@@ -95,7 +66,7 @@ def runs(tmp_path_factory):
                 "SELECT data FROM pg_logical_slot_peek_changes('truth', NULL, NULL)").fetchall()]
 
         # wal_level=replica, full_page_writes off: a base backup, then the workload
-        _start_at(c, pristine, wal_level="replica", full_page_writes="off")
+        start_at(c, pristine, wal_level="replica", full_page_writes="off")
         with c.connect(DB) as conn:
             before, = conn.execute("SELECT pg_current_wal_insert_lsn()::text").fetchone()
         backup = c.base / "backup"
@@ -112,8 +83,6 @@ def runs(tmp_path_factory):
         wal = c.archive_wal(tmp / "wal", first)
         yield dict(catalog=catalog_file, expected=expected, backup=backup, wal=wal, start=start, end=end,
                    checkpoint=checkpoint, before=before)
-    finally:
-        c.__exit__(None, None, None)
 
 
 def _decode(r, *extra):

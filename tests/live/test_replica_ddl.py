@@ -19,7 +19,6 @@ import sys
 
 import pytest
 
-from waldecode.catalog.dsn import snapshot_from_connection
 from waldecode.errors import DecodeError, format_lsn
 from waldecode.logical import replica_ddl
 from waldecode.logical.session import decode_wal
@@ -27,7 +26,8 @@ from waldecode.output.pgoutput import PgOutput
 from waldecode.output.test_decoding import TestDecoding
 from waldecode.rmgr.xlog import WAL_LEVEL_REPLICA
 
-from test_replica_decode import _copy_datadir, _start_at, _transactions, _wal_run
+from replica_runs import pristine_cluster, start_at
+from test_replica_decode import _transactions, _wal_run
 
 pytestmark = [pytest.mark.server, pytest.mark.slow]
 
@@ -160,22 +160,8 @@ def run_items(c, items) -> None:
 
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory):
-    from waldecode.testing.cluster import Cluster, ClusterError
-
     tmp = tmp_path_factory.mktemp("replicaddl")
-    try:
-        c = Cluster(15, settings={"wal_keep_size": "1GB"})
-        c.__enter__()
-    except ClusterError as e:
-        pytest.skip(f"PostgreSQL 15 is not available: {e}")
-    try:
-        c.sql(f"CREATE DATABASE {DB}")
-        with c.connect(DB) as conn:
-            conn.execute(SCHEMA)
-            catalog = snapshot_from_connection(conn)
-        c.stop()
-        pristine = c.base / "pristine"
-        _copy_datadir(c.pgdata, pristine)
+    with pristine_cluster(DB, SCHEMA) as (c, catalog, pristine):
         out = {"catalog": catalog}
 
         # the truth: wal_level=logical and a test_decoding slot created before the workload
@@ -190,10 +176,10 @@ def runs(tmp_path_factory):
             conn.execute("SELECT pg_drop_replication_slot('truth')")
 
         # the same from the same data directory at wal_level=replica
-        _start_at(c, pristine, wal_level="replica")
+        start_at(c, pristine, wal_level="replica")
         out["replica_wal"], out["replica_end"] = _wal_run(c, tmp, "replica", lambda: run_workload(c))
         # pgoutput's truth, and its workload at replica level
-        _start_at(c, pristine, wal_level="logical")
+        start_at(c, pristine, wal_level="logical")
         with c.connect(DB) as conn:
             conn.execute("SELECT pg_create_logical_replication_slot('truth_pgoutput', 'pgoutput')")
         run_items(c, PGOUTPUT_WORKLOAD)
@@ -203,15 +189,13 @@ def runs(tmp_path_factory):
                                 + ", %s" * len(args) + ")", args).fetchall()
             out["pgoutput_expected"] = [bytes(r[0]) for r in rows]
             conn.execute("SELECT pg_drop_replication_slot('truth_pgoutput')")
-        _start_at(c, pristine, wal_level="replica")
+        start_at(c, pristine, wal_level="replica")
         out["pgoutput_wal"] = _wal_run(c, tmp, "pgoutput", lambda: run_items(c, PGOUTPUT_WORKLOAD))
         # what the rule cannot decide, each from the pristine copy at wal_level=replica
         for name, (work, _error) in REFUSED.items():
-            _start_at(c, pristine, wal_level="replica")
+            start_at(c, pristine, wal_level="replica")
             out[name] = _wal_run(c, tmp, name, lambda work=work: run_items(c, work))
         yield out
-    finally:
-        c.__exit__(None, None, None)
 
 
 def _decode(runs, tmp_path):

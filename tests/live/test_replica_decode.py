@@ -18,11 +18,11 @@ from __future__ import annotations
 
 import json
 import re
-import shutil
 import subprocess
 import sys
 
 import pytest
+from replica_runs import pristine_cluster, start_at
 
 from waldecode.catalog.dsn import snapshot_from_connection
 from waldecode.errors import DecodeError, UsageError, format_lsn
@@ -135,21 +135,6 @@ def run_workload(c, marks: list) -> None:
                 conn.execute(item)
 
 
-def _copy_datadir(src, dst) -> None:
-    """cp -a: the server's user keeps owning the files."""
-    if dst.exists():
-        shutil.rmtree(dst)
-    subprocess.run(["cp", "-a", str(src), str(dst)], check=True)
-
-
-def _start_at(c, pristine, **settings) -> None:
-    c.stop()
-    _copy_datadir(pristine, c.pgdata)
-    with open(c.pgdata / "postgresql.conf", "a", encoding="utf-8") as f:
-        f.writelines(f"{k} = '{v}'\n" for k, v in settings.items())
-    c.start()
-
-
 def _wal_run(c, tmp, name: str, work) -> tuple:
     """CHECKPOINT, ``work()``, and the WAL from the checkpoint's redo segment to the end: (dir, end LSN)."""
     with c.connect(DB) as conn:
@@ -170,29 +155,15 @@ def _wal_run(c, tmp, name: str, work) -> tuple:
 # that one server's WAL went unchecked
 @pytest.fixture(scope="module", params=[15, 18], ids=lambda m: f"pg{m}")
 def runs(request, tmp_path_factory):
-    from waldecode.testing.cluster import Cluster, ClusterError, find_bindir
-
     major = request.param
     tmp = tmp_path_factory.mktemp("replica%d" % major)
-    try:
-        c = Cluster(bindir=find_bindir(major, ["test_decoding"]), settings={"wal_keep_size": "1GB"})
-        c.__enter__()
-    except ClusterError as e:
-        pytest.fail(f"PostgreSQL {major} with test_decoding is needed as the oracle (./dev test installs it): {e}")
-    try:
-        c.sql(f"CREATE DATABASE {DB}")
-        with c.connect(DB) as conn:
-            conn.execute(SCHEMA)
-            catalog = snapshot_from_connection(conn)
-            checksums, = conn.execute("SHOW data_checksums").fetchone()
-        c.stop()
-        pristine = c.base / "pristine"
-        _copy_datadir(c.pgdata, pristine)
-        out = {"catalog": catalog, "major": c.major, "data_checksums": checksums}
+    with pristine_cluster(DB, SCHEMA, major, ["test_decoding"]) as (c, catalog, pristine):
+        out = {"catalog": catalog, "major": c.major}
 
         # the truth: wal_level=logical and a test_decoding slot
         c.start()
         with c.connect(DB) as conn:
+            out["data_checksums"], = conn.execute("SHOW data_checksums").fetchone()
             conn.execute(TAKE_AN_XID)
             conn.execute("CHECKPOINT")
             conn.execute("SELECT pg_create_logical_replication_slot('truth', 'test_decoding')")
@@ -215,7 +186,7 @@ def runs(request, tmp_path_factory):
         out["logical_start"], out["logical_end"] = parse_lsn(slot_start), parse_lsn(end)
 
         # the oracle of -o old-rows=full: the same at wal_level=logical with every table REPLICA IDENTITY FULL
-        _start_at(c, pristine)
+        start_at(c, pristine)
         with c.connect(DB) as conn:
             conn.execute(FULL_IDENTITY)
             out["full_catalog"] = snapshot_from_connection(conn)
@@ -235,7 +206,7 @@ def runs(request, tmp_path_factory):
         out["full_start"], out["full_end"] = parse_lsn(slot_start), parse_lsn(end)
 
         # the same from the same data directory at wal_level=replica, then DDL after it
-        _start_at(c, pristine, wal_level="replica")
+        start_at(c, pristine, wal_level="replica")
         c.sql(TAKE_AN_XID, dbname=DB)
         marks = []
         out["replica_wal"], out["replica_end"] = _wal_run(c, tmp, "replica", lambda: run_workload(c, marks))
@@ -254,12 +225,10 @@ def runs(request, tmp_path_factory):
         out["late_start"], out["late_end"] = parse_lsn(redo), parse_lsn(end)
 
         # full_page_writes off: pages changed without an image
-        _start_at(c, pristine, wal_level="replica", full_page_writes="off")
+        start_at(c, pristine, wal_level="replica", full_page_writes="off")
         out["nofpw_wal"], out["nofpw_end"] = _wal_run(
             c, tmp, "nofpw", lambda: c.sql("UPDATE t_full SET v = 'no image' WHERE id = 150", dbname=DB))
         yield out
-    finally:
-        c.__exit__(None, None, None)
 
 
 def _decode(wal, catalog, tmp_path, end_lsn=None):

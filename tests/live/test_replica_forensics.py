@@ -25,10 +25,10 @@ import sys
 import time
 
 import pytest
+from replica_runs import pristine_cluster, start_at
 
 from waldecode.catalog.dsn import snapshot_from_connection
 from waldecode.forensics.diverge import diverge
-from waldecode.pg.lsn import format_lsn, parse_lsn
 
 pytestmark = [pytest.mark.server, pytest.mark.slow]
 
@@ -87,22 +87,11 @@ def _wait(check, what: str, timeout: float = 60.0):
     raise AssertionError(f"timed out waiting for {what}")
 
 
-def _copy_datadir(src, dst) -> None:
-    """cp -a: the server's user keeps owning the files."""
-    if dst.exists():
-        shutil.rmtree(dst)
-    subprocess.run(["cp", "-a", str(src), str(dst)], check=True)
-
-
 def _failover(c, pristine, tmp, port: int, wal_level: str) -> dict:
     """The failover from the pristine data directory at ``wal_level``: the old and new timelines' WAL."""
     import psycopg
 
-    c.stop()
-    _copy_datadir(pristine, c.pgdata)
-    with open(c.pgdata / "postgresql.conf", "a", encoding="utf-8") as f:
-        f.write(f"wal_level = '{wal_level}'\n")
-    c.start()
+    start_at(c, pristine, wal_level=wal_level)
     standby = c.base / f"standby_{wal_level}"
     standby_up = False
     try:
@@ -166,29 +155,15 @@ def _failover(c, pristine, tmp, port: int, wal_level: str) -> dict:
 
 @pytest.fixture(scope="module")
 def failovers(tmp_path_factory):
-    from waldecode.testing.cluster import Cluster, ClusterError, _free_port
+    from waldecode.testing.cluster import _free_port
 
     tmp = tmp_path_factory.mktemp("replica_diverge")
-    try:
-        c = Cluster(15, settings={"wal_keep_size": "1GB"})
-        c.__enter__()
-    except ClusterError as e:
-        pytest.fail(f"PostgreSQL 15 is needed (./dev test installs it): {e}")
-    try:
-        c.sql(f"CREATE DATABASE {DB}")
-        with c.connect(DB) as conn:
-            conn.execute(SCHEMA)
-            catalog = snapshot_from_connection(conn)
-        c.stop()
-        pristine = c.base / "pristine"
-        _copy_datadir(c.pgdata, pristine)
+    with pristine_cluster(DB, SCHEMA) as (c, catalog, pristine):
         port = _free_port()
         runs = {level: _failover(c, pristine, tmp, port, level) for level in ("logical", "replica")}
         catalog_file = tmp / "catalog.json"
         catalog_file.write_text(catalog.to_json())
         yield dict(catalog=catalog, catalog_file=catalog_file, **runs)
-    finally:
-        c.__exit__(None, None, None)
 
 
 def _report(d) -> dict:
