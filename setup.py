@@ -33,6 +33,12 @@ if os.environ.get("WALDECODE_NO_NATIVE", "") in ("", "0"):
     # the page walker, included by the two framers (_native's frame_segment, _waldump's Dump)
     xlogframe = ["native/wd_xlogframe.h", "native/wd_xlogframe.pxd", "native/wd_crc32c.h", "native/wd_xlogpage.h"]
 
+    # the sections a module includes (Cython include files, one namespace with the module)
+    typeout_sections = sorted(os.path.join("native", "typeout", f)
+                              for f in os.listdir(os.path.join(here, "native", "typeout")))
+    logical_sections = sorted(os.path.join("native", "logical", f)
+                              for f in os.listdir(os.path.join(here, "native", "logical")))
+
     ext_modules = cythonize(
         [
             Extension("waldecode._native", ["native/_native.pyx"], include_dirs=["native"],
@@ -44,10 +50,10 @@ if os.environ.get("WALDECODE_NO_NATIVE", "") in ("", "0"):
             Extension("waldecode._typeout", ["native/_typeout.pyx"], include_dirs=["native"],
                       extra_compile_args=["-O2"], depends=["native/pgdefs.pxd", "native/pgconsts.pxd",
                                                            "native/wd_shortest.h",
-                                                           "native/waldecode/_typeout.pxd"]),
+                                                           "native/waldecode/_typeout.pxd"] + typeout_sections),
             Extension("waldecode._logical", ["native/_logical.pyx"], include_dirs=["native"],
                       extra_compile_args=["-O2"],
-                      depends=["native/pgdefs.pxd", "native/waldecode/_typeout.pxd"] + xlogrecord),
+                      depends=["native/pgdefs.pxd", "native/waldecode/_typeout.pxd"] + xlogrecord + logical_sections),
         ],
         include_path=["native"],
         compiler_directives={"language_level": "3"},

@@ -99,6 +99,8 @@ def test_a_finished_set_up_is_current_for_its_extras_and_fewer(checkout):
     ("native/_native.pyx", True),
     ("native/pgdefs.pxd", True),
     ("native/wd_shortest.h", True),
+    ("native/typeout/float.pxi", True),  # a section _typeout.pyx includes
+    ("native/waldecode/_typeout.pxd", True),  # a .pxd below native/ (what _logical cimports of _typeout)
     ("native/pgconsts.py", True),
     ("waldecode/rmgr/xlog.py", True),  # its constants are declared for Cython (pgconsts.SOURCES)
     ("pyproject.toml", True),
