@@ -26,7 +26,6 @@ Takes paths and a catalog snapshot (or source); hands a ``Divergence`` to ``repo
 
 from __future__ import annotations
 
-import struct
 from dataclasses import dataclass, field, replace
 
 from ..catalog.model import Catalog
@@ -42,11 +41,9 @@ from ..output.quote import quote_literal_cstr
 from ..pg.quote import quote_identifier, quote_qualified_identifier
 from ..wal.segments import discover, scan
 from ..wal.storage import DEFAULT_OPTIONS, InputOptions
-from ..wal.xlogrecord import XL_XID_OFFSET
+from ..wal.xlogrecord import XL_XID_OFFSET, unpack_xl_xid
 from .collect import ALL_ROWS, Collector, DecodedTxn
 from .timelines import Fork, Timeline, timelines
-
-_xl_xid = struct.Struct("<I").unpack_from  # XLogRecord's xl_xid (src/include/access/xlogrecord.h)
 
 #: user relation kinds whose definition a report names (ordinary and partitioned tables)
 _TABLE_KINDS = ("r", "p")
@@ -148,7 +145,7 @@ class _XactWatch(TransactionListener):
                 break
             if lsn < start:
                 continue
-            xid = _xl_xid(rec, XL_XID_OFFSET)[0]
+            xid = unpack_xl_xid(rec, XL_XID_OFFSET)[0]
             if xid and (newest is None or xid_precedes(newest, xid)):
                 newest = xid
         self.max_xid_before = newest

@@ -61,6 +61,7 @@ from ..rmgr.xact import (
     parse_commit_or_abort,
 )
 from ..wal.xlogreader import decode_in
+from ..wal.xlogrecord import XL_XID_OFFSET, unpack_xl_xid
 from ..xact import xact_event
 from . import tasks
 
@@ -130,10 +131,10 @@ def xact_spans(records, major: int, firsts: dict, ended: XactEnds, slow=None, pr
     A commit or abort record is not where its transaction's changes begin: it is not in ``firsts``.
     Returns True when a catalog change is among them (``RunSpans.catalog_changes``).  A record the
     decoder refuses raises its error.  (``slow``: the native version's way back here, unused.)"""
-    xl_xid = tasks._xl_xid
+    xl_xid = unpack_xl_xid
     catalog = False
     for lsn, raw_end, rec in records:
-        xid = xl_xid(rec, 4)[0]
+        xid = xl_xid(rec, XL_XID_OFFSET)[0]
         if rec[17] == RM_XACT_ID:
             info = rec[16] & XLOG_XACT_OPMASK
             if info in (XLOG_XACT_COMMIT, XLOG_XACT_ABORT, XLOG_XACT_COMMIT_PREPARED, XLOG_XACT_ABORT_PREPARED):

@@ -61,9 +61,10 @@ from ..rmgr.xlog import XLOG_PARAMETER_CHANGE
 from ..wal._pyframe import bkpimage_compressed_mask
 from ..wal.xlogpage import FrameState, ReadStop, SizeOfXLogLongPHD
 from ..wal.xlogreader import _end_lsn, decode_in
+from ..wal.xlogrecord import XL_XID_OFFSET, unpack_xl_xid
 
 _ALWAYS_WHOLE = frozenset((RM_XACT_ID, RM_STANDBY_ID, RM_RELMAP_ID, RM_LOGICALMSG_ID))
-_xl_xid = struct.Struct("<I").unpack_from
+_xl_xid = unpack_xl_xid  # XLogRecord.xl_xid at XL_XID_OFFSET (wal/xlogrecord.py)
 #: the resource managers whose records phase 2 takes changes from (``run_items``)
 CHANGE_RMIDS = frozenset((RM_HEAP_ID, RM_HEAP2_ID, RM_LOGICALMSG_ID))
 
@@ -138,7 +139,7 @@ def read_run(segments, first: int, last: int, start: int | None, end_lsn: int | 
                 yield item
                 return
             for lsn, raw_end, rec in raw:
-                if keep is not None and not keep(_xl_xid(rec, 4)[0], rec[17]):
+                if keep is not None and not keep(_xl_xid(rec, XL_XID_OFFSET)[0], rec[17]):
                     continue  # XLogRecord: xl_tot_len, xl_xid at 4, xl_prev, xl_info, xl_rmid at 17
                 yield decode_in(decode, rec, lsn, _end_lsn(rec, lsn, raw_end, seg_size), major, path)
     except Error as e:

@@ -8,12 +8,15 @@ manager modules.  The parsing itself lives in the implementation modules
 
 from __future__ import annotations
 
+import struct
 from typing import NamedTuple
 
 # src/include/access/xlogrecord.h
 SizeOfXLogRecord = 24
-# XLogRecord's xl_xid (after xl_tot_len): readable from a record's header alone
+# XLogRecord's xl_xid (after xl_tot_len): readable from a record's header alone,
+# ``unpack_xl_xid(rec, XL_XID_OFFSET)[0]``
 XL_XID_OFFSET = 4
+unpack_xl_xid = struct.Struct("<I").unpack_from
 XLR_INFO_MASK = 0x0F
 XLR_RMGR_INFO_MASK = 0xF0
 XLR_SPECIAL_REL_UPDATE = 0x01
